@@ -1,0 +1,86 @@
+// Daemon configuration: the YAML file's schema, defaults and validation.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace gloowatch {
+
+// host:port. Host is an IPv4/IPv6 literal or a DNS name ("[::1]:7601" for v6).
+struct HostPort {
+  std::string host;
+  uint16_t port = 0;
+  std::string ToString() const;  // re-brackets IPv6 literals
+};
+
+// Parses "host:port" / "[v6]:port". Port must be 1..65535; host non-empty.
+absl::StatusOr<HostPort> ParseHostPort(absl::string_view text);
+
+struct PeerConfig {
+  std::string name;
+  HostPort grpc;
+  std::string group;  // optional rack/switch label
+};
+
+struct GlooConfig {
+  // At most one of address/interface is set; neither means: GLOO_SOCKET_IFNAME
+  // if set, else the address the host name resolves to (what PyTorch does).
+  std::string address;
+  std::string interface;
+  absl::Duration timeout = absl::Seconds(5);
+  // Overrides the link speed read from sysfs (bytes/s); 0 = read it.
+  double link_speed_bytes_per_second = 0;
+};
+
+struct ScheduleConfig {
+  absl::Duration latency_interval = absl::Seconds(5);
+  absl::Duration skew_interval = absl::Seconds(10);
+  absl::Duration bandwidth_interval = absl::Seconds(60);
+  double jitter = 0.1;  // +-fraction of each interval, in [0, 0.5]
+};
+
+struct ProbeConfig {
+  uint32_t latency_message_bytes = 8;             // >= 8, <= 1 MiB
+  uint32_t latency_burst = 5;                     // round trips per latency probe
+  uint64_t bandwidth_bytes = 64ull << 20;         // per direction per transfer
+  uint64_t bandwidth_message_bytes = 4ull << 20;  // divides bandwidth_bytes
+  uint32_t skew_burst = 8;                        // samples per skew probe
+  absl::Duration latency_window = absl::Minutes(5);  // p50/p99 window
+  absl::Duration backoff_initial = absl::Milliseconds(500);
+  absl::Duration backoff_max = absl::Seconds(30);
+};
+
+struct Thresholds {
+  absl::Duration latency = absl::Milliseconds(2);
+  double bandwidth_link_ratio = 0.8;
+  absl::Duration clock_offset = absl::Milliseconds(100);
+  absl::Duration failure_window = absl::Hours(1);
+  double communication_share = 0.3;
+};
+
+struct Config {
+  std::string source;  // file name the config came from, for messages
+  std::string node;
+  HostPort grpc_listen;
+  HostPort metrics_listen;
+  GlooConfig gloo;
+  ScheduleConfig schedule;
+  ProbeConfig probe;
+  Thresholds thresholds;
+  std::vector<PeerConfig> peers;
+};
+
+// Parses and validates YAML text. `source` names the file in error messages,
+// which have the form "<source>:<line>:<column>: <key path>: <problem>".
+absl::StatusOr<Config> ParseConfig(absl::string_view yaml, absl::string_view source);
+
+// Reads `path` and parses it.
+absl::StatusOr<Config> LoadConfigFile(const std::string& path);
+
+}  // namespace gloowatch

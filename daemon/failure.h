@@ -1,0 +1,27 @@
+// Turns error text from Gloo, the kernel and gRPC into a small set of causes
+// an operator can act on.
+#pragma once
+
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "proto/gloowatch.pb.h"
+
+namespace gloowatch {
+
+using v1::FailureReason;
+
+// Lower-case short name used as the Prometheus `reason` label and JSON value:
+// refused, unreachable, timeout, reset, protocol, wrong_interface, other.
+absl::string_view ReasonName(FailureReason reason);
+
+// Classifies an error message (Gloo IoException text, strerror text, gRPC
+// status message). Unknown text is OTHER.
+FailureReason ClassifyMessage(absl::string_view message);
+
+// Classifies a failed gRPC call: DEADLINE_EXCEEDED -> timeout; UNAVAILABLE by
+// its message (refused / unreachable / reset, else unreachable);
+// FAILED_PRECONDITION, INVALID_ARGUMENT, UNIMPLEMENTED -> protocol.
+FailureReason ClassifyGrpc(int grpc_status_code, absl::string_view message);
+
+}  // namespace gloowatch
