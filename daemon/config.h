@@ -1,6 +1,7 @@
 // Daemon configuration: the YAML file's schema, defaults and validation.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -82,5 +83,16 @@ absl::StatusOr<Config> ParseConfig(absl::string_view yaml, absl::string_view sou
 
 // Reads `path` and parses it.
 absl::StatusOr<Config> LoadConfigFile(const std::string& path);
+
+// Config text (or file) larger than this is rejected before parsing.
+inline constexpr size_t kMaxConfigBytes = size_t{1} << 20;
+
+// Byte count: a plain integer, or one with suffix B, KiB, MiB, GiB (binary)
+// or KB, MB, GB (decimal): "4096", "64MiB", "1GB". No range check.
+absl::StatusOr<uint64_t> ParseByteSize(absl::string_view text);
+
+// Link speed in bytes/s. Bits: "10Gbps", "25Gbit", "100Mbps", "100Mbit";
+// bytes: "1.25GB/s", "500MB/s"; a plain number is bytes/s. No range check.
+absl::StatusOr<double> ParseLinkSpeed(absl::string_view text);
 
 }  // namespace gloowatch

@@ -16,12 +16,18 @@ using v1::FailureReason;
 absl::string_view ReasonName(FailureReason reason);
 
 // Classifies an error message (Gloo IoException text, strerror text, gRPC
-// status message). Unknown text is OTHER.
+// status message), case-insensitively. Unknown text is OTHER. A concrete
+// errno cause wins over a generic "timed out" wrapper ("Timed out
+// connecting: SO_ERROR: Connection refused" is REFUSED), except Gloo's own
+// op timeouts ("Timed out waiting ...", "Application timeout caused pair
+// closure"), which are TIMEOUT.
 FailureReason ClassifyMessage(absl::string_view message);
 
 // Classifies a failed gRPC call: DEADLINE_EXCEEDED -> timeout; UNAVAILABLE by
-// its message (refused / unreachable / reset, else unreachable);
-// FAILED_PRECONDITION, INVALID_ARGUMENT, UNIMPLEMENTED -> protocol.
+// its message (refused / unreachable / reset / timeout / wrong_interface,
+// else unreachable); FAILED_PRECONDITION, INVALID_ARGUMENT, UNIMPLEMENTED,
+// UNAUTHENTICATED, PERMISSION_DENIED -> protocol; other codes by message.
+// OK is UNSPECIFIED (not a failure).
 FailureReason ClassifyGrpc(int grpc_status_code, absl::string_view message);
 
 }  // namespace gloowatch

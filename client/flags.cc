@@ -1,0 +1,77 @@
+#include "client/flags.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/flags/commandlineflag.h"
+#include "absl/flags/reflection.h"
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace gloowatch::client {
+
+absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv, int start,
+                                                    const std::vector<std::string>& repeatable) {
+  std::vector<std::string> positional;
+  std::map<std::string, std::vector<std::string>> repeated;
+  for (int i = start; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") {
+      for (++i; i < argc; ++i) positional.push_back(argv[i]);
+      break;
+    }
+    if (arg == "-" || !absl::StartsWith(arg, "-")) {
+      positional.push_back(arg);
+      continue;
+    }
+    std::string body = arg.substr(absl::StartsWith(arg, "--") ? 2 : 1);
+    std::string name = body, value;
+    bool has_value = false;
+    if (auto eq = body.find('='); eq != std::string::npos) {
+      name = body.substr(0, eq);
+      value = body.substr(eq + 1);
+      has_value = true;
+    }
+    // Accept --report-path for --report_path: dashes read better on a CLI.
+    std::replace(name.begin(), name.end(), '-', '_');
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    bool negated = false;
+    if (flag == nullptr && absl::StartsWith(name, "no")) {
+      flag = absl::FindCommandLineFlag(name.substr(2));
+      negated = flag != nullptr && flag->IsOfType<bool>();
+      if (!negated) flag = nullptr;
+    }
+    if (flag == nullptr || absl::StartsWith(flag->Filename(), "absl/")) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag '", arg, "'"));
+    }
+    if (flag->IsOfType<bool>() && !has_value) {
+      value = negated ? "false" : "true";
+    } else if (!has_value) {
+      if (i + 1 >= argc) {
+        return absl::InvalidArgumentError(absl::StrCat("flag '--", name, "' needs a value"));
+      }
+      value = argv[++i];
+    }
+    if (std::find(repeatable.begin(), repeatable.end(), flag->Name()) != repeatable.end()) {
+      repeated[std::string(flag->Name())].push_back(value);
+      continue;
+    }
+    std::string error;
+    if (!flag->ParseFrom(value, &error)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad value '", value, "' for --", flag->Name(), ": ", error));
+    }
+  }
+  for (const auto& [name, values] : repeated) {
+    std::string error;
+    std::string joined = absl::StrJoin(values, ",");
+    if (!absl::FindCommandLineFlag(name)->ParseFrom(joined, &error)) {
+      return absl::InvalidArgumentError(absl::StrCat("bad value for --", name, ": ", error));
+    }
+  }
+  return positional;
+}
+
+}  // namespace gloowatch::client

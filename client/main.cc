@@ -1,0 +1,174 @@
+// gloowatch: operator CLI for gloowatchd clusters. Subcommand dispatch and
+// flag plumbing only; the work lives in the modules.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <tuple>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/marshalling.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "client/exit_codes.h"
+#include "client/explain_log.h"
+#include "client/diagnose.h"
+#include "client/flags.h"
+#include "client/targets.h"
+
+ABSL_FLAG(bool, json, false, "Print JSON instead of a table.");
+ABSL_FLAG(std::string, color, "auto", "Colour: auto (only on a TTY), always, never.");
+ABSL_FLAG(std::string, daemons, "", "Comma-separated daemon gRPC addresses host:port.");
+ABSL_FLAG(std::string, config, "", "Daemon config YAML: ask the node and all its peers.");
+ABSL_FLAG(std::string, cluster, "", "Cluster YAML: nodes: [{name, grpc}].");
+ABSL_FLAG(absl::Duration, deadline, absl::Seconds(3), "Per-call gRPC deadline.");
+ABSL_FLAG(double, watch, 0, "Repeat every SECONDS (health); 0 = once.");
+ABSL_FLAG(int, watch_count, 0, "Stop --watch after N rounds; 0 = until interrupted.");
+ABSL_FLAG(std::string, report_path, "", "diagnose: where to write the JSON report (required).");
+ABSL_FLAG(std::string, ports, "29500-29600", "diagnose: port range to scan on each peer host.");
+ABSL_FLAG(std::string, ifname, "", "diagnose: Gloo interface(s) to check (default: GLOO_SOCKET_IFNAME).");
+ABSL_FLAG(std::vector<std::string>, target, {}, "diagnose: extra host to scan (repeatable).");
+ABSL_FLAG(std::string, training_config, "", "diagnose: training config YAML to audit.");
+ABSL_FLAG(absl::Duration, connect_timeout, absl::Seconds(1), "diagnose: per-port connect timeout.");
+ABSL_FLAG(absl::Duration, scan_timeout, absl::Seconds(30), "diagnose: total time bound per host scan.");
+ABSL_FLAG(int, scan_concurrency, 64, "diagnose: connects in flight.");
+ABSL_FLAG(std::string, daemon, "127.0.0.1:7601", "report-step: the local daemon.");
+ABSL_FLAG(std::string, job, "", "report-step: job name.");
+ABSL_FLAG(int, rank, -1, "report-step: rank (>= 0).");
+ABSL_FLAG(int64_t, step, -1, "report-step: step number (>= 0).");
+ABSL_FLAG(double, step_seconds, -1, "report-step: wall time of the step.");
+ABSL_FLAG(double, comm_seconds, -1, "report-step: time spent in collectives during the step.");
+
+namespace gloowatch::client {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: gloowatch COMMAND [flags]\n"
+    "commands:\n"
+    "  health       cluster health from every daemon (--daemons | --config | --cluster)\n"
+    "  diagnose     connectivity/environment checks (--report-path FILE)\n"
+    "  explain-log  explain Gloo/PyTorch failures in a log (FILE or -)\n"
+    "  report-step  send one training-step report to a daemon\n"
+    "see docs/client.md for every flag, exit code and JSON schema\n";
+
+int Usage(const std::string& message) {
+  std::cerr << "gloowatch: " << message << "\n" << kUsage;
+  return kExitUsage;
+}
+
+std::string DumpJson(const nlohmann::json& j) {
+  // replace: log excerpts may hold invalid UTF-8.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+int RunExplainLog(const std::vector<std::string>& args) {
+  if (args.size() != 1) return Usage("explain-log takes exactly one FILE (or - for stdin)");
+  const std::string& path = args[0];
+  LogExplanation e;
+  if (path == "-") {
+    e = ExplainLog(std::cin, "-");
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      std::cerr << "gloowatch explain-log: cannot open '" << path << "': " << std::strerror(errno)
+                << "\n";
+      return kExitNoInput;
+    }
+    e = ExplainLog(in, path);
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << DumpJson(ExplanationToJson(e)) << "\n";
+  } else {
+    std::cout << RenderExplanationText(e);
+  }
+  return kExitOk;
+}
+
+bool UseColor() {
+  const std::string c = absl::GetFlag(FLAGS_color);
+  return c == "always" || (c == "auto" && isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr);
+}
+
+// Daemons from exactly one of --daemons / --config / --cluster.
+absl::StatusOr<std::vector<DaemonTarget>> DaemonTargets(bool required) {
+  const int given = !absl::GetFlag(FLAGS_daemons).empty() + !absl::GetFlag(FLAGS_config).empty() +
+                    !absl::GetFlag(FLAGS_cluster).empty();
+  if (given > 1) return absl::InvalidArgumentError("give only one of --daemons, --config, --cluster");
+  if (given == 0) {
+    if (required) return absl::InvalidArgumentError("need --daemons, --config or --cluster");
+    return std::vector<DaemonTarget>{};
+  }
+  if (!absl::GetFlag(FLAGS_daemons).empty()) return ParseDaemonList(absl::GetFlag(FLAGS_daemons));
+  if (!absl::GetFlag(FLAGS_config).empty()) return LoadDaemonConfig(absl::GetFlag(FLAGS_config));
+  return LoadClusterFile(absl::GetFlag(FLAGS_cluster));
+}
+
+int InputError(const absl::Status& s) {
+  std::cerr << "gloowatch: " << s.message() << "\n";
+  if (absl::IsNotFound(s)) return kExitNoInput;
+  return absl::IsInvalidArgument(s) && absl::StrContains(s.message(), "--") ? kExitUsage
+                                                                              : kExitDataErr;
+}
+
+int RunDiagnoseCommand(const std::vector<std::string>& args) {
+  if (!args.empty()) return Usage(absl::StrCat("diagnose takes no arguments, got '", args[0], "'"));
+  DiagnoseOptions o;
+  const std::string report_path = absl::GetFlag(FLAGS_report_path);
+  if (report_path.empty()) return Usage("diagnose needs --report-path FILE");
+  auto daemons = DaemonTargets(false);
+  if (!daemons.ok()) return InputError(daemons.status());
+  o.daemons = *daemons;
+  o.targets = absl::GetFlag(FLAGS_target);
+  auto range = ParsePortRange(absl::GetFlag(FLAGS_ports));
+  if (!range.ok()) return Usage(std::string(range.status().message()));
+  std::tie(o.port_low, o.port_high) = *range;
+  o.ifname = absl::GetFlag(FLAGS_ifname);
+  o.training_config = absl::GetFlag(FLAGS_training_config);
+  o.deadline = absl::GetFlag(FLAGS_deadline);
+  o.scan.connect_timeout = absl::GetFlag(FLAGS_connect_timeout);
+  o.scan.total_timeout = absl::GetFlag(FLAGS_scan_timeout);
+  o.scan.concurrency = absl::GetFlag(FLAGS_scan_concurrency);
+  if (o.scan.concurrency < 1 || o.scan.concurrency > 1024) {
+    return Usage("--scan_concurrency must be 1..1024");
+  }
+  o.env = CurrentEnvironment();
+  DiagnoseReport report = RunDiagnose(o);
+  {
+    std::ofstream out(report_path, std::ios::trunc);
+    out << DumpJson(ReportToJson(report, o)) << "\n";
+    if (!out) {
+      std::cerr << "gloowatch diagnose: cannot write '" << report_path << "': "
+                << std::strerror(errno) << "\n";
+      return kExitCantCreate;
+    }
+  }
+  std::cout << RenderReportText(report, UseColor()) << "report: " << report_path << "\n";
+  return report.ExitCode();
+}
+
+int Main(int argc, char** argv) {
+  if (argc < 2) return Usage("missing command");
+  const std::string command = argv[1];
+  if (command == "help" || command == "--help" || command == "-h") {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  auto args = ParseFlags(argc, argv, 2, {"target"});
+  if (!args.ok()) return Usage(std::string(args.status().message()));
+  if (command == "explain-log") return RunExplainLog(*args);
+  if (command == "diagnose") return RunDiagnoseCommand(*args);
+  return Usage(absl::StrCat("unknown command '", command, "'"));
+}
+
+}  // namespace
+}  // namespace gloowatch::client
+
+int main(int argc, char** argv) { return gloowatch::client::Main(argc, argv); }

@@ -1,0 +1,37 @@
+// Which daemons to ask: from --daemons, a daemon config or a cluster file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace gloowatch::client {
+
+struct Endpoint {
+  std::string host;  // without IPv6 brackets
+  uint16_t port = 0;
+  std::string ToString() const;  // "host:port" / "[v6]:port"
+};
+
+struct DaemonTarget {
+  std::string name;  // node name when known, else the address
+  Endpoint endpoint;
+};
+
+// "host:port" or "[v6]:port"; port 1..65535.
+absl::StatusOr<Endpoint> ParseEndpoint(absl::string_view text);
+// Comma-separated endpoints; duplicates are an error (they would double count).
+absl::StatusOr<std::vector<DaemonTarget>> ParseDaemonList(absl::string_view text);
+// Daemon config: the node itself (grpc_listen, 0.0.0.0/:: mapped to loopback)
+// plus every peer's grpc address.
+absl::StatusOr<std::vector<DaemonTarget>> LoadDaemonConfig(const std::string& path);
+// Cluster file: `nodes: [{name, grpc}]`.
+absl::StatusOr<std::vector<DaemonTarget>> LoadClusterFile(const std::string& path);
+
+// "29500-29600" or "29500".
+absl::StatusOr<std::pair<uint16_t, uint16_t>> ParsePortRange(absl::string_view text);
+
+}  // namespace gloowatch::client

@@ -1,0 +1,193 @@
+#include "daemon/daemon.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <exception>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/log.h"
+#include "gloo/config.h"
+#include "gloo/transport/tcp/device.h"
+#include "google/protobuf/util/time_util.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "daemon/version.h"
+
+namespace gloowatch {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+google::protobuf::Timestamp ToProto(absl::Time t) {
+  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
+}
+
+bool AnyPeerRemote(const Config& config) {
+  for (const PeerConfig& peer : config.peers) {
+    if (!IsLoopbackHost(peer.grpc.host)) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<std::shared_ptr<gloo::transport::Device>> CreateGlooDevice(
+    const GlooEndpoint& endpoint) {
+  gloo::transport::tcp::attr attr;
+  attr.hostname = endpoint.address;
+  try {
+    return gloo::transport::tcp::CreateDevice(attr);
+  } catch (const std::exception& e) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create a Gloo device on ", endpoint.address, ": ", e.what()));
+  }
+}
+
+}  // namespace
+
+std::string GlooVersionString() {
+  return absl::StrCat(GLOO_VERSION_MAJOR, ".", GLOO_VERSION_MINOR, ".", GLOO_VERSION_PATCH);
+}
+
+Daemon::Daemon(Config config, const Clock* clock)
+    : config_(std::move(config)), clock_(clock), started_at_(clock->Now()) {}
+
+Daemon::~Daemon() {
+  if (!Shutdown(absl::Seconds(10))) {
+    // A probe thread still inside a Gloo call would touch what we free.
+    GW_LOG(kError, "probe threads did not stop; exiting without cleanup");
+    std::_Exit(0);
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock* clock) {
+  std::unique_ptr<Daemon> d(new Daemon(std::move(config), clock));
+  const Config& c = d->config_;
+
+  EndpointRequest request;
+  request.config_address = c.gloo.address;
+  request.config_interface = c.gloo.interface;
+  if (const char* env = std::getenv("GLOO_SOCKET_IFNAME"); env != nullptr && *env != '\0') {
+    request.env_gloo_socket_ifname = env;
+  }
+  request.peers_are_remote = AnyPeerRemote(c);
+  request.link_speed_override = c.gloo.link_speed_bytes_per_second;
+  auto endpoint = ResolveGlooEndpoint(request, RealSystem());
+  if (!endpoint.ok()) return endpoint.status();
+  d->endpoint_ = *std::move(endpoint);
+  if (!d->endpoint_.warning.empty()) GW_LOG(kWarning, "gloo: %s", d->endpoint_.warning);
+  GW_LOG(kInfo, "gloo: using %s (interface %s, chosen by %s)", d->endpoint_.address,
+         d->endpoint_.interface.empty() ? "?" : d->endpoint_.interface, d->endpoint_.source);
+  if (auto range = ReadEphemeralPortRange(RealSystem()); range.ok()) d->ephemeral_ports_ = *range;
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) == 0) d->hostname_ = host;
+
+  auto device = CreateGlooDevice(d->endpoint_);
+  if (!device.ok()) return device.status();
+  d->device_ = *std::move(device);
+
+  d->metrics_ = std::make_unique<Metrics>(Metrics::Identity{
+      c.node, GLOOWATCH_VERSION, GlooVersionString(), d->endpoint_.interface,
+      d->endpoint_.link_speed_bytes_per_second});
+  if (absl::Status s = d->metrics_->Serve(c.metrics_listen.ToString()); !s.ok()) return s;
+
+  std::set<std::string> peer_names;
+  for (const PeerConfig& peer : c.peers) {
+    peer_names.insert(peer.name);
+    d->trackers_.push_back(std::make_unique<PeerTracker>(
+        peer, c.probe.latency_window, c.thresholds.failure_window,
+        d->endpoint_.link_speed_bytes_per_second, d->metrics_->AddPeer(peer.name), clock));
+  }
+
+  Daemon* self = d.get();
+  d->status_service_ = std::make_unique<StatusService>(
+      [self] { return self->Status(); },
+      [](const v1::ReportStepRequest&) {
+        return absl::UnimplementedError("ReportStep is not available yet");
+      });
+  d->peer_service_ = std::make_unique<PeerService>(c.node, GLOOWATCH_VERSION, d->device_,
+                                                   &d->gate_, clock, peer_names);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  int selected_port = 0;
+  builder.AddListeningPort(c.grpc_listen.ToString(), grpc::InsecureServerCredentials(),
+                           &selected_port);
+  builder.RegisterService(d->status_service_.get());
+  builder.RegisterService(d->peer_service_.get());
+  // Without SO_REUSEPORT a second daemon on the same port fails to bind
+  // instead of silently sharing it.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  d->server_ = builder.BuildAndStart();
+  if (d->server_ == nullptr || selected_port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ",
+                                               c.grpc_listen.ToString(),
+                                               " (is the port already in use?)"));
+  }
+  GW_LOG(kInfo, "node %s: gRPC on %s, metrics on %s, %d peers", c.node,
+         c.grpc_listen.ToString(), c.metrics_listen.ToString(), c.peers.size());
+
+  ProberContext context;
+  context.node = c.node;
+  context.version = GLOOWATCH_VERSION;
+  context.device = d->device_;
+  context.local_gloo_is_loopback = d->endpoint_.is_loopback;
+  context.gate = &d->gate_;
+  context.clock = clock;
+  for (auto& tracker : d->trackers_) {
+    d->probers_.push_back(std::make_unique<PeerProber>(context, c, tracker.get()));
+  }
+  for (auto& prober : d->probers_) prober->Start();
+  return d;
+}
+
+bool Daemon::Shutdown(absl::Duration grace) {
+  if (shut_down_) return joined_;
+  shut_down_ = true;
+  for (auto& prober : probers_) prober->Stop();
+  if (peer_service_) peer_service_->StopAll();
+  if (server_) server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  const absl::Time deadline = absl::Now() + grace;
+  bool all_joined = true;
+  for (auto& prober : probers_) {
+    all_joined = prober->Join(std::max(deadline - absl::Now(), absl::ZeroDuration())) && all_joined;
+  }
+  joined_ = all_joined;
+  if (!all_joined) {
+    GW_LOG(kInfo, "shutdown: some probe threads are still inside Gloo calls; not waiting");
+  }
+  return joined_;
+}
+
+v1::NodeStatus Daemon::Status() const {
+  v1::NodeStatus s;
+  s.set_node(config_.node);
+  s.set_version(GLOOWATCH_VERSION);
+  s.set_gloo_version(GlooVersionString());
+  s.set_hostname(hostname_);
+  v1::GlooEndpoint* g = s.mutable_gloo();
+  g->set_interface(endpoint_.interface);
+  g->set_address(endpoint_.address);
+  g->set_source(endpoint_.source);
+  g->set_is_loopback(endpoint_.is_loopback);
+  if (endpoint_.link_speed_bytes_per_second) {
+    g->set_link_speed_bytes_per_second(*endpoint_.link_speed_bytes_per_second);
+  }
+  g->set_link_speed_note(endpoint_.link_speed_note);
+  g->set_mtu(endpoint_.mtu);
+  g->set_warning(endpoint_.warning);
+  *s.mutable_started_at() = ToProto(started_at_);
+  *s.mutable_now() = ToProto(clock_->Now());
+  for (const auto& tracker : trackers_) *s.add_peers() = tracker->Snapshot();
+  v1::Thresholds* t = s.mutable_thresholds();
+  t->set_latency_seconds(absl::ToDoubleSeconds(config_.thresholds.latency));
+  t->set_bandwidth_link_ratio(config_.thresholds.bandwidth_link_ratio);
+  t->set_clock_offset_seconds(absl::ToDoubleSeconds(config_.thresholds.clock_offset));
+  t->set_failure_window_seconds(absl::ToDoubleSeconds(config_.thresholds.failure_window));
+  t->set_communication_share(config_.thresholds.communication_share);
+  s.set_ephemeral_port_low(ephemeral_ports_.first);
+  s.set_ephemeral_port_high(ephemeral_ports_.second);
+  return s;
+}
+
+}  // namespace gloowatch

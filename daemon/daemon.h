@@ -1,0 +1,62 @@
+// Wires the modules into a running daemon: Gloo device, metrics exporter,
+// gRPC server, one tracker and prober per peer.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "daemon/clock.h"
+#include "daemon/config.h"
+#include "daemon/gloo_endpoint.h"
+#include "daemon/metrics.h"
+#include "daemon/peer_prober.h"
+#include "daemon/peer_tracker.h"
+#include "daemon/probe_link.h"
+#include "daemon/services.h"
+#include "proto/gloowatch.pb.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace gloowatch {
+
+class Daemon {
+ public:
+  // Binds every port and starts probing; any failure to bind or to find the
+  // Gloo interface is returned, nothing is left running.
+  static absl::StatusOr<std::unique_ptr<Daemon>> Start(Config config, const Clock* clock);
+  ~Daemon();
+
+  v1::NodeStatus Status() const;
+  // Stops probing and serving, waiting at most `grace` for the probe threads;
+  // false when some are still inside a Gloo call (the process should exit
+  // rather than destroy the daemon).
+  bool Shutdown(absl::Duration grace);
+
+ private:
+  Daemon(Config config, const Clock* clock);
+
+  Config config_;
+  const Clock* clock_;
+  absl::Time started_at_;
+  GlooEndpoint endpoint_;
+  std::pair<uint32_t, uint32_t> ephemeral_ports_{0, 0};
+  std::string hostname_;
+  std::shared_ptr<gloo::transport::Device> device_;
+  BandwidthGate gate_;
+  std::unique_ptr<Metrics> metrics_;
+  std::vector<std::unique_ptr<PeerTracker>> trackers_;
+  std::vector<std::unique_ptr<PeerProber>> probers_;
+  std::unique_ptr<StatusService> status_service_;
+  std::unique_ptr<PeerService> peer_service_;
+  std::unique_ptr<grpc::Server> server_;
+  bool shut_down_ = false;
+  bool joined_ = false;
+};
+
+// "0.5.0 (Debian 0.0~git20220518)"-style description of the Gloo we run on.
+std::string GlooVersionString();
+
+}  // namespace gloowatch

@@ -1,0 +1,112 @@
+// gloowatchd: probes every configured peer over Gloo pairs and exports the
+// figures to Prometheus and a gRPC status API.
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "daemon/config.h"
+#include "daemon/daemon.h"
+#include "daemon/log.h"
+#include "daemon/version.h"
+
+ABSL_FLAG(std::string, config, "/etc/gloowatch/gloowatchd.yaml", "Path of the YAML config");
+ABSL_FLAG(std::string, check_config, "",
+          "Validate this config file, print the result and exit (0 valid, 1 invalid)");
+ABSL_FLAG(bool, version, false, "Print the version and exit");
+ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
+
+namespace gloowatch {
+namespace {
+
+constexpr int kExitConfig = 78;  // EX_CONFIG
+constexpr int kExitUnavailable = 69;  // EX_UNAVAILABLE
+
+bool ParseLogLevel(const std::string& name, LogLevel* level) {
+  if (name == "debug") *level = LogLevel::kDebug;
+  else if (name == "info") *level = LogLevel::kInfo;
+  else if (name == "warning") *level = LogLevel::kWarning;
+  else if (name == "error") *level = LogLevel::kError;
+  else return false;
+  return true;
+}
+
+int Run() {
+  if (absl::GetFlag(FLAGS_version)) {
+    std::cout << "gloowatchd " << GLOOWATCH_VERSION << " (Gloo " << GlooVersionString() << ")\n";
+    return 0;
+  }
+  LogLevel level;
+  if (!ParseLogLevel(absl::GetFlag(FLAGS_log_level), &level)) {
+    std::cerr << "gloowatchd: --log_level must be debug, info, warning or error\n";
+    return 64;
+  }
+  SetLogLevel(level);
+
+  if (const std::string path = absl::GetFlag(FLAGS_check_config); !path.empty()) {
+    absl::StatusOr<Config> config = LoadConfigFile(path);
+    if (!config.ok()) {
+      std::cerr << config.status().message() << "\n";
+      return 1;
+    }
+    std::cout << path << ": OK (node " << config->node << ", " << config->peers.size()
+              << " peers)\n";
+    return 0;
+  }
+
+  absl::StatusOr<Config> config = LoadConfigFile(absl::GetFlag(FLAGS_config));
+  if (!config.ok()) {
+    GW_LOG(kError, "%s", config.status().message());
+    return kExitConfig;
+  }
+
+  // Signals are taken synchronously by this thread only; a peer that closes
+  // a socket under us must not kill the process with SIGPIPE.
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::StatusOr<std::unique_ptr<Daemon>> daemon = Daemon::Start(*std::move(config),
+                                                                 RealClock::Get());
+  if (!daemon.ok()) {
+    GW_LOG(kError, "%s", daemon.status().message());
+    return kExitUnavailable;
+  }
+  GW_LOG(kInfo, "gloowatchd %s ready", GLOOWATCH_VERSION);
+  while (true) {
+    timespec tick = {1, 0};
+    const int sig = sigtimedwait(&signals, nullptr, &tick);
+    if (sig == SIGTERM || sig == SIGINT) {
+      GW_LOG(kInfo, "signal %d: shutting down", sig);
+      break;
+    }
+    if (sig == SIGHUP) GW_LOG(kWarning, "SIGHUP: config reload is not supported yet; ignored");
+  }
+  if (!(*daemon)->Shutdown(absl::Seconds(2))) {
+    std::fflush(stderr);
+    std::_Exit(0);
+  }
+  daemon->reset();
+  return 0;
+}
+
+}  // namespace
+}  // namespace gloowatch
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "gloowatchd --config FILE | --check-config FILE | --version\n"
+      "Probes Gloo pairs to every configured peer; see docs/config.md.");
+  absl::ParseCommandLine(argc, argv);
+  return gloowatch::Run();
+}

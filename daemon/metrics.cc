@@ -1,0 +1,201 @@
+#include "daemon/metrics.h"
+
+#include <exception>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/failure.h"
+#include "prometheus/exposer.h"
+
+namespace gloowatch {
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+
+constexpr v1::FailureReason kReasons[] = {
+    v1::FAILURE_REASON_REFUSED, v1::FAILURE_REASON_UNREACHABLE,
+    v1::FAILURE_REASON_TIMEOUT, v1::FAILURE_REASON_RESET,
+    v1::FAILURE_REASON_PROTOCOL, v1::FAILURE_REASON_WRONG_INTERFACE,
+    v1::FAILURE_REASON_OTHER,
+};
+
+}  // namespace
+
+const std::vector<double>& RttBucketBounds() {
+  static const std::vector<double>* const bounds = new std::vector<double>{
+      10e-6, 20e-6, 50e-6, 100e-6, 200e-6, 500e-6, 1e-3, 2e-3, 5e-3,
+      10e-3, 20e-3, 50e-3, 100e-3, 200e-3, 500e-3, 1.0,  2.0};
+  return *bounds;
+}
+
+Metrics::Metrics(Identity identity)
+    : identity_(std::move(identity)), registry_(std::make_shared<prometheus::Registry>()) {
+  auto& r = *registry_;
+  BuildGauge()
+      .Name("gloowatch_build_info")
+      .Help("Always 1; labels carry the gloowatch and Gloo versions")
+      .Register(r)
+      .Add({{"node", identity_.node},
+            {"version", identity_.version},
+            {"gloo_version", identity_.gloo_version}})
+      .Set(1);
+  if (identity_.link_speed_bytes_per_second) {
+    BuildGauge()
+        .Name("gloowatch_link_speed_bytes_per_second")
+        .Help("Link speed of the interface the Gloo pairs use")
+        .Register(r)
+        .Add({{"node", identity_.node}, {"interface", identity_.interface}})
+        .Set(*identity_.link_speed_bytes_per_second);
+  }
+  up_ = &BuildGauge()
+             .Name("gloowatch_peer_up")
+             .Help("1 when the Gloo probe pair to the peer is connected and answering")
+             .Register(r);
+  rtt_ = &BuildHistogram()
+              .Name("gloowatch_peer_rtt_seconds")
+              .Help("Round-trip time of small messages over the Gloo pair")
+              .Register(r);
+  rtt_p50_ = &BuildGauge()
+                  .Name("gloowatch_peer_rtt_p50_seconds")
+                  .Help("Median round-trip time over the sliding window")
+                  .Register(r);
+  rtt_p99_ = &BuildGauge()
+                  .Name("gloowatch_peer_rtt_p99_seconds")
+                  .Help("99th percentile round-trip time over the sliding window")
+                  .Register(r);
+  bandwidth_ = &BuildGauge()
+                    .Name("gloowatch_peer_bandwidth_bytes_per_second")
+                    .Help("Throughput of the last timed bulk transfer (direction tx|rx)")
+                    .Register(r);
+  link_ratio_ = &BuildGauge()
+                     .Name("gloowatch_peer_bandwidth_link_ratio")
+                     .Help("Last measured bandwidth over the local link speed (direction tx|rx)")
+                     .Register(r);
+  offset_ = &BuildGauge()
+                 .Name("gloowatch_peer_clock_offset_seconds")
+                 .Help("Peer wall clock minus ours, best sample of the last burst")
+                 .Register(r);
+  offset_error_ = &BuildGauge()
+                       .Name("gloowatch_peer_clock_offset_error_seconds")
+                       .Help("Error bound (half the round trip) of the clock offset")
+                       .Register(r);
+  failures_ = &BuildCounter()
+                   .Name("gloowatch_peer_probe_failures_total")
+                   .Help("Failed probes and connection attempts, by classified reason")
+                   .Register(r);
+  probes_ = &BuildCounter()
+                 .Name("gloowatch_peer_probes_total")
+                 .Help("Completed probes by kind (latency|skew|bandwidth)")
+                 .Register(r);
+  training_step_ = &BuildCounter()
+                        .Name("gloowatch_training_step_seconds_total")
+                        .Help("Wall time of reported training steps")
+                        .Register(r);
+  training_comm_ = &BuildCounter()
+                        .Name("gloowatch_training_communication_seconds_total")
+                        .Help("Time reported training steps spent in communication")
+                        .Register(r);
+  training_steps_ = &BuildCounter()
+                         .Name("gloowatch_training_steps_total")
+                         .Help("Number of reported training steps")
+                         .Register(r);
+}
+
+Metrics::~Metrics() = default;
+
+absl::Status Metrics::Serve(const std::string& host_port) {
+  try {
+    exposer_ = std::make_unique<prometheus::Exposer>(host_port, /*num_threads=*/2);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve metrics on ", host_port, ": ", e.what(),
+                     " (is the port already in use?)"));
+  }
+  exposer_->RegisterCollectable(registry_);
+  return absl::OkStatus();
+}
+
+std::unique_ptr<PeerMetrics> Metrics::AddPeer(const std::string& peer) {
+  return std::unique_ptr<PeerMetrics>(new PeerMetrics(this, peer));
+}
+
+PeerMetrics::PeerMetrics(Metrics* metrics, const std::string& peer)
+    : metrics_(metrics), labels_({{"node", metrics->identity_.node}, {"peer", peer}}) {
+  up_ = &metrics_->up_->Add(labels_);
+  up_->Set(0);
+  rtt_ = &metrics_->rtt_->Add(labels_, RttBucketBounds());
+  // Zero-valued counters from the start, so rate() and increase() see the
+  // first failure.
+  for (v1::FailureReason reason : kReasons) {
+    failures_[reason] =
+        &metrics_->failures_->Add(With("reason", std::string(ReasonName(reason)).c_str()));
+  }
+  const char* kinds[] = {"latency", "skew", "bandwidth"};
+  for (int i = 0; i < 3; ++i) probes_[i] = &metrics_->probes_->Add(With("kind", kinds[i]));
+}
+
+PeerMetrics::~PeerMetrics() {
+  Metrics& m = *metrics_;
+  m.up_->Remove(up_);
+  m.rtt_->Remove(rtt_);
+  if (rtt_p50_) m.rtt_p50_->Remove(rtt_p50_);
+  if (rtt_p99_) m.rtt_p99_->Remove(rtt_p99_);
+  for (int i = 0; i < 2; ++i) {
+    if (bandwidth_[i]) m.bandwidth_->Remove(bandwidth_[i]);
+    if (link_ratio_[i]) m.link_ratio_->Remove(link_ratio_[i]);
+  }
+  if (offset_) m.offset_->Remove(offset_);
+  if (offset_error_) m.offset_error_->Remove(offset_error_);
+  for (auto& [reason, counter] : failures_) m.failures_->Remove(counter);
+  for (prometheus::Counter* c : probes_) m.probes_->Remove(c);
+}
+
+prometheus::Labels PeerMetrics::With(const char* key, const char* value) const {
+  prometheus::Labels labels = labels_;
+  labels[key] = value;
+  return labels;
+}
+
+prometheus::Gauge& PeerMetrics::Lazy(prometheus::Family<prometheus::Gauge>* family,
+                                     prometheus::Gauge*& slot, const char* key,
+                                     const char* value) {
+  if (slot == nullptr) slot = &family->Add(key ? With(key, value) : labels_);
+  return *slot;
+}
+
+void PeerMetrics::SetUp(bool up) { up_->Set(up ? 1 : 0); }
+
+void PeerMetrics::ObserveRtt(double seconds) { rtt_->Observe(seconds); }
+
+void PeerMetrics::SetRttPercentiles(double p50, double p99) {
+  absl::MutexLock lock(&mu_);
+  Lazy(metrics_->rtt_p50_, rtt_p50_).Set(p50);
+  Lazy(metrics_->rtt_p99_, rtt_p99_).Set(p99);
+}
+
+void PeerMetrics::SetBandwidth(bool tx, double bytes_per_second,
+                               std::optional<double> link_ratio) {
+  absl::MutexLock lock(&mu_);
+  const int i = tx ? 0 : 1;
+  const char* direction = tx ? "tx" : "rx";
+  Lazy(metrics_->bandwidth_, bandwidth_[i], "direction", direction).Set(bytes_per_second);
+  if (link_ratio) {
+    Lazy(metrics_->link_ratio_, link_ratio_[i], "direction", direction).Set(*link_ratio);
+  }
+}
+
+void PeerMetrics::SetClockOffset(double offset_seconds, double error_seconds) {
+  absl::MutexLock lock(&mu_);
+  Lazy(metrics_->offset_, offset_).Set(offset_seconds);
+  Lazy(metrics_->offset_error_, offset_error_).Set(error_seconds);
+}
+
+void PeerMetrics::CountFailure(v1::FailureReason reason) {
+  auto it = failures_.find(reason);
+  (it != failures_.end() ? it->second : failures_[v1::FAILURE_REASON_OTHER])->Increment();
+}
+
+void PeerMetrics::CountProbe(Probe kind) { probes_[static_cast<int>(kind)]->Increment(); }
+
+}  // namespace gloowatch

@@ -1,0 +1,119 @@
+// Prometheus export: metric families, per-peer handles and the /metrics
+// exposer. Names follow Prometheus conventions (gloowatch_ prefix, base
+// units); labels are `node` (ours) and `peer`, nothing per probe.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+#include "proto/gloowatch.pb.h"
+
+namespace prometheus {
+class Exposer;
+}
+
+namespace gloowatch {
+
+// Upper bounds of the RTT histogram buckets, in seconds (10 us .. 2 s).
+const std::vector<double>& RttBucketBounds();
+
+class Metrics;
+
+// The series of one peer. A gauge appears only once it has a value (a clock
+// offset of 0 before any measurement would read as healthy); destroying the
+// object removes every series of the peer.
+class PeerMetrics {
+ public:
+  ~PeerMetrics();
+  PeerMetrics(const PeerMetrics&) = delete;
+  PeerMetrics& operator=(const PeerMetrics&) = delete;
+
+  void SetUp(bool up);
+  void ObserveRtt(double seconds);
+  void SetRttPercentiles(double p50, double p99);
+  // `link_ratio` only when the link speed is known.
+  void SetBandwidth(bool tx, double bytes_per_second, std::optional<double> link_ratio);
+  void SetClockOffset(double offset_seconds, double error_seconds);
+  void CountFailure(v1::FailureReason reason);
+  enum class Probe { kLatency, kSkew, kBandwidth };
+  void CountProbe(Probe kind);
+
+ private:
+  friend class Metrics;
+  PeerMetrics(Metrics* metrics, const std::string& peer);
+  prometheus::Gauge& Lazy(prometheus::Family<prometheus::Gauge>* family, prometheus::Gauge*& slot,
+                          const char* key = nullptr, const char* value = nullptr);
+  prometheus::Labels With(const char* key, const char* value) const;
+
+  Metrics* metrics_;
+  prometheus::Labels labels_;
+  absl::Mutex mu_;
+  prometheus::Gauge* up_ = nullptr;
+  prometheus::Histogram* rtt_ = nullptr;
+  prometheus::Gauge* rtt_p50_ = nullptr;
+  prometheus::Gauge* rtt_p99_ = nullptr;
+  prometheus::Gauge* bandwidth_[2] = {nullptr, nullptr};  // tx, rx
+  prometheus::Gauge* link_ratio_[2] = {nullptr, nullptr};
+  prometheus::Gauge* offset_ = nullptr;
+  prometheus::Gauge* offset_error_ = nullptr;
+  std::map<v1::FailureReason, prometheus::Counter*> failures_;
+  prometheus::Counter* probes_[3] = {nullptr, nullptr, nullptr};
+};
+
+class Metrics {
+ public:
+  struct Identity {
+    std::string node;
+    std::string version;
+    std::string gloo_version;
+    std::string interface;
+    std::optional<double> link_speed_bytes_per_second;
+  };
+
+  explicit Metrics(Identity identity);
+  ~Metrics();
+
+  // Serves /metrics on host:port. Fails (never throws) when the port is taken.
+  absl::Status Serve(const std::string& host_port);
+
+  std::unique_ptr<PeerMetrics> AddPeer(const std::string& peer);
+  prometheus::Registry& registry() { return *registry_; }
+
+  // Families for training-step reports (labels job, rank).
+  prometheus::Family<prometheus::Counter>& training_step_seconds() { return *training_step_; }
+  prometheus::Family<prometheus::Counter>& training_communication_seconds() {
+    return *training_comm_;
+  }
+  prometheus::Family<prometheus::Counter>& training_steps() { return *training_steps_; }
+  const Identity& identity() const { return identity_; }
+
+ private:
+  friend class PeerMetrics;
+  Identity identity_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  prometheus::Family<prometheus::Gauge>* up_;
+  prometheus::Family<prometheus::Histogram>* rtt_;
+  prometheus::Family<prometheus::Gauge>* rtt_p50_;
+  prometheus::Family<prometheus::Gauge>* rtt_p99_;
+  prometheus::Family<prometheus::Gauge>* bandwidth_;
+  prometheus::Family<prometheus::Gauge>* link_ratio_;
+  prometheus::Family<prometheus::Gauge>* offset_;
+  prometheus::Family<prometheus::Gauge>* offset_error_;
+  prometheus::Family<prometheus::Counter>* failures_;
+  prometheus::Family<prometheus::Counter>* probes_;
+  prometheus::Family<prometheus::Counter>* training_step_;
+  prometheus::Family<prometheus::Counter>* training_comm_;
+  prometheus::Family<prometheus::Counter>* training_steps_;
+};
+
+}  // namespace gloowatch

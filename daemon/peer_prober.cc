@@ -1,0 +1,291 @@
+#include "daemon/peer_prober.h"
+
+#include <algorithm>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "daemon/failure.h"
+#include "daemon/log.h"
+#include "grpcpp/grpcpp.h"
+#include "daemon/version.h"
+
+namespace gloowatch {
+namespace {
+
+constexpr char kReasonPayload[] = "gloowatch/reason";
+
+absl::Status WithReason(absl::Status status, v1::FailureReason reason) {
+  status.SetPayload(kReasonPayload, absl::Cord(absl::StrCat(static_cast<int>(reason))));
+  return status;
+}
+
+v1::FailureReason ReasonOf(const absl::Status& status) {
+  if (auto payload = status.GetPayload(kReasonPayload)) {
+    int value = 0;
+    if (absl::SimpleAtoi(std::string(*payload), &value) && v1::FailureReason_IsValid(value)) {
+      return static_cast<v1::FailureReason>(value);
+    }
+  }
+  if (status.code() == absl::StatusCode::kDataLoss) return v1::FAILURE_REASON_PROTOCOL;
+  return ClassifyMessage(status.message());
+}
+
+// gRPC's reconnect backoff defaults reach two minutes; a restarted peer
+// should be found within seconds.
+std::shared_ptr<grpc::Channel> PeerChannel(const HostPort& address) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  return grpc::CreateCustomChannel(address.ToString(), grpc::InsecureChannelCredentials(), args);
+}
+
+}  // namespace
+
+// --- ProbeSchedule -----------------------------------------------------------
+
+ProbeSchedule::ProbeSchedule(const ScheduleConfig& config, absl::Duration keepalive,
+                             uint64_t seed)
+    : config_(config), keepalive_(keepalive), rng_(seed) {
+  Reset(absl::ZeroDuration());
+}
+
+absl::Duration ProbeSchedule::Interval(Kind kind) const {
+  switch (kind) {
+    case Kind::kLatency:
+      return config_.latency_interval;
+    case Kind::kSkew:
+      return config_.skew_interval;
+    case Kind::kBandwidth:
+      return config_.bandwidth_interval;
+    case Kind::kKeepalive:
+      return keepalive_;
+  }
+  return keepalive_;
+}
+
+void ProbeSchedule::Reset(absl::Duration now) {
+  due_[static_cast<int>(Kind::kLatency)] = now;
+  due_[static_cast<int>(Kind::kSkew)] = now;
+  const absl::Duration spread = std::min(config_.bandwidth_interval, absl::Seconds(5));
+  std::uniform_real_distribution<double> fraction(0.2, 1.0);
+  due_[static_cast<int>(Kind::kBandwidth)] = now + spread * fraction(rng_);
+  due_[static_cast<int>(Kind::kKeepalive)] = now + keepalive_;
+}
+
+ProbeSchedule::Kind ProbeSchedule::Next(absl::Duration* at) const {
+  int best = 0;
+  for (int i = 1; i < 4; ++i) {
+    if (due_[i] < due_[best]) best = i;
+  }
+  *at = due_[best];
+  return static_cast<Kind>(best);
+}
+
+void ProbeSchedule::Done(Kind kind, absl::Duration now) {
+  if (kind != Kind::kKeepalive) {
+    due_[static_cast<int>(kind)] = now + Jittered(Interval(kind), config_.jitter, rng_);
+  }
+  due_[static_cast<int>(Kind::kKeepalive)] = now + keepalive_;
+}
+
+void ProbeSchedule::Defer(Kind kind, absl::Duration now, absl::Duration delay) {
+  due_[static_cast<int>(kind)] = now + delay;
+}
+
+// --- PeerProber --------------------------------------------------------------
+
+v1::ProbeParameters MakeProbeParameters(const Config& config) {
+  v1::ProbeParameters p;
+  p.set_latency_message_bytes(config.probe.latency_message_bytes);
+  p.set_bandwidth_message_bytes(config.probe.bandwidth_message_bytes);
+  p.set_bandwidth_messages(
+      static_cast<uint32_t>(config.probe.bandwidth_bytes / config.probe.bandwidth_message_bytes));
+  p.set_skew_burst(config.probe.skew_burst);
+  p.set_gloo_timeout_ms(absl::ToInt64Milliseconds(config.gloo.timeout));
+  p.set_idle_timeout_ms(absl::ToInt64Milliseconds(config.gloo.timeout));
+  return p;
+}
+
+PeerProber::PeerProber(ProberContext context, const Config& config, PeerTracker* tracker)
+    : context_(std::move(context)),
+      params_(MakeProbeParameters(config)),
+      schedule_config_(config.schedule),
+      probe_config_(config.probe),
+      gloo_timeout_(config.gloo.timeout),
+      tracker_(tracker),
+      stub_(v1::Peer::NewStub(PeerChannel(tracker->peer().grpc))),
+      peer_is_loopback_(IsLoopbackHost(tracker->peer().grpc.host)) {}
+
+PeerProber::~PeerProber() {
+  Stop();
+  if (thread_.joinable()) thread_.detach();
+}
+
+void PeerProber::Start() {
+  thread_ = std::thread([this] {
+    Run();
+    absl::MutexLock lock(&mu_);
+    finished_ = true;
+  });
+}
+
+void PeerProber::Stop() {
+  absl::MutexLock lock(&mu_);
+  stopping_ = true;
+}
+
+bool PeerProber::Join(absl::Duration timeout) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!mu_.AwaitWithTimeout(absl::Condition(&finished_), timeout)) return false;
+  }
+  if (thread_.joinable()) thread_.join();
+  return true;
+}
+
+bool PeerProber::SleepUntil(absl::Duration at) {
+  const absl::Duration wait = at - context_.clock->Monotonic();
+  absl::MutexLock lock(&mu_);
+  if (wait > absl::ZeroDuration()) mu_.AwaitWithTimeout(absl::Condition(&stopping_), wait);
+  return !stopping_;
+}
+
+void PeerProber::Fail(const absl::Status& status) {
+  const v1::FailureReason reason = ReasonOf(status);
+  tracker_->RecordFailure(reason, std::string(status.message()));
+  GW_LOG(kWarning, "peer %s: %s: %s", tracker_->peer().name, ReasonName(reason),
+         status.message());
+}
+
+absl::StatusOr<std::unique_ptr<ProbeSession>> PeerProber::Connect() {
+  auto session = ProbeSession::Create(context_.device, params_, context_.clock);
+  if (!session.ok()) return WithReason(session.status(), v1::FAILURE_REASON_OTHER);
+
+  v1::OpenProbePairRequest request;
+  request.set_protocol_version(kProbeProtocolVersion);
+  request.set_from_node(context_.node);
+  request.set_to_node(tracker_->peer().name);
+  request.set_version(context_.version);
+  request.set_gloo_address((*session)->command_address());
+  request.set_bulk_gloo_address((*session)->bulk_address());
+  *request.mutable_parameters() = params_;
+  v1::OpenProbePairResponse response;
+  grpc::ClientContext rpc;
+  rpc.set_deadline(absl::ToChronoTime(absl::Now() + gloo_timeout_));
+  const grpc::Status rpc_status = stub_->OpenProbePair(&rpc, request, &response);
+  if (!rpc_status.ok()) {
+    return WithReason(
+        absl::UnavailableError(absl::StrCat("OpenProbePair to ", tracker_->peer().grpc.ToString(),
+                                            ": ", rpc_status.error_message())),
+        ClassifyGrpc(rpc_status.error_code(), rpc_status.error_message()));
+  }
+  if (response.protocol_version() != kProbeProtocolVersion ||
+      response.node() != tracker_->peer().name) {
+    return WithReason(
+        absl::FailedPreconditionError(absl::StrCat(
+            "protocol: peer at ", tracker_->peer().grpc.ToString(), " answered as node '",
+            response.node(), "' protocol ", response.protocol_version(), ", expected '",
+            tracker_->peer().name, "' protocol ", kProbeProtocolVersion)),
+        v1::FAILURE_REASON_PROTOCOL);
+  }
+  // The classic Gloo misconfiguration: one side binds to loopback while the
+  // other is on another host, so pairs can never connect.
+  if (!peer_is_loopback_ && context_.local_gloo_is_loopback) {
+    return WithReason(absl::FailedPreconditionError(
+                          "our Gloo address is loopback but the peer is remote: set "
+                          "gloo.interface or gloo.address (or GLOO_SOCKET_IFNAME)"),
+                      v1::FAILURE_REASON_WRONG_INTERFACE);
+  }
+  if (!peer_is_loopback_ && GlooAddressIsLoopback(response.gloo_address())) {
+    return WithReason(
+        absl::FailedPreconditionError(absl::StrCat(
+            "peer advertises loopback Gloo address ",
+            GlooAddressToString(response.gloo_address()),
+            " (its host name resolves to loopback?): set gloo.interface on the peer")),
+        v1::FAILURE_REASON_WRONG_INTERFACE);
+  }
+  if (absl::Status s = (*session)->Connect(response.gloo_address(), response.bulk_gloo_address());
+      !s.ok()) {
+    // The RPC got through, so the host is up: a failing pair points at the
+    // ports Gloo pairs use (the ephemeral range), not at the peer.
+    return absl::Status(s.code(), absl::StrCat(s.message(),
+                                               " (gRPC reached the peer; Gloo pairs use "
+                                               "ephemeral ports: check firewalls)"));
+  }
+  tracker_->SetUp(GlooAddressToString(response.gloo_address()), response.version());
+  return session;
+}
+
+absl::Status PeerProber::RunProbe(ProbeSchedule::Kind kind, ProbeSession& session) {
+  switch (kind) {
+    case ProbeSchedule::Kind::kLatency: {
+      auto rtts = session.Ping(static_cast<int>(probe_config_.latency_burst));
+      if (!rtts.ok()) return rtts.status();
+      tracker_->RecordRtts(*rtts);
+      return absl::OkStatus();
+    }
+    case ProbeSchedule::Kind::kSkew: {
+      auto samples = session.SyncBurst(static_cast<int>(probe_config_.skew_burst));
+      if (!samples.ok()) return samples.status();
+      if (std::optional<OffsetEstimate> best = BestOffset(*samples)) tracker_->RecordOffset(*best);
+      return absl::OkStatus();
+    }
+    case ProbeSchedule::Kind::kBandwidth:
+      for (BandwidthDirection d : {BandwidthDirection::kTx, BandwidthDirection::kRx}) {
+        auto sample = session.Bandwidth(d, *context_.gate);
+        if (!sample.ok()) return sample.status();
+        tracker_->RecordBandwidth(d, *sample);
+      }
+      return absl::OkStatus();
+    case ProbeSchedule::Kind::kKeepalive:
+      return session.Keepalive();
+  }
+  return absl::OkStatus();
+}
+
+void PeerProber::Run() {
+  const uint64_t seed = std::hash<std::string>()(context_.node + "/" + tracker_->peer().name);
+  Backoff backoff(probe_config_.backoff_initial, probe_config_.backoff_max, seed);
+  ProbeSchedule schedule(schedule_config_, gloo_timeout_ / 2, seed);
+  std::mt19937_64 rng(seed);
+  const Clock& clock = *context_.clock;
+  bool stopping = false;
+  while (!stopping) {
+    tracker_->SetConnecting();
+    absl::StatusOr<std::unique_ptr<ProbeSession>> session = Connect();
+    if (session.ok()) {
+      if (backoff.failures() > 0) GW_LOG(kInfo, "peer %s: up", tracker_->peer().name);
+      backoff.Reset();
+      schedule.Reset(clock.Monotonic());
+      while (true) {
+        absl::Duration at;
+        const ProbeSchedule::Kind kind = schedule.Next(&at);
+        if (!SleepUntil(at)) {
+          stopping = true;
+          break;
+        }
+        absl::Status status = RunProbe(kind, **session);
+        if (absl::IsUnavailable(status) && absl::StartsWith(status.message(), "busy:")) {
+          // Another transfer holds this node or the peer: not a link fault.
+          std::uniform_int_distribution<int> ms(500, 3000);
+          schedule.Defer(kind, clock.Monotonic(), absl::Milliseconds(ms(rng)));
+          continue;
+        }
+        if (!status.ok()) {
+          session = status;
+          break;
+        }
+        schedule.Done(kind, clock.Monotonic());
+      }
+    }
+    if (stopping) break;
+    Fail(session.status());
+    session = absl::CancelledError();  // drops the pairs before backing off
+    stopping = !SleepUntil(clock.Monotonic() + backoff.Next());
+  }
+}
+
+}  // namespace gloowatch

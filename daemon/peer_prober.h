@@ -1,0 +1,100 @@
+// One thread per peer: connects the probe pairs through the peer's
+// OpenProbePair RPC, runs the latency / skew / bandwidth schedule, and on any
+// failure classifies it, drops the pairs and reconnects with capped backoff.
+// Peers never share a thread, so one dead or slow peer cannot stall another.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "daemon/clock.h"
+#include "daemon/config.h"
+#include "daemon/estimators.h"
+#include "daemon/peer_tracker.h"
+#include "daemon/probe_link.h"
+#include "proto/gloowatch.grpc.pb.h"
+
+namespace gloo::transport {
+class Device;
+}
+
+namespace gloowatch {
+
+// When each kind of probe is due next, on the monotonic clock.
+class ProbeSchedule {
+ public:
+  enum class Kind { kLatency, kSkew, kBandwidth, kKeepalive };
+
+  ProbeSchedule(const ScheduleConfig& config, absl::Duration keepalive, uint64_t seed);
+  // A fresh session: latency and skew at once, bandwidth after a random delay
+  // so daemons started together do not all transfer at the same moment.
+  void Reset(absl::Duration now);
+  // The kind due first and when.
+  Kind Next(absl::Duration* at) const;
+  // `kind` ran at `now`: schedule its next run. Any command also counts as a
+  // keepalive.
+  void Done(Kind kind, absl::Duration now);
+  // Try `kind` again after `delay` (bandwidth while a transfer is running).
+  void Defer(Kind kind, absl::Duration now, absl::Duration delay);
+
+ private:
+  absl::Duration Interval(Kind kind) const;
+
+  ScheduleConfig config_;
+  absl::Duration keepalive_;
+  std::mt19937_64 rng_;
+  absl::Duration due_[4];
+};
+
+struct ProberContext {
+  std::string node;
+  std::string version;
+  std::shared_ptr<gloo::transport::Device> device;
+  bool local_gloo_is_loopback = false;
+  BandwidthGate* gate = nullptr;
+  const Clock* clock = nullptr;
+};
+
+// Builds the probe parameters we send in OpenProbePair from the config.
+v1::ProbeParameters MakeProbeParameters(const Config& config);
+
+class PeerProber {
+ public:
+  PeerProber(ProberContext context, const Config& config, PeerTracker* tracker);
+  ~PeerProber();
+
+  void Start();
+  // Asks the thread to stop; it does within one Gloo timeout.
+  void Stop();
+  // Joins the thread if it ended within `timeout`; true when joined.
+  bool Join(absl::Duration timeout);
+
+ private:
+  void Run();
+  absl::StatusOr<std::unique_ptr<ProbeSession>> Connect();
+  absl::Status RunProbe(ProbeSchedule::Kind kind, ProbeSession& session);
+  // Sleeps until the monotonic time `at` or Stop(); false when stopping.
+  bool SleepUntil(absl::Duration at);
+  void Fail(const absl::Status& status);
+
+  ProberContext context_;
+  const v1::ProbeParameters params_;
+  const ScheduleConfig schedule_config_;
+  const ProbeConfig probe_config_;
+  const absl::Duration gloo_timeout_;
+  PeerTracker* const tracker_;
+  std::unique_ptr<v1::Peer::Stub> stub_;
+  bool peer_is_loopback_;
+
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace gloowatch

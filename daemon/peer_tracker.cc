@@ -1,0 +1,140 @@
+#include "daemon/peer_tracker.h"
+
+#include <algorithm>
+
+#include "daemon/failure.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace gloowatch {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+google::protobuf::Timestamp ToProto(absl::Time t) {
+  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
+}
+
+// Entries older than the window go; the deque never holds more than this so
+// a flapping peer cannot grow memory.
+constexpr size_t kMaxFailureTimes = 100000;
+
+}  // namespace
+
+PeerTracker::PeerTracker(PeerConfig peer, absl::Duration latency_window,
+                         absl::Duration failure_window, std::optional<double> link_speed,
+                         std::unique_ptr<PeerMetrics> metrics, const Clock* clock)
+    : peer_(std::move(peer)),
+      failure_window_(failure_window),
+      link_speed_(link_speed),
+      metrics_(std::move(metrics)),
+      clock_(clock),
+      rtt_window_(latency_window) {
+  status_.set_name(peer_.name);
+  status_.set_grpc_address(peer_.grpc.ToString());
+  status_.set_state(v1::PEER_STATE_CONNECTING);
+  status_.mutable_latency()->set_window_seconds(absl::ToDoubleSeconds(latency_window));
+}
+
+void PeerTracker::SetConnecting() {
+  absl::MutexLock lock(&mu_);
+  if (status_.state() != v1::PEER_STATE_DOWN) status_.set_state(v1::PEER_STATE_CONNECTING);
+}
+
+void PeerTracker::SetUp(const std::string& gloo_address, const std::string& peer_version) {
+  absl::MutexLock lock(&mu_);
+  if (status_.state() != v1::PEER_STATE_UP) *status_.mutable_up_since() = ToProto(clock_->Now());
+  status_.set_state(v1::PEER_STATE_UP);
+  status_.set_gloo_address(gloo_address);
+  status_.set_peer_version(peer_version);
+  metrics_->SetUp(true);
+}
+
+void PeerTracker::RecordFailure(v1::FailureReason reason, const std::string& message) {
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  status_.set_state(v1::PEER_STATE_DOWN);
+  status_.clear_up_since();
+  v1::Failure* failure = status_.mutable_last_failure();
+  failure->set_reason(reason);
+  failure->set_message(message);
+  *failure->mutable_time() = ToProto(now);
+  (*status_.mutable_failures_by_reason())[std::string(ReasonName(reason))]++;
+  status_.set_probes_failed(status_.probes_failed() + 1);
+  failure_times_.push_back(now);
+  if (failure_times_.size() > kMaxFailureTimes) failure_times_.pop_front();
+  metrics_->SetUp(false);
+  metrics_->CountFailure(reason);
+}
+
+void PeerTracker::RecordRtts(const std::vector<absl::Duration>& rtts) {
+  if (rtts.empty()) return;
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  for (absl::Duration rtt : rtts) {
+    const double seconds = absl::ToDoubleSeconds(rtt);
+    rtt_window_.Add(now, seconds);
+    metrics_->ObserveRtt(seconds);
+  }
+  rtt_window_.Expire(now);
+  v1::LatencyFigures* latency = status_.mutable_latency();
+  latency->set_last_seconds(absl::ToDoubleSeconds(rtts.back()));
+  const double p50 = rtt_window_.Percentile(0.5).value_or(0);
+  const double p99 = rtt_window_.Percentile(0.99).value_or(0);
+  latency->set_p50_seconds(p50);
+  latency->set_p99_seconds(p99);
+  latency->set_samples_in_window(rtt_window_.size());
+  metrics_->SetRttPercentiles(p50, p99);
+  metrics_->CountProbe(PeerMetrics::Probe::kLatency);
+  status_.set_probes_ok(status_.probes_ok() + 1);
+}
+
+void PeerTracker::RecordOffset(const OffsetEstimate& estimate) {
+  absl::MutexLock lock(&mu_);
+  v1::ClockFigures* clock = status_.mutable_clock();
+  clock->set_offset_seconds(absl::ToDoubleSeconds(estimate.offset));
+  clock->set_error_seconds(absl::ToDoubleSeconds(estimate.error));
+  *clock->mutable_measured_at() = ToProto(clock_->Now());
+  metrics_->SetClockOffset(clock->offset_seconds(), clock->error_seconds());
+  metrics_->CountProbe(PeerMetrics::Probe::kSkew);
+  status_.set_probes_ok(status_.probes_ok() + 1);
+}
+
+void PeerTracker::RecordBandwidth(BandwidthDirection direction, const BandwidthSample& sample) {
+  std::optional<double> ratio;
+  if (link_speed_ && *link_speed_ > 0) ratio = sample.bytes_per_second / *link_speed_;
+  const bool tx = direction == BandwidthDirection::kTx;
+  absl::MutexLock lock(&mu_);
+  v1::BandwidthFigures* bw = status_.mutable_bandwidth();
+  if (tx) {
+    bw->set_tx_bytes_per_second(sample.bytes_per_second);
+  } else {
+    bw->set_rx_bytes_per_second(sample.bytes_per_second);
+  }
+  if (link_speed_ && *link_speed_ > 0) {
+    double slowest = sample.bytes_per_second;
+    if (bw->has_tx_bytes_per_second()) slowest = std::min(slowest, bw->tx_bytes_per_second());
+    if (bw->has_rx_bytes_per_second()) slowest = std::min(slowest, bw->rx_bytes_per_second());
+    bw->set_link_ratio(slowest / *link_speed_);
+  }
+  *bw->mutable_measured_at() = ToProto(clock_->Now());
+  metrics_->SetBandwidth(tx, sample.bytes_per_second, ratio);
+  metrics_->CountProbe(PeerMetrics::Probe::kBandwidth);
+  status_.set_probes_ok(status_.probes_ok() + 1);
+}
+
+void PeerTracker::TrimFailures(absl::Time now) const {
+  while (!failure_times_.empty() && failure_times_.front() < now - failure_window_) {
+    failure_times_.pop_front();
+  }
+}
+
+v1::PeerStatus PeerTracker::Snapshot() const {
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  TrimFailures(now);
+  v1::PeerStatus copy = status_;
+  copy.set_failures_in_window(failure_times_.size());
+  return copy;
+}
+
+}  // namespace gloowatch

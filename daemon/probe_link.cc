@@ -1,0 +1,530 @@
+#include "daemon/probe_link.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cstring>
+#include <exception>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "gloo/transport/buffer.h"
+#include "gloo/transport/context.h"
+#include "gloo/transport/device.h"
+#include "gloo/transport/pair.h"
+#include "gloo/transport/tcp/address.h"
+#include "gloo/transport/unbound_buffer.h"
+
+namespace gloowatch {
+namespace {
+
+// Bound-buffer slots on the command pair and the unbound slot on the bulk pair.
+constexpr int kSlotCommand = 1;
+constexpr int kSlotPingReply = 2;
+constexpr int kSlotControl = 3;
+constexpr uint64_t kSlotBulk = 4;
+
+// Requester -> responder commands: byte 0 is the op, bytes 1..7 the sequence.
+enum Op : uint8_t {
+  kOpKeepalive = 1,
+  kOpPing = 2,
+  kOpSync = 3,
+  kOpBulkPush = 4,  // requester sends, responder receives (our tx)
+  kOpBulkPull = 5,  // responder sends, requester receives (our rx)
+};
+
+enum ControlStatus : uint8_t { kStatusOk = 0, kStatusBusy = 1, kStatusDone = 2 };
+
+// Outstanding unbound buffers per direction during a transfer: two keep the
+// socket busy while the previous message completes.
+constexpr int kBulkInFlight = 2;
+
+}  // namespace
+
+// Responder -> requester replies to sync and bulk commands. Fixed size.
+struct ControlReply {
+  uint8_t op;
+  uint8_t status;
+  uint8_t reserved[6];
+  uint64_t seq;
+  int64_t t1_unix_nanos;
+  int64_t t2_unix_nanos;
+};
+static_assert(sizeof(ControlReply) == 32, "wire layout");
+
+namespace {
+
+void EncodeCommand(uint8_t op, uint64_t seq, std::vector<char>& buf) {
+  std::memset(buf.data(), 0, buf.size());
+  buf[0] = static_cast<char>(op);
+  for (int i = 1; i < 8; ++i) buf[i] = static_cast<char>((seq >> (8 * (i - 1))) & 0xff);
+}
+
+uint8_t CommandOp(const std::vector<char>& buf) { return static_cast<uint8_t>(buf[0]); }
+
+uint64_t CommandSeq(const std::vector<char>& buf) {
+  uint64_t seq = 0;
+  for (int i = 1; i < 8; ++i) seq |= uint64_t{static_cast<uint8_t>(buf[i])} << (8 * (i - 1));
+  return seq;
+}
+
+constexpr uint64_t kSeqMask = (uint64_t{1} << 56) - 1;
+
+absl::Status FromException(absl::string_view what, const std::exception& e) {
+  return absl::UnavailableError(absl::StrCat(what, ": ", e.what()));
+}
+
+// Runs `fn`, turning any exception (Gloo's IoException, EnforceNotMet, ...)
+// into a status: this is the probe boundary.
+template <typename Fn>
+absl::Status Guard(absl::string_view what, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    return FromException(what, e);
+  }
+}
+
+absl::StatusOr<PairEndpoint> MakePair(gloo::transport::Device& device, int rank,
+                                      absl::Duration timeout) {
+  PairEndpoint endpoint;
+  absl::Status status = Guard("create pair", [&] {
+    endpoint.context = device.createContext(rank, 2);
+    // The pair copies the timeout when created.
+    endpoint.context->setTimeout(absl::ToChronoMilliseconds(timeout));
+    endpoint.pair = endpoint.context->createPair(1 - rank).get();
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return endpoint;
+}
+
+std::string AddressBytes(const PairEndpoint& endpoint) {
+  const std::vector<char> bytes = endpoint.pair->address().bytes();
+  return std::string(bytes.begin(), bytes.end());
+}
+
+absl::Status ConnectPair(PairEndpoint& endpoint, const std::string& peer_address) {
+  if (peer_address.empty() || peer_address.size() > gloo::transport::Address::kMaxByteSize) {
+    return absl::InvalidArgumentError("protocol: peer sent a malformed Gloo address");
+  }
+  return Guard("connect", [&] {
+    endpoint.pair->connect(std::vector<char>(peer_address.begin(), peer_address.end()));
+    return absl::OkStatus();
+  });
+}
+
+absl::Duration GlooTimeout(const v1::ProbeParameters& p) {
+  return absl::Milliseconds(p.gloo_timeout_ms());
+}
+
+int64_t UnixNanos(absl::Time t) { return absl::ToUnixNanos(t); }
+
+// Moves `total` bytes in `message` sized pieces through `kBulkInFlight`
+// unbound buffers over one region; the contents do not matter.
+absl::Status RunBulk(gloo::transport::Context& context, int peer_rank, bool sending,
+                     std::vector<char>& region, uint32_t messages, absl::Duration timeout) {
+  return Guard(sending ? "bulk send" : "bulk recv", [&] {
+    std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> buffers;
+    for (int i = 0; i < kBulkInFlight; ++i) {
+      buffers.push_back(context.createUnboundBuffer(region.data(), region.size()));
+    }
+    auto post = [&](gloo::transport::UnboundBuffer& b) {
+      if (sending) {
+        b.send(peer_rank, kSlotBulk);
+      } else {
+        b.recv(peer_rank, kSlotBulk);
+      }
+    };
+    const auto wait_timeout = absl::ToChronoMilliseconds(timeout);
+    for (uint32_t i = 0; i < messages && i < kBulkInFlight; ++i) post(*buffers[i]);
+    for (uint32_t i = 0; i < messages; ++i) {
+      auto& b = *buffers[i % kBulkInFlight];
+      const bool completed = sending ? b.waitSend(nullptr, wait_timeout)
+                                     : b.waitRecv(nullptr, wait_timeout);
+      if (!completed) return absl::AbortedError("bulk transfer aborted");
+      if (i + kBulkInFlight < messages) post(b);
+    }
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace
+
+std::optional<BandwidthGate::Lease> BandwidthGate::TryAcquire() {
+  bool expected = false;
+  if (!busy_.compare_exchange_strong(expected, true)) return std::nullopt;
+  return Lease(this);
+}
+
+absl::Status ValidateProbeParameters(const v1::ProbeParameters& p) {
+  if (p.latency_message_bytes() < 8 || p.latency_message_bytes() > (1u << 20)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("latency_message_bytes must be in [8, 1048576], got ",
+                     p.latency_message_bytes()));
+  }
+  if (p.bandwidth_message_bytes() < 1 || p.bandwidth_message_bytes() > (256ull << 20)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bandwidth_message_bytes must be in [1, 256MiB], got ",
+                     p.bandwidth_message_bytes()));
+  }
+  if (p.bandwidth_messages() < 1 || p.bandwidth_messages() > 4096) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bandwidth_messages must be in [1, 4096], got ", p.bandwidth_messages()));
+  }
+  if (p.skew_burst() < 1 || p.skew_burst() > 1000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("skew_burst must be in [1, 1000], got ", p.skew_burst()));
+  }
+  if (p.gloo_timeout_ms() < 100 || p.gloo_timeout_ms() > 600000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gloo_timeout_ms must be in [100, 600000], got ", p.gloo_timeout_ms()));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+bool SockaddrFromBytes(const std::string& bytes, sockaddr_storage* out) {
+  if (bytes.empty() || bytes.size() > gloo::transport::Address::kMaxByteSize) return false;
+  try {
+    gloo::transport::tcp::Address address(std::vector<char>(bytes.begin(), bytes.end()));
+    *out = address.getSockaddr();
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+std::string GlooAddressToString(const std::string& bytes) {
+  sockaddr_storage ss;
+  if (!SockaddrFromBytes(bytes, &ss)) return "";
+  char host[INET6_ADDRSTRLEN] = {0};
+  if (ss.ss_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&ss);
+    inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+    return absl::StrCat(host, ":", ntohs(in->sin_port));
+  }
+  if (ss.ss_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
+    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+    return absl::StrCat("[", host, "]:", ntohs(in6->sin6_port));
+  }
+  return "";
+}
+
+bool GlooAddressIsLoopback(const std::string& bytes) {
+  sockaddr_storage ss;
+  if (!SockaddrFromBytes(bytes, &ss)) return false;
+  if (ss.ss_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&ss);
+    return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+  }
+  if (ss.ss_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
+    return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+  }
+  return false;
+}
+
+bool IsLoopbackHost(const std::string& host) {
+  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
+}
+
+// --- ProbeSession ------------------------------------------------------------
+
+ProbeSession::ProbeSession(const v1::ProbeParameters& params, const Clock* clock)
+    : params_(params), clock_(clock) {}
+
+ProbeSession::~ProbeSession() {
+  // Buffers reference their pair; release them before the contexts.
+  command_out_.reset();
+  ping_in_.reset();
+  control_in_.reset();
+}
+
+absl::StatusOr<std::unique_ptr<ProbeSession>> ProbeSession::Create(
+    std::shared_ptr<gloo::transport::Device> device, const v1::ProbeParameters& params,
+    const Clock* clock) {
+  if (absl::Status s = ValidateProbeParameters(params); !s.ok()) return s;
+  std::unique_ptr<ProbeSession> session(new ProbeSession(params, clock));
+  auto command = MakePair(*device, /*rank=*/0, GlooTimeout(params));
+  if (!command.ok()) return command.status();
+  auto bulk = MakePair(*device, /*rank=*/0, GlooTimeout(params));
+  if (!bulk.ok()) return bulk.status();
+  session->command_ = *std::move(command);
+  session->bulk_ = *std::move(bulk);
+  ProbeSession& s = *session;
+  s.command_buf_.resize(params.latency_message_bytes());
+  s.ping_buf_.resize(params.latency_message_bytes());
+  s.control_buf_.resize(sizeof(ControlReply));
+  // Buffers exist before connecting so a message that arrives early has a home.
+  absl::Status status = Guard("create buffers", [&] {
+    s.command_out_ =
+        s.command_.pair->createSendBuffer(kSlotCommand, s.command_buf_.data(), s.command_buf_.size());
+    s.ping_in_ =
+        s.command_.pair->createRecvBuffer(kSlotPingReply, s.ping_buf_.data(), s.ping_buf_.size());
+    s.control_in_ = s.command_.pair->createRecvBuffer(kSlotControl, s.control_buf_.data(),
+                                                      s.control_buf_.size());
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return session;
+}
+
+std::string ProbeSession::command_address() const { return AddressBytes(command_); }
+std::string ProbeSession::bulk_address() const { return AddressBytes(bulk_); }
+
+absl::Status ProbeSession::Connect(const std::string& peer_command_address,
+                                   const std::string& peer_bulk_address) {
+  if (absl::Status s = ConnectPair(command_, peer_command_address); !s.ok()) return s;
+  if (absl::Status s = ConnectPair(bulk_, peer_bulk_address); !s.ok()) return s;
+  return Guard("sync mode", [&] {
+    command_.pair->setSync(/*enable=*/true, /*busyPoll=*/false);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status ProbeSession::SendCommand(uint8_t op) {
+  seq_ = (seq_ + 1) & kSeqMask;
+  EncodeCommand(op, seq_, command_buf_);
+  return Guard("send", [&] {
+    command_out_->send();
+    command_out_->waitSend();
+    return absl::OkStatus();
+  });
+}
+
+absl::Status ProbeSession::AwaitControl(uint8_t op, ControlReply* reply) {
+  absl::Status status = Guard("recv", [&] {
+    control_in_->waitRecv();
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  std::memcpy(reply, control_buf_.data(), sizeof(*reply));
+  if (reply->op != op || reply->seq != seq_) {
+    return absl::DataLossError(absl::StrFormat(
+        "protocol: expected reply to op %d seq %d, got op %d seq %d", op, seq_, reply->op,
+        reply->seq));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<absl::Duration>> ProbeSession::Ping(int count) {
+  std::vector<absl::Duration> rtts;
+  rtts.reserve(count);
+  for (int i = 0; i < count; ++i) {
+    const absl::Duration start = clock_->Monotonic();
+    if (absl::Status s = SendCommand(kOpPing); !s.ok()) return s;
+    absl::Status s = Guard("recv", [&] {
+      ping_in_->waitRecv();
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+    const absl::Duration rtt = clock_->Monotonic() - start;
+    if (CommandOp(ping_buf_) != kOpPing || CommandSeq(ping_buf_) != seq_) {
+      return absl::DataLossError("protocol: ping echo does not match the request");
+    }
+    rtts.push_back(rtt);
+  }
+  return rtts;
+}
+
+absl::StatusOr<std::vector<TimestampSample>> ProbeSession::SyncBurst(int count) {
+  std::vector<TimestampSample> samples;
+  samples.reserve(count);
+  for (int i = 0; i < count; ++i) {
+    TimestampSample sample;
+    sample.t0 = clock_->Now();
+    if (absl::Status s = SendCommand(kOpSync); !s.ok()) return s;
+    ControlReply reply;
+    if (absl::Status s = AwaitControl(kOpSync, &reply); !s.ok()) return s;
+    sample.t3 = clock_->Now();
+    sample.t1 = absl::FromUnixNanos(reply.t1_unix_nanos);
+    sample.t2 = absl::FromUnixNanos(reply.t2_unix_nanos);
+    samples.push_back(sample);
+  }
+  return samples;
+}
+
+absl::StatusOr<BandwidthSample> ProbeSession::Bandwidth(BandwidthDirection direction,
+                                                        BandwidthGate& gate) {
+  std::optional<BandwidthGate::Lease> lease = gate.TryAcquire();
+  if (!lease) return absl::UnavailableError("busy: another transfer involves this node");
+  const uint8_t op = direction == BandwidthDirection::kTx ? kOpBulkPush : kOpBulkPull;
+  // Allocated (and touched) before the clock starts.
+  std::vector<char> region(params_.bandwidth_message_bytes(), 0);
+  if (absl::Status s = SendCommand(op); !s.ok()) return s;
+  ControlReply reply;
+  if (absl::Status s = AwaitControl(op, &reply); !s.ok()) return s;
+  if (reply.status == kStatusBusy) {
+    return absl::UnavailableError("busy: the peer is in another transfer");
+  }
+  if (reply.status != kStatusOk) {
+    return absl::DataLossError("protocol: unexpected bulk reply status");
+  }
+  const absl::Duration start = clock_->Monotonic();
+  absl::Status s = RunBulk(*bulk_.context, /*peer_rank=*/1, direction == BandwidthDirection::kTx,
+                           region, params_.bandwidth_messages(),
+                           GlooTimeout(params_));
+  if (!s.ok()) return s;
+  if (direction == BandwidthDirection::kTx) {
+    // Our sends complete when the kernel has the data; the peer's "done" says
+    // it has arrived.
+    if (absl::Status d = AwaitControl(op, &reply); !d.ok()) return d;
+    if (reply.status != kStatusDone) return absl::DataLossError("protocol: expected bulk done");
+  }
+  const absl::Duration elapsed = clock_->Monotonic() - start;
+  const uint64_t bytes = params_.bandwidth_message_bytes() * params_.bandwidth_messages();
+  if (elapsed <= absl::ZeroDuration()) return absl::InternalError("clock did not advance");
+  return BandwidthSample{static_cast<double>(bytes) / absl::ToDoubleSeconds(elapsed), bytes,
+                         elapsed};
+}
+
+absl::Status ProbeSession::Keepalive() { return SendCommand(kOpKeepalive); }
+
+// --- ProbeResponder ----------------------------------------------------------
+
+ProbeResponder::ProbeResponder(const v1::ProbeParameters& params, const Clock* clock,
+                               BandwidthGate* gate, std::string peer_name)
+    : params_(params), clock_(clock), gate_(gate), peer_name_(std::move(peer_name)) {}
+
+ProbeResponder::~ProbeResponder() {
+  command_in_.reset();
+  ping_out_.reset();
+  control_out_.reset();
+}
+
+absl::StatusOr<std::shared_ptr<ProbeResponder>> ProbeResponder::Create(
+    std::shared_ptr<gloo::transport::Device> device, const v1::ProbeParameters& params,
+    const Clock* clock, BandwidthGate* gate, std::string peer_name) {
+  if (absl::Status s = ValidateProbeParameters(params); !s.ok()) return s;
+  std::shared_ptr<ProbeResponder> responder(
+      new ProbeResponder(params, clock, gate, std::move(peer_name)));
+  auto command = MakePair(*device, /*rank=*/1, GlooTimeout(params));
+  if (!command.ok()) return command.status();
+  auto bulk = MakePair(*device, /*rank=*/1, GlooTimeout(params));
+  if (!bulk.ok()) return bulk.status();
+  ProbeResponder& r = *responder;
+  r.command_ = *std::move(command);
+  r.bulk_ = *std::move(bulk);
+  r.command_buf_.resize(params.latency_message_bytes());
+  r.ping_buf_.resize(params.latency_message_bytes());
+  r.control_buf_.resize(sizeof(ControlReply));
+  absl::Status status = Guard("create buffers", [&] {
+    r.command_in_ =
+        r.command_.pair->createRecvBuffer(kSlotCommand, r.command_buf_.data(), r.command_buf_.size());
+    r.ping_out_ =
+        r.command_.pair->createSendBuffer(kSlotPingReply, r.ping_buf_.data(), r.ping_buf_.size());
+    r.control_out_ = r.command_.pair->createSendBuffer(kSlotControl, r.control_buf_.data(),
+                                                       r.control_buf_.size());
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return responder;
+}
+
+std::string ProbeResponder::command_address() const { return AddressBytes(command_); }
+std::string ProbeResponder::bulk_address() const { return AddressBytes(bulk_); }
+
+void ProbeResponder::Start(const std::string& peer_command_address,
+                           const std::string& peer_bulk_address) {
+  // The thread keeps the responder alive until it ends.
+  std::thread([self = shared_from_this(), peer_command_address, peer_bulk_address] {
+    self->Serve(peer_command_address, peer_bulk_address);
+  }).detach();
+}
+
+bool ProbeResponder::Join(absl::Duration timeout) {
+  absl::MutexLock lock(&done_mu_);
+  return done_mu_.AwaitWithTimeout(absl::Condition(&done_), timeout);
+}
+
+void ProbeResponder::Serve(std::string peer_command_address, std::string peer_bulk_address) {
+  absl::Status status = ConnectPair(command_, peer_command_address);
+  if (status.ok()) status = ConnectPair(bulk_, peer_bulk_address);
+  if (status.ok()) {
+    status = Guard("sync mode", [&] {
+      command_.pair->setSync(true, false);
+      return absl::OkStatus();
+    });
+  }
+  while (status.ok() && !stop_.load()) status = ServeOne();
+  finished_.store(true);
+  absl::MutexLock lock(&done_mu_);
+  done_ = true;
+}
+
+absl::Status ProbeResponder::SendControl(const ControlReply& reply) {
+  std::memcpy(control_buf_.data(), &reply, sizeof(reply));
+  return Guard("send", [&] {
+    control_out_->send();
+    control_out_->waitSend();
+    return absl::OkStatus();
+  });
+}
+
+absl::Status ProbeResponder::ServeOne() {
+  absl::Status status = Guard("recv", [&] {
+    command_in_->waitRecv();
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  const absl::Time t1 = clock_->Now();
+  const uint8_t op = CommandOp(command_buf_);
+  const uint64_t seq = CommandSeq(command_buf_);
+  switch (op) {
+    case kOpKeepalive:
+      return absl::OkStatus();
+    case kOpPing:
+      std::memcpy(ping_buf_.data(), command_buf_.data(), ping_buf_.size());
+      return Guard("send", [&] {
+        ping_out_->send();
+        ping_out_->waitSend();
+        return absl::OkStatus();
+      });
+    case kOpSync: {
+      ControlReply reply{};
+      reply.op = op;
+      reply.seq = seq;
+      reply.t1_unix_nanos = UnixNanos(t1);
+      reply.t2_unix_nanos = UnixNanos(clock_->Now());
+      return SendControl(reply);
+    }
+    case kOpBulkPush:
+      return ServeBandwidth(BandwidthDirection::kTx, seq);
+    case kOpBulkPull:
+      return ServeBandwidth(BandwidthDirection::kRx, seq);
+    default:
+      return absl::DataLossError(absl::StrCat("protocol: unknown command op ", op));
+  }
+}
+
+absl::Status ProbeResponder::ServeBandwidth(BandwidthDirection requester_direction,
+                                            uint64_t seq) {
+  const uint8_t op = requester_direction == BandwidthDirection::kTx ? kOpBulkPush : kOpBulkPull;
+  ControlReply reply{};
+  reply.op = op;
+  reply.seq = seq;
+  std::optional<BandwidthGate::Lease> lease = gate_->TryAcquire();
+  if (!lease) {
+    reply.status = kStatusBusy;
+    return SendControl(reply);
+  }
+  std::vector<char> region(params_.bandwidth_message_bytes(), 0);
+  reply.status = kStatusOk;
+  if (absl::Status s = SendControl(reply); !s.ok()) return s;
+  const bool we_send = requester_direction == BandwidthDirection::kRx;
+  absl::Status s = RunBulk(*bulk_.context, /*peer_rank=*/0, we_send, region,
+                           params_.bandwidth_messages(),
+                           GlooTimeout(params_));
+  if (!s.ok() || we_send) return s;
+  reply.status = kStatusDone;
+  return SendControl(reply);
+}
+
+}  // namespace gloowatch

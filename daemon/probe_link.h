@@ -1,0 +1,180 @@
+// Probing over Gloo TCP pairs: the wire protocol between two daemons.
+//
+// Each direction of a peer link has its own two pairs, set up by the prober
+// (requester) through the peer's OpenProbePair RPC:
+//  - a command pair in sync mode with bound buffers: commands, ping echoes and
+//    timestamp replies. Sync mode keeps reads in our own threads, which is both
+//    faster (no event-loop hand-off) and safer: a Gloo assertion then throws in
+//    a thread that catches it, not in Gloo's event loop.
+//  - a bulk pair in async mode with unbound buffers for bandwidth transfers.
+// Every message size is fixed by the handshake, so neither side ever makes
+// Gloo see a message it did not expect.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "daemon/clock.h"
+#include "daemon/estimators.h"
+#include "proto/gloowatch.pb.h"
+
+namespace gloo::transport {
+class Buffer;
+class Context;
+class Device;
+class Pair;
+}  // namespace gloo::transport
+
+namespace gloowatch {
+
+inline constexpr uint32_t kProbeProtocolVersion = 1;
+
+// Allows at most one bandwidth transfer involving this node at a time,
+// whichever side started it.
+class BandwidthGate {
+ public:
+  class Lease {
+   public:
+    explicit Lease(BandwidthGate* gate) : gate_(gate) {}
+    Lease(Lease&& other) noexcept : gate_(other.gate_) { other.gate_ = nullptr; }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    ~Lease() {
+      if (gate_ != nullptr) gate_->busy_.store(false);
+    }
+
+   private:
+    BandwidthGate* gate_;
+  };
+  // Empty when another transfer holds the gate.
+  std::optional<Lease> TryAcquire();
+
+ private:
+  std::atomic<bool> busy_{false};
+};
+
+// Validates probe parameters received from a peer (sizes we can serve
+// without unbounded memory or time).
+absl::Status ValidateProbeParameters(const v1::ProbeParameters& p);
+
+// A Gloo pair and its context, before and after connecting.
+struct PairEndpoint {
+  std::shared_ptr<gloo::transport::Context> context;
+  gloo::transport::Pair* pair = nullptr;
+};
+
+enum class BandwidthDirection { kTx, kRx };
+
+struct BandwidthSample {
+  double bytes_per_second;
+  uint64_t bytes;
+  absl::Duration elapsed;
+};
+
+// Renders the ip:port of serialized Gloo TCP address bytes (Address::str()
+// prints the port byte-swapped, so it is not used).
+std::string GlooAddressToString(const std::string& bytes);
+// True when the serialized address is 127.0.0.0/8 or ::1.
+bool GlooAddressIsLoopback(const std::string& bytes);
+// True for "localhost", 127.0.0.0/8 and ::1 written as text.
+bool IsLoopbackHost(const std::string& host);
+
+// The requester side of one peer link. Not thread-safe: owned and used by the
+// peer's prober thread. Every method catches Gloo exceptions and returns them
+// as a status whose message keeps Gloo's text (for ClassifyMessage); after a
+// failed call the session is unusable and must be dropped.
+class ProbeSession {
+ public:
+  // Creates our two pairs (unconnected) so their addresses can be sent to the
+  // peer in OpenProbePair.
+  static absl::StatusOr<std::unique_ptr<ProbeSession>> Create(
+      std::shared_ptr<gloo::transport::Device> device, const v1::ProbeParameters& params,
+      const Clock* clock);
+  ~ProbeSession();
+
+  std::string command_address() const;
+  std::string bulk_address() const;
+
+  // Connects both pairs to the peer's addresses from OpenProbePairResponse.
+  absl::Status Connect(const std::string& peer_command_address,
+                       const std::string& peer_bulk_address);
+
+  // Small-message round trips; returns one duration per round trip.
+  absl::StatusOr<std::vector<absl::Duration>> Ping(int count);
+  // NTP-style four-timestamp exchanges.
+  absl::StatusOr<std::vector<TimestampSample>> SyncBurst(int count);
+  // One timed transfer of the agreed size. kUnavailable (not a link failure)
+  // when this node or the peer is busy with another transfer.
+  absl::StatusOr<BandwidthSample> Bandwidth(BandwidthDirection direction, BandwidthGate& gate);
+  // Keeps the peer's command wait from timing out between probes.
+  absl::Status Keepalive();
+
+  const v1::ProbeParameters& params() const { return params_; }
+
+ private:
+  ProbeSession(const v1::ProbeParameters& params, const Clock* clock);
+  absl::Status SendCommand(uint8_t op);
+  absl::Status AwaitControl(uint8_t op, struct ControlReply* reply);
+
+  v1::ProbeParameters params_;
+  const Clock* clock_;
+  uint64_t seq_ = 0;
+  PairEndpoint command_;
+  PairEndpoint bulk_;
+  std::vector<char> command_buf_, ping_buf_, control_buf_;
+  std::unique_ptr<gloo::transport::Buffer> command_out_, ping_in_, control_in_;
+};
+
+// The serving side of one peer link: answers a single requester's commands on
+// its own thread until the link fails, times out or Stop() is called.
+class ProbeResponder : public std::enable_shared_from_this<ProbeResponder> {
+ public:
+  static absl::StatusOr<std::shared_ptr<ProbeResponder>> Create(
+      std::shared_ptr<gloo::transport::Device> device, const v1::ProbeParameters& params,
+      const Clock* clock, BandwidthGate* gate, std::string peer_name);
+  ~ProbeResponder();
+
+  std::string command_address() const;
+  std::string bulk_address() const;
+  const std::string& peer_name() const { return peer_name_; }
+
+  // Starts the serving thread, which connects to the requester's pairs first.
+  void Start(const std::string& peer_command_address, const std::string& peer_bulk_address);
+  // Asks the thread to end; it does at its next command or timeout.
+  void Stop() { stop_.store(true); }
+  bool finished() const { return finished_.load(); }
+  // Waits for the serving thread to end, at most `timeout`.
+  bool Join(absl::Duration timeout);
+
+ private:
+  ProbeResponder(const v1::ProbeParameters& params, const Clock* clock, BandwidthGate* gate,
+                 std::string peer_name);
+  void Serve(std::string peer_command_address, std::string peer_bulk_address);
+  absl::Status ServeOne();
+  absl::Status SendControl(const struct ControlReply& reply);
+  absl::Status ServeBandwidth(BandwidthDirection requester_direction, uint64_t seq);
+
+  v1::ProbeParameters params_;
+  const Clock* clock_;
+  BandwidthGate* gate_;
+  std::string peer_name_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> finished_{false};
+  absl::Mutex done_mu_;
+  bool done_ ABSL_GUARDED_BY(done_mu_) = false;
+  PairEndpoint command_;
+  PairEndpoint bulk_;
+  std::vector<char> command_buf_, ping_buf_, control_buf_;
+  std::unique_ptr<gloo::transport::Buffer> command_in_, ping_out_, control_out_;
+};
+
+}  // namespace gloowatch

@@ -1,0 +1,131 @@
+#include "daemon/services.h"
+
+#include "absl/strings/str_cat.h"
+#include "daemon/log.h"
+
+namespace gloowatch {
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+grpc::Status StatusService::GetStatus(grpc::ServerContext*, const v1::GetStatusRequest*,
+                                      v1::NodeStatus* response) {
+  *response = status_();
+  return grpc::Status::OK;
+}
+
+grpc::Status StatusService::ReportStep(grpc::ServerContext*, const v1::ReportStepRequest* request,
+                                       v1::ReportStepResponse*) {
+  return ToGrpc(report_(*request));
+}
+
+PeerService::PeerService(std::string node, std::string version,
+                         std::shared_ptr<gloo::transport::Device> device, BandwidthGate* gate,
+                         const Clock* clock, std::set<std::string> allowed_peers)
+    : node_(std::move(node)),
+      version_(std::move(version)),
+      device_(std::move(device)),
+      gate_(gate),
+      clock_(clock),
+      allowed_(std::move(allowed_peers)) {}
+
+PeerService::~PeerService() { StopAll(); }
+
+void PeerService::SetAllowedPeers(std::set<std::string> peers) {
+  absl::MutexLock lock(&mu_);
+  allowed_ = std::move(peers);
+  for (auto it = current_.begin(); it != current_.end();) {
+    if (allowed_.count(it->first) == 0) {
+      it->second->Stop();
+      draining_.push_back(it->second);
+      it = current_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void PeerService::StopAll() {
+  absl::MutexLock lock(&mu_);
+  for (auto& [name, responder] : current_) responder->Stop();
+  for (auto& responder : draining_) responder->Stop();
+}
+
+size_t PeerService::active_responders() {
+  absl::MutexLock lock(&mu_);
+  Reap();
+  return current_.size() + draining_.size();
+}
+
+void PeerService::Reap() {
+  draining_.erase(std::remove_if(draining_.begin(), draining_.end(),
+                                 [](const auto& r) { return r->finished(); }),
+                  draining_.end());
+  for (auto it = current_.begin(); it != current_.end();) {
+    it = it->second->finished() ? current_.erase(it) : std::next(it);
+  }
+}
+
+grpc::Status PeerService::OpenProbePair(grpc::ServerContext*,
+                                        const v1::OpenProbePairRequest* request,
+                                        v1::OpenProbePairResponse* response) {
+  if (request->protocol_version() != kProbeProtocolVersion) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        absl::StrCat("probe protocol ", request->protocol_version(),
+                                     " is not supported; this daemon speaks ",
+                                     kProbeProtocolVersion, " (version ", version_, ")"));
+  }
+  if (request->to_node() != node_) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        absl::StrCat("this is node '", node_, "', not '", request->to_node(),
+                                     "': check the peer list of '", request->from_node(), "'"));
+  }
+  if (absl::Status s = ValidateProbeParameters(request->parameters()); !s.ok()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("parameters: ", s.message()));
+  }
+  if (request->gloo_address().empty() || request->bulk_gloo_address().empty() ||
+      request->gloo_address().size() > 192 || request->bulk_gloo_address().size() > 192) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "gloo_address and bulk_gloo_address must be Gloo TCP addresses");
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (allowed_.count(request->from_node()) == 0) {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          absl::StrCat("'", request->from_node(),
+                                       "' is not in the peer list of node '", node_, "'"));
+    }
+    Reap();
+    // Each allowed peer has one current responder; a few replaced ones may
+    // still be timing out.
+    if (draining_.size() >= 2 * allowed_.size() + 4) {
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          "too many probe pairs winding down; retry later");
+    }
+  }
+  auto responder = ProbeResponder::Create(device_, request->parameters(), clock_, gate_,
+                                          request->from_node());
+  if (!responder.ok()) return ToGrpc(responder.status());
+  response->set_protocol_version(kProbeProtocolVersion);
+  response->set_node(node_);
+  response->set_version(version_);
+  response->set_gloo_address((*responder)->command_address());
+  response->set_bulk_gloo_address((*responder)->bulk_address());
+  {
+    absl::MutexLock lock(&mu_);
+    auto& slot = current_[request->from_node()];
+    if (slot) {
+      slot->Stop();
+      draining_.push_back(slot);
+    }
+    slot = *responder;
+  }
+  (*responder)->Start(request->gloo_address(), request->bulk_gloo_address());
+  GW_LOG(kDebug, "serving probe pair for %s", request->from_node());
+  return grpc::Status::OK;
+}
+
+}  // namespace gloowatch

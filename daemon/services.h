@@ -1,0 +1,76 @@
+// gRPC services of the daemon: the operator-facing Status service and the
+// peer-to-peer Peer service, kept in separate classes.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "daemon/clock.h"
+#include "daemon/probe_link.h"
+#include "proto/gloowatch.grpc.pb.h"
+
+namespace gloo::transport {
+class Device;
+}
+
+namespace gloowatch {
+
+grpc::Status ToGrpc(const absl::Status& status);
+
+class StatusService final : public v1::Status::Service {
+ public:
+  using StatusFn = std::function<v1::NodeStatus()>;
+  using ReportFn = std::function<absl::Status(const v1::ReportStepRequest&)>;
+  StatusService(StatusFn status, ReportFn report)
+      : status_(std::move(status)), report_(std::move(report)) {}
+
+  grpc::Status GetStatus(grpc::ServerContext*, const v1::GetStatusRequest*,
+                         v1::NodeStatus* response) override;
+  grpc::Status ReportStep(grpc::ServerContext*, const v1::ReportStepRequest* request,
+                          v1::ReportStepResponse*) override;
+
+ private:
+  StatusFn status_;
+  ReportFn report_;
+};
+
+// Serves OpenProbePair: only configured peers may open pairs, each at most
+// once at a time (a new open replaces the old), and the number of serving
+// threads is bounded so no caller can make us spawn without limit.
+class PeerService final : public v1::Peer::Service {
+ public:
+  PeerService(std::string node, std::string version,
+              std::shared_ptr<gloo::transport::Device> device, BandwidthGate* gate,
+              const Clock* clock, std::set<std::string> allowed_peers);
+  ~PeerService() override;
+
+  grpc::Status OpenProbePair(grpc::ServerContext*, const v1::OpenProbePairRequest* request,
+                             v1::OpenProbePairResponse* response) override;
+
+  void SetAllowedPeers(std::set<std::string> peers);
+  // Stops every responder; they end at their next command or timeout.
+  void StopAll();
+  size_t active_responders();
+
+ private:
+  void Reap() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::string node_;
+  const std::string version_;
+  std::shared_ptr<gloo::transport::Device> device_;
+  BandwidthGate* gate_;
+  const Clock* clock_;
+  absl::Mutex mu_;
+  std::set<std::string> allowed_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<ProbeResponder>> current_ ABSL_GUARDED_BY(mu_);
+  // Replaced responders still winding down.
+  std::vector<std::shared_ptr<ProbeResponder>> draining_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace gloowatch

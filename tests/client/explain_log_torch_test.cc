@@ -1,0 +1,131 @@
+// Provokes real torch.distributed Gloo failures (tests/client/torch/
+// gloo_failure.py, two ranks on 127.0.0.1) and checks that explain-log names
+// the cause from the surviving rank's stderr.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <future>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/client/subprocess.h"
+
+extern char** environ;
+
+namespace gloowatch::testing {
+namespace {
+
+std::string Python() {
+  const char* p = std::getenv("GLOOWATCH_PYTHON");
+  return p ? p : "/usr/bin/python3";
+}
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::map<std::string, std::string> Env(const std::map<std::string, std::string>& extra) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string s = *e;
+    auto eq = s.find('=');
+    if (eq != std::string::npos) env[s.substr(0, eq)] = s.substr(eq + 1);
+  }
+  for (auto it = env.begin(); it != env.end();) {
+    it = it->first.rfind("GLOO_", 0) == 0 ? env.erase(it) : std::next(it);
+  }
+  for (const auto& [k, v] : extra) env[k] = v;
+  return env;
+}
+
+class TorchGlooFailure : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ProcessResult probe = RunProcess({Python(), "-c", "import torch.distributed as d; "
+                                      "assert d.is_gloo_available()"},
+                                     std::nullopt, "", absl::Seconds(60));
+    if (probe.exit_code != 0) GTEST_SKIP() << Python() << " has no torch with gloo: " << probe.err;
+  }
+
+  // Runs both ranks of `scenario`; returns rank 0's stderr.
+  std::string RunScenario(const std::string& scenario,
+                          std::map<std::string, std::string> extra_env = {}) {
+    extra_env["MASTER_ADDR"] = "127.0.0.1";
+    extra_env["MASTER_PORT"] = std::to_string(FreePort());
+    const auto env = Env(extra_env);
+    const std::string script = SourceDir() + "/tests/client/torch/gloo_failure.py";
+    auto run = [&](int rank) {
+      return RunProcess({Python(), script, scenario, std::to_string(rank), "2"}, env, "",
+                        absl::Seconds(90));
+    };
+    auto rank1 = std::async(std::launch::async, run, 1);
+    ProcessResult r0 = run(0);
+    ProcessResult r1 = rank1.get();
+    EXPECT_FALSE(r0.timed_out) << r0.err;
+    EXPECT_FALSE(r1.timed_out) << r1.err;
+    EXPECT_NE(r0.exit_code, 0) << "rank 0 should fail; stderr: " << r0.err;
+    return r0.err;
+  }
+
+  nlohmann::json Explain(const std::string& log) {
+    char path[] = "/tmp/gloowatch_torch_log_XXXXXX";
+    int fd = mkstemp(path);
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(write(fd, log.data(), log.size()), static_cast<ssize_t>(log.size()));
+    close(fd);
+    ProcessResult r = RunProcess({CliPath(), "explain-log", "--json", path}, std::nullopt, "",
+                                 absl::Seconds(30));
+    unlink(path);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  }
+
+  static std::vector<std::string> Ids(const nlohmann::json& j) {
+    std::vector<std::string> ids;
+    for (const auto& s : j["signatures"]) ids.push_back(s["id"]);
+    return ids;
+  }
+};
+
+using ::testing::AnyOf;
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+TEST_F(TorchGlooFailure, PeerKilledMidAllReduce) {
+  std::string log = RunScenario("peer_killed");
+  // Which one depends on timing: EOF (closed) or RST (reset) on the pair.
+  EXPECT_THAT(log, AnyOf(HasSubstr("Connection closed by peer"),
+                         HasSubstr("Connection reset by peer")));
+  nlohmann::json j = Explain(log);
+  EXPECT_THAT(Ids(j), AnyOf(Contains("peer_connection_closed"), Contains("peer_connection_reset")))
+      << log;
+}
+
+TEST_F(TorchGlooFailure, CollectiveTimeout) {
+  std::string log = RunScenario("collective_timeout");
+  EXPECT_THAT(log, HasSubstr("Timed out waiting 3000ms for recv operation to complete"));
+  nlohmann::json j = Explain(log);
+  EXPECT_THAT(Ids(j), Contains("collective_timeout")) << log;
+}
+
+TEST_F(TorchGlooFailure, BadSocketIfname) {
+  std::string log = RunScenario("bad_ifname", {{"GLOO_SOCKET_IFNAME", "doesnotexist0"}});
+  EXPECT_THAT(log, HasSubstr("Unable to find address for: doesnotexist0"));
+  nlohmann::json j = Explain(log);
+  EXPECT_THAT(Ids(j), Contains("bad_interface")) << log;
+}
+
+}  // namespace
+}  // namespace gloowatch::testing

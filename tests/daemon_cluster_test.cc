@@ -1,0 +1,192 @@
+// Three real gloowatchd processes on loopback, probing each other over real
+// Gloo pairs; checked through gRPC and /metrics.
+#include <signal.h>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/support/daemon_process.h"
+
+namespace gloowatch::testing {
+namespace {
+
+// Fast schedules so the test sees every kind of probe within seconds.
+constexpr char kFastSchedule[] = R"(gloo:
+  address: 127.0.0.1
+  timeout: 2s
+schedule:
+  latency_interval: 500ms
+  skew_interval: 1s
+  bandwidth_interval: 30s
+probe:
+  bandwidth_bytes: 8MiB
+  bandwidth_message_bytes: 1MiB
+  backoff_initial: 200ms
+  backoff_max: 1s
+)";
+
+bool FullyMeasured(const v1::PeerStatus& p) {
+  return p.state() == v1::PEER_STATE_UP && p.latency().p50_seconds() > 0 &&
+         p.bandwidth().has_tx_bytes_per_second() && p.bandwidth().has_rx_bytes_per_second() &&
+         p.clock().has_offset_seconds();
+}
+
+bool AllUp(const LoopbackCluster& cluster, int node, const std::vector<std::string>& peers) {
+  auto status = GetStatus(cluster.grpc(node));
+  if (!status.ok()) return false;
+  for (const std::string& peer : peers) {
+    const v1::PeerStatus* p = FindPeer(*status, peer);
+    if (p == nullptr || !FullyMeasured(*p)) return false;
+  }
+  return true;
+}
+
+class DaemonClusterTest : public ::testing::Test {
+ protected:
+  DaemonClusterTest() : cluster_(3, kFastSchedule) {}
+  void SetUp() override {
+    for (int i = 0; i < 3; ++i) cluster_.Start(i);
+  }
+  void Dump() {
+    for (int i = 0; i < 3; ++i) {
+      if (cluster_.process(i)) {
+        ADD_FAILURE() << cluster_.node(i).name << " log:\n" << cluster_.process(i)->Log();
+      }
+    }
+  }
+  std::vector<std::string> PeersOf(int node) const {
+    std::vector<std::string> peers;
+    for (int i = 0; i < 3; ++i) {
+      if (i != node) peers.push_back(cluster_.node(i).name);
+    }
+    return peers;
+  }
+  LoopbackCluster cluster_;
+};
+
+TEST_F(DaemonClusterTest, EveryDaemonMeasuresEveryPeerAndMetricsAgree) {
+  for (int i = 0; i < 3; ++i) {
+    if (!WaitFor([&] { return AllUp(cluster_, i, PeersOf(i)); }, absl::Seconds(30))) {
+      Dump();
+      FAIL() << cluster_.node(i).name << " did not measure all peers in time";
+    }
+  }
+  for (int i = 0; i < 3; ++i) {
+    // Read the status twice around one scrape: whatever did not change in
+    // between must match the scrape exactly.
+    auto before = GetStatus(cluster_.grpc(i));
+    auto body = HttpGet(cluster_.node(i).metrics_port, "/metrics");
+    auto after = GetStatus(cluster_.grpc(i));
+    ASSERT_TRUE(before.ok() && body.ok() && after.ok());
+    const auto metrics = ParseMetrics(*body);
+    EXPECT_EQ(FindMetric(metrics, "gloowatch_build_info", {{"node", cluster_.node(i).name}}), 1);
+    for (const std::string& peer : PeersOf(i)) {
+      SCOPED_TRACE(absl::StrCat(cluster_.node(i).name, " -> ", peer));
+      const v1::PeerStatus& p = *FindPeer(*after, peer);
+      const v1::PeerStatus& p0 = *FindPeer(*before, peer);
+      const std::map<std::string, std::string> labels = {{"node", cluster_.node(i).name},
+                                                         {"peer", peer}};
+      EXPECT_GT(p.latency().p50_seconds(), 0);
+      EXPECT_LT(p.latency().p50_seconds(), 0.05);
+      EXPECT_GE(p.latency().p99_seconds(), p.latency().p50_seconds());
+      EXPECT_GT(p.bandwidth().tx_bytes_per_second(), 1e6);
+      EXPECT_GT(p.bandwidth().rx_bytes_per_second(), 1e6);
+      EXPECT_LT(std::abs(p.clock().offset_seconds()), 0.005);
+      EXPECT_GT(p.clock().error_seconds(), 0);
+      EXPECT_EQ(p.failures_in_window(), 0u);
+      EXPECT_FALSE(p.gloo_address().empty());
+
+      EXPECT_EQ(FindMetric(metrics, "gloowatch_peer_up", labels), 1);
+      auto metric = [&](const char* name, std::map<std::string, std::string> extra = {}) {
+        extra.insert(labels.begin(), labels.end());
+        return FindMetric(metrics, name, extra).value_or(-1);
+      };
+      if (p0.bandwidth().tx_bytes_per_second() == p.bandwidth().tx_bytes_per_second()) {
+        EXPECT_DOUBLE_EQ(metric("gloowatch_peer_bandwidth_bytes_per_second", {{"direction", "tx"}}),
+                         p.bandwidth().tx_bytes_per_second());
+        EXPECT_DOUBLE_EQ(metric("gloowatch_peer_bandwidth_bytes_per_second", {{"direction", "rx"}}),
+                         p.bandwidth().rx_bytes_per_second());
+      }
+      if (p0.clock().offset_seconds() == p.clock().offset_seconds()) {
+        EXPECT_DOUBLE_EQ(metric("gloowatch_peer_clock_offset_seconds"), p.clock().offset_seconds());
+        EXPECT_DOUBLE_EQ(metric("gloowatch_peer_clock_offset_error_seconds"),
+                         p.clock().error_seconds());
+      }
+      if (p0.latency().p50_seconds() == p.latency().p50_seconds()) {
+        EXPECT_DOUBLE_EQ(metric("gloowatch_peer_rtt_p50_seconds"), p.latency().p50_seconds());
+      }
+      EXPECT_GT(metric("gloowatch_peer_rtt_seconds_count"), 0);
+      EXPECT_EQ(metric("gloowatch_peer_probe_failures_total", {{"reason", "timeout"}}), 0);
+      // Loopback has no link speed: no ratio rather than a made-up one.
+      EXPECT_FALSE(after->gloo().has_link_speed_bytes_per_second());
+      EXPECT_EQ(metric("gloowatch_peer_bandwidth_link_ratio", {{"direction", "tx"}}), -1);
+    }
+    EXPECT_EQ(after->gloo().address(), "127.0.0.1");
+    EXPECT_TRUE(after->gloo().is_loopback());
+    EXPECT_EQ(after->gloo().source(), "config:address");
+    EXPECT_GT(after->ephemeral_port_high(), after->ephemeral_port_low());
+  }
+}
+
+TEST_F(DaemonClusterTest, KilledPeerIsReportedDownAndComesBackAfterRestart) {
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(WaitFor([&] { return AllUp(cluster_, i, PeersOf(i)); }, absl::Seconds(30)))
+        << cluster_.node(i).name << " not up";
+  }
+  cluster_.Kill(2, SIGKILL);
+  const absl::Time killed = absl::Now();
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE(cluster_.node(i).name);
+    // Within the Gloo timeout (2 s) plus a probe interval and slack.
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          auto s = GetStatus(cluster_.grpc(i));
+          return s.ok() && FindPeer(*s, "node-c")->state() == v1::PEER_STATE_DOWN;
+        },
+        absl::Seconds(6)))
+        << "node-c not reported down";
+    auto status = GetStatus(cluster_.grpc(i));
+    ASSERT_TRUE(status.ok());
+    const v1::PeerStatus& c = *FindPeer(*status, "node-c");
+    const v1::FailureReason reason = c.last_failure().reason();
+    EXPECT_TRUE(reason == v1::FAILURE_REASON_RESET || reason == v1::FAILURE_REASON_REFUSED ||
+                reason == v1::FAILURE_REASON_TIMEOUT)
+        << c.last_failure().ShortDebugString();
+    EXPECT_GT(c.failures_in_window(), 0u);
+    auto body = HttpGet(cluster_.node(i).metrics_port, "/metrics");
+    ASSERT_TRUE(body.ok());
+    const auto metrics = ParseMetrics(*body);
+    EXPECT_EQ(FindMetric(metrics, "gloowatch_peer_up",
+                         {{"node", cluster_.node(i).name}, {"peer", "node-c"}}),
+              0);
+  }
+  EXPECT_LT(absl::Now() - killed, absl::Seconds(8));
+
+  // The survivors keep probing each other.
+  auto a_before = GetStatus(cluster_.grpc(0));
+  ASSERT_TRUE(a_before.ok());
+  const uint64_t ok_before = FindPeer(*a_before, "node-b")->probes_ok();
+  absl::SleepFor(absl::Seconds(2));
+  auto a_after = GetStatus(cluster_.grpc(0));
+  ASSERT_TRUE(a_after.ok());
+  EXPECT_EQ(FindPeer(*a_after, "node-b")->state(), v1::PEER_STATE_UP);
+  EXPECT_GT(FindPeer(*a_after, "node-b")->probes_ok(), ok_before + 2);
+  // Eventually refused: nothing listens on node-c's port.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto s = GetStatus(cluster_.grpc(0));
+        return s.ok() &&
+               FindPeer(*s, "node-c")->last_failure().reason() == v1::FAILURE_REASON_REFUSED;
+      },
+      absl::Seconds(10)));
+
+  cluster_.Start(2);
+  for (int i = 0; i < 3; ++i) {
+    if (!WaitFor([&] { return AllUp(cluster_, i, PeersOf(i)); }, absl::Seconds(30))) {
+      Dump();
+      FAIL() << cluster_.node(i).name << " did not see everyone up after the restart";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gloowatch::testing

@@ -1,0 +1,270 @@
+// Real Gloo pairs and a real gRPC Peer service on loopback, in one process.
+#include "daemon/probe_link.h"
+
+#include <memory>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "daemon/peer_prober.h"
+#include "daemon/services.h"
+#include "gloo/transport/tcp/device.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+
+namespace gloowatch {
+namespace {
+
+// The real clock shifted by a fixed amount, as a peer with a wrong clock.
+class ShiftedClock final : public Clock {
+ public:
+  explicit ShiftedClock(absl::Duration shift) : shift_(shift) {}
+  absl::Time Now() const override { return absl::Now() + shift_; }
+  absl::Duration Monotonic() const override { return RealClock::Get()->Monotonic(); }
+
+ private:
+  absl::Duration shift_;
+};
+
+std::shared_ptr<gloo::transport::Device> LoopbackDevice() {
+  gloo::transport::tcp::attr attr;
+  attr.hostname = "127.0.0.1";
+  return gloo::transport::tcp::CreateDevice(attr);
+}
+
+v1::ProbeParameters SmallParameters() {
+  v1::ProbeParameters p;
+  p.set_latency_message_bytes(8);
+  p.set_bandwidth_message_bytes(256 << 10);
+  p.set_bandwidth_messages(8);
+  p.set_skew_burst(8);
+  p.set_gloo_timeout_ms(2000);
+  p.set_idle_timeout_ms(2000);
+  return p;
+}
+
+class ProbeLinkTest : public ::testing::Test {
+ protected:
+  void StartServer(const Clock* server_clock) {
+    service_ = std::make_unique<PeerService>("server", "test", LoopbackDevice(), &server_gate_,
+                                             server_clock, std::set<std::string>{"client"});
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    stub_ = v1::Peer::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
+                                                  grpc::InsecureChannelCredentials()));
+  }
+
+  void TearDown() override {
+    if (service_) service_->StopAll();
+    if (server_) server_->Shutdown(std::chrono::system_clock::now());
+  }
+
+  v1::OpenProbePairRequest Request(const ProbeSession& session) {
+    v1::OpenProbePairRequest r;
+    r.set_protocol_version(kProbeProtocolVersion);
+    r.set_from_node("client");
+    r.set_to_node("server");
+    r.set_gloo_address(session.command_address());
+    r.set_bulk_gloo_address(session.bulk_address());
+    *r.mutable_parameters() = session.params();
+    return r;
+  }
+
+  grpc::Status Open(const v1::OpenProbePairRequest& request, v1::OpenProbePairResponse* response) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    return stub_->OpenProbePair(&context, request, response);
+  }
+
+  std::unique_ptr<ProbeSession> Connected() {
+    auto session = ProbeSession::Create(client_device_, SmallParameters(), RealClock::Get());
+    EXPECT_TRUE(session.ok()) << session.status();
+    v1::OpenProbePairResponse response;
+    grpc::Status status = Open(Request(**session), &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(response.node(), "server");
+    absl::Status connected =
+        (*session)->Connect(response.gloo_address(), response.bulk_gloo_address());
+    EXPECT_TRUE(connected.ok()) << connected;
+    return *std::move(session);
+  }
+
+  std::shared_ptr<gloo::transport::Device> client_device_ = LoopbackDevice();
+  BandwidthGate server_gate_;
+  BandwidthGate client_gate_;
+  std::unique_ptr<PeerService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<v1::Peer::Stub> stub_;
+};
+
+TEST_F(ProbeLinkTest, PingSyncAndBandwidthOverRealPairs) {
+  StartServer(RealClock::Get());
+  std::unique_ptr<ProbeSession> session = Connected();
+  ASSERT_NE(session, nullptr);
+
+  auto rtts = session->Ping(20);
+  ASSERT_TRUE(rtts.ok()) << rtts.status();
+  ASSERT_EQ(rtts->size(), 20u);
+  for (absl::Duration rtt : *rtts) {
+    EXPECT_GT(rtt, absl::ZeroDuration());
+    EXPECT_LT(rtt, absl::Milliseconds(100));
+  }
+
+  auto samples = session->SyncBurst(8);
+  ASSERT_TRUE(samples.ok()) << samples.status();
+  std::optional<OffsetEstimate> best = BestOffset(*samples);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_LT(absl::AbsDuration(best->offset), absl::Milliseconds(5));
+
+  for (BandwidthDirection d : {BandwidthDirection::kTx, BandwidthDirection::kRx}) {
+    auto sample = session->Bandwidth(d, client_gate_);
+    ASSERT_TRUE(sample.ok()) << sample.status();
+    EXPECT_EQ(sample->bytes, 8u * (256 << 10));
+    // Loopback moves far more than 10 MB/s; anything less is a broken transfer.
+    EXPECT_GT(sample->bytes_per_second, 10e6);
+  }
+  // The session stays usable after transfers.
+  EXPECT_TRUE(session->Ping(3).ok());
+}
+
+TEST_F(ProbeLinkTest, MeasuresAShiftedPeerClockWithinItsErrorBound) {
+  const absl::Duration shift = absl::Milliseconds(-250);
+  ShiftedClock shifted(shift);
+  StartServer(&shifted);
+  std::unique_ptr<ProbeSession> session = Connected();
+  ASSERT_NE(session, nullptr);
+  auto samples = session->SyncBurst(16);
+  ASSERT_TRUE(samples.ok()) << samples.status();
+  std::optional<OffsetEstimate> best = BestOffset(*samples);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_LE(absl::AbsDuration(best->offset - shift), best->error + absl::Microseconds(50));
+  EXPECT_LT(absl::AbsDuration(best->offset - shift), absl::Milliseconds(2));
+}
+
+TEST_F(ProbeLinkTest, BusyGateDefersTransfersOnEitherSide) {
+  StartServer(RealClock::Get());
+  std::unique_ptr<ProbeSession> session = Connected();
+  ASSERT_NE(session, nullptr);
+  {
+    auto lease = client_gate_.TryAcquire();
+    ASSERT_TRUE(lease.has_value());
+    auto sample = session->Bandwidth(BandwidthDirection::kTx, client_gate_);
+    EXPECT_TRUE(absl::IsUnavailable(sample.status()));
+    EXPECT_TRUE(absl::StartsWith(sample.status().message(), "busy:"));
+  }
+  {
+    auto lease = server_gate_.TryAcquire();
+    ASSERT_TRUE(lease.has_value());
+    auto sample = session->Bandwidth(BandwidthDirection::kRx, client_gate_);
+    EXPECT_TRUE(absl::IsUnavailable(sample.status()));
+    EXPECT_NE(sample.status().message().find("peer"), absl::string_view::npos);
+  }
+  // A refused transfer leaves the session in step.
+  EXPECT_TRUE(session->Ping(2).ok());
+  EXPECT_TRUE(session->Bandwidth(BandwidthDirection::kTx, client_gate_).ok());
+}
+
+TEST_F(ProbeLinkTest, ResponderEndsWhenTheRequesterGoes) {
+  StartServer(RealClock::Get());
+  std::unique_ptr<ProbeSession> session = Connected();
+  ASSERT_NE(session, nullptr);
+  ASSERT_TRUE(session->Ping(1).ok());
+  EXPECT_EQ(service_->active_responders(), 1u);
+  session.reset();
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (service_->active_responders() > 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_EQ(service_->active_responders(), 0u);
+}
+
+TEST_F(ProbeLinkTest, RejectsStrangersAndNonsense) {
+  StartServer(RealClock::Get());
+  auto session = ProbeSession::Create(client_device_, SmallParameters(), RealClock::Get());
+  ASSERT_TRUE(session.ok());
+  v1::OpenProbePairResponse response;
+
+  v1::OpenProbePairRequest stranger = Request(**session);
+  stranger.set_from_node("mallory");
+  EXPECT_EQ(Open(stranger, &response).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+
+  v1::OpenProbePairRequest wrong_node = Request(**session);
+  wrong_node.set_to_node("elsewhere");
+  grpc::Status s = Open(wrong_node, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(s.error_message().find("this is node 'server'"), std::string::npos);
+
+  v1::OpenProbePairRequest old_protocol = Request(**session);
+  old_protocol.set_protocol_version(99);
+  EXPECT_EQ(Open(old_protocol, &response).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+
+  v1::OpenProbePairRequest huge = Request(**session);
+  huge.mutable_parameters()->set_bandwidth_message_bytes(uint64_t{1} << 40);
+  s = Open(huge, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("bandwidth_message_bytes"), std::string::npos);
+
+  v1::OpenProbePairRequest garbage = Request(**session);
+  garbage.set_gloo_address(std::string(4096, 'x'));
+  EXPECT_EQ(Open(garbage, &response).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  v1::OpenProbePairRequest short_address = Request(**session);
+  short_address.set_gloo_address("xyz");
+  // Accepted by the RPC, but the responder's connect fails on the bad
+  // address and it ends by itself.
+  Open(short_address, &response);
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (service_->active_responders() > 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_EQ(service_->active_responders(), 0u);
+}
+
+TEST(GlooAddressTest, RendersIpAndPortOfRealPairs) {
+  auto device = LoopbackDevice();
+  auto session = ProbeSession::Create(device, SmallParameters(), RealClock::Get());
+  ASSERT_TRUE(session.ok());
+  const std::string text = GlooAddressToString((*session)->command_address());
+  EXPECT_TRUE(absl::StartsWith(text, "127.0.0.1:")) << text;
+  int port = 0;
+  EXPECT_TRUE(absl::SimpleAtoi(text.substr(10), &port));
+  EXPECT_GT(port, 0);
+  EXPECT_TRUE(GlooAddressIsLoopback((*session)->command_address()));
+  EXPECT_EQ(GlooAddressToString("garbage"), "");
+  EXPECT_FALSE(GlooAddressIsLoopback(""));
+}
+
+TEST(ProbeScheduleTest, RunsEachKindAtItsIntervalAndKeepsTheLinkAlive) {
+  ScheduleConfig config;
+  config.latency_interval = absl::Seconds(5);
+  config.skew_interval = absl::Seconds(10);
+  config.bandwidth_interval = absl::Seconds(60);
+  config.jitter = 0;
+  ProbeSchedule schedule(config, absl::Seconds(2), 1);
+  absl::Duration now = absl::Seconds(100);
+  schedule.Reset(now);
+  int counts[4] = {0, 0, 0, 0};
+  const absl::Duration end = now + absl::Seconds(600);
+  while (true) {
+    absl::Duration at;
+    ProbeSchedule::Kind kind = schedule.Next(&at);
+    ASSERT_GE(at, now);
+    EXPECT_LE(at - now, absl::Seconds(2)) << "a gap longer than the keepalive";
+    if (at > end) break;
+    now = at;
+    counts[static_cast<int>(kind)]++;
+    schedule.Done(kind, now);
+  }
+  EXPECT_NEAR(counts[0], 120, 1);  // latency every 5 s
+  EXPECT_NEAR(counts[1], 60, 1);   // skew every 10 s
+  EXPECT_NEAR(counts[2], 10, 1);   // bandwidth every 60 s
+  EXPECT_GT(counts[3], 0);
+}
+
+}  // namespace
+}  // namespace gloowatch

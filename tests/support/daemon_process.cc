@@ -1,0 +1,237 @@
+#include "tests/support/daemon_process.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "grpcpp/grpcpp.h"
+
+namespace gloowatch::testing {
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+TempDir::TempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string templ = absl::StrCat(base ? base : "/tmp", "/gloowatch-test-XXXXXX");
+  path_ = mkdtemp(templ.data());
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::string TempDir::Write(const std::string& name, const std::string& contents) const {
+  const std::string path = absl::StrCat(path_, "/", name);
+  std::ofstream(path) << contents;
+  return path;
+}
+
+std::string BinaryPath(const std::string& name) {
+  const char* dir = std::getenv("GLOOWATCH_BIN_DIR");
+  return absl::StrCat(dir ? dir : ".", "/", name);
+}
+
+Process::Process(std::vector<std::string> argv, std::string log_path,
+                 std::map<std::string, std::string> extra_env)
+    : log_path_(std::move(log_path)) {
+  pid_ = fork();
+  if (pid_ == 0) {
+    int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    int devnull = open("/dev/null", O_RDONLY);
+    dup2(devnull, 0);
+    for (const auto& [key, value] : extra_env) setenv(key.c_str(), value.c_str(), 1);
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+}
+
+Process::~Process() {
+  if (running()) {
+    kill(pid_, SIGKILL);
+    Wait(absl::Seconds(10));
+  }
+}
+
+bool Process::running() {
+  if (exit_.has_value() || pid_ <= 0) return false;
+  Wait(absl::ZeroDuration());
+  return !exit_.has_value();
+}
+
+void Process::Signal(int sig) {
+  if (running()) kill(pid_, sig);
+}
+
+std::optional<int> Process::Wait(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!exit_.has_value()) {
+    int status = 0;
+    const pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      exit_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+      break;
+    }
+    if (absl::Now() >= deadline) break;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return exit_;
+}
+
+std::string Process::Log() const {
+  std::ifstream in(log_path_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    if (condition()) return true;
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+}
+
+absl::StatusOr<v1::NodeStatus> GetStatus(const std::string& address, absl::Duration deadline) {
+  auto stub = v1::Status::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
+  v1::NodeStatus status;
+  grpc::Status s = stub->GetStatus(&context, v1::GetStatusRequest(), &status);
+  if (!s.ok()) return absl::UnavailableError(s.error_message());
+  return status;
+}
+
+absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return absl::UnavailableError(absl::StrCat("connect to port ", port, " failed"));
+  }
+  const std::string request = absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: localhost\r\n\r\n");
+  (void)!write(fd, request.data(), request.size());
+  std::string response;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) response.append(buf, n);
+  close(fd);
+  const size_t body = response.find("\r\n\r\n");
+  if (body == std::string::npos) return absl::DataLossError("no HTTP body");
+  return response.substr(body + 4);
+}
+
+std::map<std::string, double> ParseMetrics(const std::string& text) {
+  std::map<std::string, double> out;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t space = line.rfind(' ');
+    if (space == absl::string_view::npos) continue;
+    double value;
+    if (!absl::SimpleAtod(line.substr(space + 1), &value)) continue;
+    out[std::string(line.substr(0, space))] = value;
+  }
+  return out;
+}
+
+std::optional<double> FindMetric(const std::map<std::string, double>& metrics,
+                                 const std::string& name,
+                                 const std::map<std::string, std::string>& labels) {
+  for (const auto& [series, value] : metrics) {
+    if (series.compare(0, name.size(), name) != 0) continue;
+    if (series.size() > name.size() && series[name.size()] != '{') continue;
+    bool all = true;
+    for (const auto& [k, v] : labels) {
+      if (series.find(absl::StrCat(k, "=\"", v, "\"")) == std::string::npos) all = false;
+    }
+    if (all) return value;
+  }
+  return std::nullopt;
+}
+
+std::string LoopbackConfig(const NodeSpec& self, const std::vector<NodeSpec>& peers,
+                           const std::string& extra_yaml) {
+  std::string yaml = absl::StrCat("node: ", self.name, "\n", "grpc_listen: 127.0.0.1:",
+                                  self.grpc_port, "\n", "metrics_listen: 127.0.0.1:",
+                                  self.metrics_port, "\n", extra_yaml, "peers:\n");
+  for (const NodeSpec& peer : peers) {
+    if (peer.name == self.name) continue;
+    absl::StrAppend(&yaml, "  - name: ", peer.name, "\n    grpc: 127.0.0.1:", peer.grpc_port,
+                    "\n");
+  }
+  return yaml;
+}
+
+LoopbackCluster::LoopbackCluster(int nodes, const std::string& extra_yaml) {
+  for (int i = 0; i < nodes; ++i) {
+    nodes_.push_back({absl::StrCat("node-", static_cast<char>('a' + i)), FreePort(), FreePort()});
+  }
+  for (int i = 0; i < nodes; ++i) {
+    configs_.push_back(dir_.Write(absl::StrCat(nodes_[i].name, ".yaml"),
+                                  LoopbackConfig(nodes_[i], nodes_, extra_yaml)));
+  }
+  processes_.resize(nodes);
+}
+
+LoopbackCluster::~LoopbackCluster() { processes_.clear(); }
+
+void LoopbackCluster::Start(int index) {
+  processes_[index] = std::make_unique<Process>(
+      std::vector<std::string>{BinaryPath("gloowatchd"), "--config", configs_[index]},
+      absl::StrCat(dir_.path(), "/", nodes_[index].name, ".log"));
+}
+
+void LoopbackCluster::Kill(int index, int sig) {
+  processes_[index]->Signal(sig);
+  processes_[index]->Wait(absl::Seconds(10));
+}
+
+std::string LoopbackCluster::grpc(int index) const {
+  return absl::StrCat("127.0.0.1:", nodes_[index].grpc_port);
+}
+
+const v1::PeerStatus* FindPeer(const v1::NodeStatus& status, const std::string& peer) {
+  for (const auto& p : status.peers()) {
+    if (p.name() == peer) return &p;
+  }
+  return nullptr;
+}
+
+}  // namespace gloowatch::testing

@@ -1,0 +1,111 @@
+// Test support: real gloowatchd processes on loopback, and readers for
+// their gRPC status and Prometheus /metrics.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "proto/gloowatch.grpc.pb.h"
+
+namespace gloowatch::testing {
+
+// A port on 127.0.0.1 nobody listened on a moment ago.
+int FreePort();
+
+// A fresh directory under $TMPDIR, removed by the destructor.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string Write(const std::string& name, const std::string& contents) const;
+
+ private:
+  std::string path_;
+};
+
+// Path of a binary built by this project (env GLOOWATCH_BIN_DIR).
+std::string BinaryPath(const std::string& name);
+
+// A child process, killed with SIGKILL by the destructor if still running.
+class Process {
+ public:
+  // argv may start with a wrapper (ip netns exec, faketime); stdout and
+  // stderr go to `log_path`.
+  Process(std::vector<std::string> argv, std::string log_path,
+          std::map<std::string, std::string> extra_env = {});
+  ~Process();
+  pid_t pid() const { return pid_; }
+  bool running();
+  void Signal(int sig);
+  // Waits for exit, at most `timeout`; the exit code, or nullopt on timeout
+  // (or -signal when killed by a signal).
+  std::optional<int> Wait(absl::Duration timeout);
+  std::string Log() const;
+
+ private:
+  pid_t pid_ = -1;
+  std::string log_path_;
+  std::optional<int> exit_;
+};
+
+// Polls `condition` every 50 ms until it holds or `timeout` passes.
+bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout);
+
+// GetStatus on host:port with a deadline.
+absl::StatusOr<v1::NodeStatus> GetStatus(const std::string& address,
+                                         absl::Duration deadline = absl::Seconds(2));
+
+// Plain HTTP/1.0 GET on 127.0.0.1:port; the body.
+absl::StatusOr<std::string> HttpGet(int port, const std::string& path);
+
+// Prometheus text format -> {"name{a=\"x\",b=\"y\"}" -> value}; labels are
+// kept in the order written, which for prometheus-cpp is sorted by name.
+std::map<std::string, double> ParseMetrics(const std::string& text);
+// The value of `name` whose labels include every pair of `labels`.
+std::optional<double> FindMetric(const std::map<std::string, double>& metrics,
+                                 const std::string& name,
+                                 const std::map<std::string, std::string>& labels);
+
+// A daemon config for node `name` on loopback with fast schedules.
+struct NodeSpec {
+  std::string name;
+  int grpc_port;
+  int metrics_port;
+};
+std::string LoopbackConfig(const NodeSpec& self, const std::vector<NodeSpec>& peers,
+                           const std::string& extra_yaml = "");
+
+// N daemons configured as a full mesh on loopback.
+class LoopbackCluster {
+ public:
+  LoopbackCluster(int nodes, const std::string& extra_yaml = "");
+  ~LoopbackCluster();
+  void Start(int index);
+  void Kill(int index, int sig);
+  const NodeSpec& node(int index) const { return nodes_[index]; }
+  std::string grpc(int index) const;
+  int size() const { return static_cast<int>(nodes_.size()); }
+  Process* process(int index) { return processes_[index].get(); }
+  std::string config_path(int index) const { return configs_[index]; }
+  const TempDir& dir() const { return dir_; }
+
+ private:
+  TempDir dir_;
+  std::vector<NodeSpec> nodes_;
+  std::vector<std::string> configs_;
+  std::vector<std::unique_ptr<Process>> processes_;
+};
+
+// Peer `peer` as seen in `status`, or nullptr.
+const v1::PeerStatus* FindPeer(const v1::NodeStatus& status, const std::string& peer);
+
+}  // namespace gloowatch::testing
