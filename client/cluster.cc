@@ -1,1 +1,207 @@
+#include "client/cluster.h"
 
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace gloowatch::client {
+namespace {
+
+// Offsets measured from both ends must cancel within their error bounds;
+// the extra slack covers scheduling noise between the two samples.
+constexpr double kOffsetSlackSeconds = 0.001;
+
+void Worsen(Health& h, Health to) { h = std::max(h, to); }
+
+const char* StateWord(v1::PeerState s) {
+  switch (s) {
+    case v1::PEER_STATE_UP: return "up";
+    case v1::PEER_STATE_DOWN: return "down";
+    case v1::PEER_STATE_CONNECTING: return "connecting";
+    default: return "unknown";
+  }
+}
+
+// Judges one direction; problems are phrased "A->B: ...".
+void JudgeView(const std::string& from, const std::string& to, const v1::PeerStatus& p,
+               const EffectiveThresholds& t, LinkReport& link) {
+  const std::string who = absl::StrCat(from, "->", to, ": ");
+  if (p.state() == v1::PEER_STATE_DOWN) {
+    Worsen(link.health, Health::kFailed);
+    link.problems.push_back(absl::StrCat(who, "down", p.last_failure().message().empty() ? ""
+                                         : absl::StrCat(" (", p.last_failure().message(), ")")));
+  } else if (p.state() != v1::PEER_STATE_UP) {
+    Worsen(link.health, Health::kDegraded);
+    link.problems.push_back(absl::StrCat(who, StateWord(p.state())));
+  }
+  if (p.latency().has_p50_seconds()) {
+    link.worst_p50_seconds = std::max(link.worst_p50_seconds, p.latency().p50_seconds());
+    if (p.latency().p50_seconds() >= t.latency_seconds) {
+      Worsen(link.health, Health::kDegraded);
+      link.problems.push_back(absl::StrFormat("%slatency p50 %.3f ms >= %.3f ms", who,
+                                              p.latency().p50_seconds() * 1e3, t.latency_seconds * 1e3));
+    }
+  }
+  if (p.bandwidth().has_link_ratio() && p.bandwidth().link_ratio() < t.link_ratio) {
+    Worsen(link.health, Health::kDegraded);
+    link.problems.push_back(absl::StrFormat("%slink ratio %.2f < %.2f", who,
+                                            p.bandwidth().link_ratio(), t.link_ratio));
+  }
+  if (p.clock().has_offset_seconds() && std::abs(p.clock().offset_seconds()) >= t.clock_offset_seconds) {
+    Worsen(link.health, Health::kDegraded);
+    link.problems.push_back(absl::StrFormat("%sclock offset %+.1f ms, |offset| >= %.1f ms", who,
+                                            p.clock().offset_seconds() * 1e3, t.clock_offset_seconds * 1e3));
+  }
+  if (p.failures_in_window() > 0) {
+    Worsen(link.health, Health::kDegraded);
+    link.problems.push_back(absl::StrCat(who, p.failures_in_window(), " failures in window"));
+  }
+}
+
+}  // namespace
+
+const char* HealthName(Health h) {
+  switch (h) {
+    case Health::kHealthy: return "healthy";
+    case Health::kDegraded: return "degraded";
+    case Health::kFailed: return "failed";
+  }
+  return "failed";
+}
+
+EffectiveThresholds ThresholdsOf(const v1::NodeStatus& s) {
+  EffectiveThresholds t;
+  const auto& p = s.thresholds();
+  if (p.latency_seconds() > 0) t.latency_seconds = p.latency_seconds();
+  if (p.bandwidth_link_ratio() > 0) t.link_ratio = p.bandwidth_link_ratio();
+  if (p.clock_offset_seconds() > 0) t.clock_offset_seconds = p.clock_offset_seconds();
+  if (p.communication_share() > 0) t.communication_share = p.communication_share();
+  return t;
+}
+
+int ClusterPicture::ExitCode() const {
+  return verdict == Health::kHealthy ? 0 : verdict == Health::kDegraded ? 1 : 2;
+}
+
+const v1::PeerStatus* ClusterPicture::View(size_t i, size_t j) const {
+  for (const auto& n : node_reports) {
+    if (n.name != nodes[i] || n.status == nullptr) continue;
+    for (const auto& p : n.status->peers()) {
+      if (p.name() == nodes[j]) return &p;
+    }
+  }
+  return nullptr;
+}
+
+ClusterPicture BuildCluster(std::vector<FetchResult> fetched) {
+  ClusterPicture c;
+  c.fetched = std::move(fetched);
+  std::set<std::string> names;
+  std::map<std::string, size_t> report_of;
+  for (const auto& f : c.fetched) {
+    NodeReport n;
+    n.address = f.target.endpoint.ToString();
+    n.reachable = f.status.has_value();
+    n.status = f.status ? &*f.status : nullptr;
+    n.name = f.status ? f.status->node() : f.target.name;
+    if (!n.reachable) {
+      n.error = f.error;
+      n.health = Health::kFailed;
+      n.problems.push_back(absl::StrCat("unreachable at ", n.address, ": ", f.error));
+    }
+    names.insert(n.name);
+    if (n.status) {
+      for (const auto& p : n.status->peers()) names.insert(p.name());
+    }
+    report_of[n.name] = c.node_reports.size();
+    c.node_reports.push_back(std::move(n));
+  }
+  c.nodes.assign(names.begin(), names.end());
+
+  // Links from both ends.
+  std::map<std::pair<std::string, std::string>, LinkReport> links;
+  for (const auto& n : c.node_reports) {
+    if (!n.status) continue;
+    const EffectiveThresholds t = ThresholdsOf(*n.status);
+    for (const auto& p : n.status->peers()) {
+      const bool forward = n.name < p.name();
+      auto key = forward ? std::make_pair(n.name, p.name()) : std::make_pair(p.name(), n.name);
+      LinkReport& l = links[key];
+      l.a = key.first;
+      l.b = key.second;
+      (forward ? l.ab : l.ba) = &p;
+      JudgeView(n.name, p.name(), p, t, l);
+    }
+  }
+  for (auto& [key, l] : links) {
+    auto reachable = [&](const std::string& name) {
+      auto it = report_of.find(name);
+      return it != report_of.end() && c.node_reports[it->second].reachable;
+    };
+    if (l.ab && l.ba) {
+      const bool up_ab = l.ab->state() == v1::PEER_STATE_UP, up_ba = l.ba->state() == v1::PEER_STATE_UP;
+      if (up_ab != up_ba) {
+        Worsen(l.health, Health::kDegraded);
+        l.problems.push_back(absl::StrCat("asymmetric: ", l.a, " sees ", l.b, " ",
+                                          StateWord(l.ab->state()), ", ", l.b, " sees ", l.a, " ",
+                                          StateWord(l.ba->state())));
+      }
+      if (l.ab->clock().has_offset_seconds() && l.ba->clock().has_offset_seconds()) {
+        const double sum = l.ab->clock().offset_seconds() + l.ba->clock().offset_seconds();
+        const double bound =
+            l.ab->clock().error_seconds() + l.ba->clock().error_seconds() + kOffsetSlackSeconds;
+        if (std::abs(sum) > bound) {
+          Worsen(l.health, Health::kDegraded);
+          l.problems.push_back(absl::StrFormat(
+              "clock offsets disagree: %s->%s %+.3f ms, %s->%s %+.3f ms (should cancel within "
+              "%.3f ms)", l.a, l.b, l.ab->clock().offset_seconds() * 1e3, l.b, l.a,
+              l.ba->clock().offset_seconds() * 1e3, bound * 1e3));
+        }
+      }
+    } else {
+      // Only one end reports the link although the other end answered us.
+      const std::string& silent = l.ab ? l.b : l.a;
+      const std::string& other = l.ab ? l.a : l.b;
+      if (reachable(silent)) {
+        Worsen(l.health, Health::kDegraded);
+        l.problems.push_back(absl::StrCat("one-sided: ", silent, " does not list ", other,
+                                          " as a peer"));
+      }
+    }
+    c.links.push_back(l);
+  }
+  std::stable_sort(c.links.begin(), c.links.end(), [](const LinkReport& x, const LinkReport& y) {
+    if (x.health != y.health) return x.health > y.health;
+    if (x.problems.size() != y.problems.size()) return x.problems.size() > y.problems.size();
+    return x.worst_p50_seconds > y.worst_p50_seconds;
+  });
+
+  for (auto& n : c.node_reports) {
+    if (!n.status) continue;
+    const EffectiveThresholds t = ThresholdsOf(*n.status);
+    if (!n.status->gloo().warning().empty()) {
+      Worsen(n.health, Health::kDegraded);
+      n.problems.push_back(absl::StrCat("gloo endpoint: ", n.status->gloo().warning()));
+    }
+    for (const auto& j : n.status->training()) {
+      TrainingReport r{n.name, j, false, t.communication_share};
+      if (j.has_communication_share() && j.communication_share() > t.communication_share) {
+        r.over_threshold = true;
+        Worsen(n.health, Health::kDegraded);
+        n.problems.push_back(absl::StrFormat("job %s rank %d: communication share %.1f%% > %.1f%%",
+                                             j.job(), j.rank(), j.communication_share() * 100,
+                                             t.communication_share * 100));
+      }
+      c.training.push_back(r);
+    }
+  }
+  for (const auto& n : c.node_reports) Worsen(c.verdict, n.health);
+  for (const auto& l : c.links) Worsen(c.verdict, l.health);
+  return c;
+}
+
+}  // namespace gloowatch::client

@@ -33,6 +33,9 @@ std::unique_ptr<v1::Status::Stub> MakeStub(const Endpoint& ep) {
   // deadline; we want "refused" reported as such, fast.
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  // Daemons are reached directly; an http_proxy in the environment must not
+  // turn "unreachable" into a proxy error.
+  args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
   return v1::Status::NewStub(
       grpc::CreateCustomChannel(ep.ToString(), grpc::InsecureChannelCredentials(), args));
 }

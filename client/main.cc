@@ -11,16 +11,21 @@
 #include <iostream>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/marshalling.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/exit_codes.h"
 #include "client/explain_log.h"
+#include "client/cluster.h"
 #include "client/diagnose.h"
+#include "client/fetch.h"
+#include "client/render.h"
 #include "client/flags.h"
 #include "client/targets.h"
 
@@ -154,6 +159,58 @@ int RunDiagnoseCommand(const std::vector<std::string>& args) {
   return report.ExitCode();
 }
 
+int RunHealth(const std::vector<std::string>& args) {
+  if (!args.empty()) return Usage(absl::StrCat("health takes no arguments, got '", args[0], "'"));
+  auto targets = DaemonTargets(true);
+  if (!targets.ok()) return InputError(targets.status());
+  const absl::Duration deadline = absl::GetFlag(FLAGS_deadline);
+  if (deadline <= absl::ZeroDuration() || deadline > absl::Minutes(10)) {
+    return Usage("--deadline must be in (0, 10m]");
+  }
+  const double watch = absl::GetFlag(FLAGS_watch);
+  if (watch < 0 || std::isnan(watch)) return Usage("--watch must be >= 0 seconds");
+  const int rounds = absl::GetFlag(FLAGS_watch_count);
+  const bool color = UseColor();
+  int code = kExitOk;
+  for (int round = 0;; ++round) {
+    const absl::Time start = absl::Now();
+    ClusterPicture c = BuildCluster(FetchAll(*targets, deadline));
+    code = c.ExitCode();
+    if (absl::GetFlag(FLAGS_json)) {
+      std::cout << HealthToJson(c).dump(watch > 0 ? -1 : 2) << std::endl;  // NDJSON when watching
+    } else {
+      if (watch > 0 && isatty(STDOUT_FILENO)) std::cout << "\033[H\033[2J";
+      std::cout << RenderHealthText(c, color) << std::flush;
+    }
+    if (watch <= 0 || (rounds > 0 && round + 1 >= rounds)) break;
+    absl::SleepFor(absl::Seconds(watch) - (absl::Now() - start));
+  }
+  return code;
+}
+
+int RunReportStep(const std::vector<std::string>& args) {
+  if (!args.empty()) return Usage(absl::StrCat("report-step takes no arguments, got '", args[0], "'"));
+  auto daemon = ParseEndpoint(absl::GetFlag(FLAGS_daemon));
+  if (!daemon.ok()) return Usage(absl::StrCat("--daemon: ", daemon.status().message()));
+  // Only presence is checked here; the daemon validates values and its
+  // INVALID_ARGUMENT message is shown as is.
+  if (absl::GetFlag(FLAGS_job).empty()) return Usage("report-step needs --job");
+  if (absl::GetFlag(FLAGS_rank) < 0) return Usage("report-step needs --rank >= 0");
+  if (absl::GetFlag(FLAGS_step) < 0) return Usage("report-step needs --step >= 0");
+  if (absl::GetFlag(FLAGS_step_seconds) < 0) return Usage("report-step needs --step-seconds");
+  if (absl::GetFlag(FLAGS_comm_seconds) < 0) return Usage("report-step needs --comm-seconds");
+  v1::ReportStepRequest r;
+  r.set_job(absl::GetFlag(FLAGS_job));
+  r.set_rank(absl::GetFlag(FLAGS_rank));
+  r.set_step(static_cast<uint64_t>(absl::GetFlag(FLAGS_step)));
+  r.set_step_seconds(absl::GetFlag(FLAGS_step_seconds));
+  r.set_communication_seconds(absl::GetFlag(FLAGS_comm_seconds));
+  absl::Status s = SendReportStep(*daemon, r, absl::GetFlag(FLAGS_deadline));
+  if (s.ok()) return kExitOk;
+  std::cerr << "gloowatch report-step: " << daemon->ToString() << ": " << s.message() << "\n";
+  return absl::IsInvalidArgument(s) || absl::IsResourceExhausted(s) ? kExitDataErr : kExitUnavailable;
+}
+
 int Main(int argc, char** argv) {
   if (argc < 2) return Usage("missing command");
   const std::string command = argv[1];
@@ -165,6 +222,8 @@ int Main(int argc, char** argv) {
   if (!args.ok()) return Usage(std::string(args.status().message()));
   if (command == "explain-log") return RunExplainLog(*args);
   if (command == "diagnose") return RunDiagnoseCommand(*args);
+  if (command == "health") return RunHealth(*args);
+  if (command == "report-step") return RunReportStep(*args);
   return Usage(absl::StrCat("unknown command '", command, "'"));
 }
 

@@ -1,1 +1,234 @@
+#include "client/render.h"
 
+#include <algorithm>
+#include <functional>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+
+namespace gloowatch::client {
+namespace {
+
+using Getter = std::function<std::optional<double>(const v1::PeerStatus&)>;
+
+struct Metric {
+  const char* json_key;
+  const char* title;
+  const char* format;  // for the text table
+  Getter get;
+};
+
+const std::vector<Metric>& Metrics() {
+  static const auto* m = new std::vector<Metric>{
+      {"latency_p50_ms", "latency p50 (ms)", "%.3f",
+       [](const v1::PeerStatus& p) -> std::optional<double> {
+         if (!p.latency().has_p50_seconds()) return std::nullopt;
+         return p.latency().p50_seconds() * 1e3;
+       }},
+      {"latency_p99_ms", "latency p99 (ms)", "%.3f",
+       [](const v1::PeerStatus& p) -> std::optional<double> {
+         if (!p.latency().has_p99_seconds()) return std::nullopt;
+         return p.latency().p99_seconds() * 1e3;
+       }},
+      {"tx_bytes_per_second", "bandwidth tx (MB/s)", "%.1f",
+       [](const v1::PeerStatus& p) -> std::optional<double> {
+         if (!p.bandwidth().has_tx_bytes_per_second()) return std::nullopt;
+         return p.bandwidth().tx_bytes_per_second();
+       }},
+      {"rx_bytes_per_second", "bandwidth rx (MB/s)", "%.1f",
+       [](const v1::PeerStatus& p) -> std::optional<double> {
+         if (!p.bandwidth().has_rx_bytes_per_second()) return std::nullopt;
+         return p.bandwidth().rx_bytes_per_second();
+       }},
+      {"link_ratio", "link ratio", "%.2f",
+       [](const v1::PeerStatus& p) -> std::optional<double> {
+         if (!p.bandwidth().has_link_ratio()) return std::nullopt;
+         return p.bandwidth().link_ratio();
+       }},
+      {"clock_offset_ms", "clock offset (ms, peer - row)", "%+.3f",
+       [](const v1::PeerStatus& p) -> std::optional<double> {
+         if (!p.clock().has_offset_seconds()) return std::nullopt;
+         return p.clock().offset_seconds() * 1e3;
+       }},
+  };
+  return *m;
+}
+
+std::string Paint(const std::string& text, Health h, bool color) {
+  if (!color || h == Health::kHealthy) return text;
+  return absl::StrCat(h == Health::kFailed ? "\033[31m" : "\033[33m", text, "\033[0m");
+}
+
+// Pads before colouring so escape codes do not break alignment.
+std::string Cell(const std::string& s, size_t width, bool left = false) {
+  if (s.size() >= width) return s;
+  std::string pad(width - s.size(), ' ');
+  return left ? s + pad : pad + s;
+}
+
+nlohmann::json ViewJson(const v1::PeerStatus* p) {
+  if (p == nullptr) return nullptr;
+  nlohmann::json j;
+  j["state"] = p->state() == v1::PEER_STATE_UP ? "up" : p->state() == v1::PEER_STATE_DOWN ? "down"
+               : p->state() == v1::PEER_STATE_CONNECTING ? "connecting" : "unknown";
+  for (const auto& m : Metrics()) {
+    auto v = m.get(*p);
+    j[m.json_key] = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  }
+  j["clock_error_ms"] = p->clock().has_error_seconds() ? nlohmann::json(p->clock().error_seconds() * 1e3)
+                                                       : nlohmann::json(nullptr);
+  j["failures_in_window"] = p->failures_in_window();
+  j["last_failure"] = p->last_failure().message();
+  return j;
+}
+
+}  // namespace
+
+std::string RenderHealthText(const ClusterPicture& c, bool color) {
+  std::string out;
+  absl::StrAppend(&out, "cluster: ", Paint(HealthName(c.verdict), c.verdict, color), " (",
+                  c.node_reports.size(), " daemons asked, ", c.nodes.size(), " nodes, ",
+                  c.links.size(), " links)\n\n");
+  // Nodes.
+  size_t w = 4;
+  for (const auto& n : c.nodes) w = std::max(w, n.size());
+  absl::StrAppend(&out, Cell("NODE", w, true), "  ", Cell("STATUS", 11, true), "  ",
+                  Cell("ADDRESS", 22, true), "  DETAIL\n");
+  for (const auto& n : c.node_reports) {
+    std::string detail = n.reachable ? absl::StrCat("version ", n.status->version(), ", gloo ",
+                                                    n.status->gloo().interface(), " ",
+                                                    n.status->gloo().address())
+                                     : n.error;
+    absl::StrAppend(&out, Cell(n.name, w, true), "  ",
+                    Paint(Cell(n.reachable ? HealthName(n.health) : "UNREACHABLE", 11, true), n.health, color),
+                    "  ", Cell(n.address, 22, true), "  ", detail, "\n");
+  }
+  // Matrices: row = the node measuring, column = its peer.
+  const size_t cw = std::max<size_t>(9, w);
+  const bool any_data = std::any_of(c.node_reports.begin(), c.node_reports.end(),
+                                    [](const NodeReport& n) { return n.status != nullptr; });
+  for (const auto& m : any_data ? Metrics() : std::vector<Metric>{}) {
+    absl::StrAppend(&out, "\n", m.title, "\n", Cell("", w, true));
+    for (const auto& n : c.nodes) absl::StrAppend(&out, " ", Cell(n, cw));
+    out += "\n";
+    for (size_t i = 0; i < c.nodes.size(); ++i) {
+      absl::StrAppend(&out, Cell(c.nodes[i], w, true));
+      for (size_t j = 0; j < c.nodes.size(); ++j) {
+        std::string v = i == j ? "-" : ".";
+        if (const v1::PeerStatus* p = c.View(i, j)) {
+          if (auto x = m.get(*p)) {
+            const bool mb = std::string(m.json_key).find("bytes") != std::string::npos;
+            v = absl::StrFormat(m.format, mb ? *x / 1e6 : *x);
+          } else {
+            v = p->state() == v1::PEER_STATE_UP ? "?" : "down";
+          }
+        }
+        absl::StrAppend(&out, " ", Cell(v, cw));
+      }
+      out += "\n";
+    }
+  }
+  // Links, worst first.
+  bool any = false;
+  for (const auto& l : c.links) {
+    if (l.health == Health::kHealthy) continue;
+    if (!any) absl::StrAppend(&out, "\nproblem links (worst first)\n");
+    any = true;
+    absl::StrAppend(&out, "  ", Paint(Cell(HealthName(l.health), 8, true), l.health, color), "  ",
+                    l.a, " <-> ", l.b, "\n");
+    for (const auto& p : l.problems) absl::StrAppend(&out, "            ", p, "\n");
+  }
+  for (const auto& n : c.node_reports) {
+    for (const auto& p : n.problems) {
+      absl::StrAppend(&out, any ? "" : "\n", "  ", Paint(Cell(HealthName(n.health), 8, true), n.health, color),
+                      "  node ", n.name, ": ", p, "\n");
+      any = true;
+    }
+  }
+  if (!c.training.empty()) {
+    absl::StrAppend(&out, "\ntraining jobs\n", Cell("NODE", w, true), "  ", Cell("JOB", 20, true),
+                    "  RANK   STEPS  COMM SHARE\n");
+    for (const auto& t : c.training) {
+      std::string share = t.job.has_communication_share()
+                              ? absl::StrFormat("%.1f%%", t.job.communication_share() * 100)
+                              : "-";
+      absl::StrAppend(&out, Cell(t.node, w, true), "  ", Cell(t.job.job(), 20, true), "  ",
+                      Cell(absl::StrCat(t.job.rank()), 4), "  ", Cell(absl::StrCat(t.job.steps()), 6),
+                      "  ", Paint(Cell(share, 10), t.over_threshold ? Health::kDegraded : Health::kHealthy,
+                                  color),
+                      t.over_threshold ? absl::StrFormat(" > %.0f%%", t.threshold * 100) : "", "\n");
+    }
+  }
+  return out;
+}
+
+nlohmann::json HealthToJson(const ClusterPicture& c) {
+  nlohmann::json j;
+  j["schema"] = "gloowatch.health.v1";
+  j["generated_at"] = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
+  j["verdict"] = HealthName(c.verdict);
+  j["exit_code"] = c.ExitCode();
+  j["node_names"] = c.nodes;
+  j["nodes"] = nlohmann::json::array();
+  for (const auto& n : c.node_reports) {
+    nlohmann::json x = {{"name", n.name},       {"address", n.address},
+                        {"reachable", n.reachable}, {"error", n.error},
+                        {"status", HealthName(n.health)}, {"problems", n.problems}};
+    if (n.status) {
+      x["version"] = n.status->version();
+      x["gloo_version"] = n.status->gloo_version();
+      x["gloo_interface"] = n.status->gloo().interface();
+      x["gloo_address"] = n.status->gloo().address();
+      const EffectiveThresholds t = ThresholdsOf(*n.status);
+      x["thresholds"] = {{"latency_seconds", t.latency_seconds},
+                         {"bandwidth_link_ratio", t.link_ratio},
+                         {"clock_offset_seconds", t.clock_offset_seconds},
+                         {"communication_share", t.communication_share}};
+    }
+    j["nodes"].push_back(x);
+  }
+  nlohmann::json matrices;
+  for (const auto& m : Metrics()) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (size_t r = 0; r < c.nodes.size(); ++r) {
+      nlohmann::json row = nlohmann::json::array();
+      for (size_t k = 0; k < c.nodes.size(); ++k) {
+        const v1::PeerStatus* p = r == k ? nullptr : c.View(r, k);
+        auto v = p ? m.get(*p) : std::nullopt;
+        row.push_back(v ? nlohmann::json(*v) : nlohmann::json(nullptr));
+      }
+      rows.push_back(row);
+    }
+    matrices[m.json_key] = rows;
+  }
+  j["matrices"] = matrices;
+  j["links"] = nlohmann::json::array();
+  for (const auto& l : c.links) {
+    j["links"].push_back({{"a", l.a},
+                          {"b", l.b},
+                          {"status", HealthName(l.health)},
+                          {"problems", l.problems},
+                          {"a_to_b", ViewJson(l.ab)},
+                          {"b_to_a", ViewJson(l.ba)}});
+  }
+  j["training"] = nlohmann::json::array();
+  for (const auto& t : c.training) {
+    j["training"].push_back(
+        {{"node", t.node},
+         {"job", t.job.job()},
+         {"rank", t.job.rank()},
+         {"steps", t.job.steps()},
+         {"step_seconds_total", t.job.step_seconds_total()},
+         {"communication_seconds_total", t.job.communication_seconds_total()},
+         {"communication_share", t.job.has_communication_share()
+                                     ? nlohmann::json(t.job.communication_share())
+                                     : nlohmann::json(nullptr)},
+         {"threshold", t.threshold},
+         {"over_threshold", t.over_threshold}});
+  }
+  return j;
+}
+
+}  // namespace gloowatch::client

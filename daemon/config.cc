@@ -215,8 +215,9 @@ std::string UnknownKey(absl::string_view key, const std::vector<Field<T>>& field
     if (d < best_distance) best = f.key, best_distance = d;
   }
   std::string msg = absl::StrCat("unknown key ", Quote(key));
-  if (best_distance <= (key.size() >= 5 ? 2u : 1u))
+  if (best_distance <= (key.size() >= 5 ? 2u : 1u)) {
     absl::StrAppend(&msg, "; did you mean '", best, "'?");
+  }
   absl::StrAppend(&msg, " (allowed: ", absl::StrJoin(names, ", "), ")");
   return msg;
 }
@@ -372,8 +373,9 @@ Handler<T> Fraction(double T::*member, double lo, double hi) {
     if (!AllOf(s, "0123456789.eE+-") || !absl::SimpleAtod(s, &x)) {
       return Bad(Quote(s), " is not a number");
     }
-    if (!(x >= lo && x <= hi))
+    if (!(x >= lo && x <= hi)) {
       return Bad(Quote(s), " is out of range: must be >= ", lo, " and <= ", hi);
+    }
     return x;
   });
 }
@@ -509,7 +511,8 @@ void CheckCrossFields(Ctx& ctx, const Config& c) {
   }
 }
 
-// yaml-cpp's own parser errors; ours are prefixed differently.
+// Our own rejections, thrown from inside yaml-cpp's parser; unlike its syntax
+// errors they are reported without an "invalid YAML" prefix.
 struct Rejected : YAML::ParserException {
   using ParserException::ParserException;
 };
@@ -520,8 +523,9 @@ struct Rejected : YAML::ParserException {
 class ShapeCheck : public YAML::EventHandler {
  public:
   void OnDocumentStart(const YAML::Mark& mark) override {
-    if (++documents_ > 1)
+    if (++documents_ > 1) {
       throw Rejected(mark, "more than one YAML document; expected a single map");
+    }
   }
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
@@ -560,8 +564,9 @@ absl::StatusOr<HostPort> ParseHostPort(absl::string_view text) {
   absl::string_view host, port, rest = text;
   if (absl::ConsumePrefix(&rest, "[")) {
     const size_t close = rest.find(']');
-    if (close == absl::string_view::npos)
+    if (close == absl::string_view::npos) {
       return Bad(Quote(text), ": missing ']' after IPv6 address");
+    }
     host = rest.substr(0, close);
     rest.remove_prefix(close + 1);
     if (!absl::ConsumePrefix(&rest, ":")) return Bad(Quote(text), ": missing ':port' after ']'");
@@ -681,8 +686,9 @@ absl::StatusOr<Config> ParseConfig(absl::string_view yaml, absl::string_view sou
 
 absl::StatusOr<Config> LoadConfigFile(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
+  if (fd < 0) {
     return absl::ErrnoToStatus(errno, absl::StrCat("cannot open config file '", path, "'"));
+  }
   std::string text;
   absl::Status status;
   char buffer[16384];

@@ -103,7 +103,21 @@ int Run() {
 }  // namespace
 }  // namespace gloowatch
 
+// absl flags are spelled with underscores; accept the dashed spelling
+// operators expect (--check-config) too.
+static void DashesToUnderscores(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    char* arg = argv[i];
+    if (arg[0] != '-' || arg[1] != '-') continue;
+    if (arg[2] == '\0') break;  // "--" ends the flags
+    for (char* c = arg + 2; *c != '\0' && *c != '='; ++c) {
+      if (*c == '-') *c = '_';
+    }
+  }
+}
+
 int main(int argc, char** argv) {
+  DashesToUnderscores(argc, argv);
   absl::SetProgramUsageMessage(
       "gloowatchd --config FILE | --check-config FILE | --version\n"
       "Probes Gloo pairs to every configured peer; see docs/config.md.");

@@ -44,6 +44,7 @@ void PeerTracker::SetUp(const std::string& gloo_address, const std::string& peer
   absl::MutexLock lock(&mu_);
   if (status_.state() != v1::PEER_STATE_UP) *status_.mutable_up_since() = ToProto(clock_->Now());
   status_.set_state(v1::PEER_STATE_UP);
+  ever_up_ = true;
   status_.set_gloo_address(gloo_address);
   status_.set_peer_version(peer_version);
   metrics_->SetUp(true);
@@ -60,8 +61,12 @@ void PeerTracker::RecordFailure(v1::FailureReason reason, const std::string& mes
   *failure->mutable_time() = ToProto(now);
   (*status_.mutable_failures_by_reason())[std::string(ReasonName(reason))]++;
   status_.set_probes_failed(status_.probes_failed() + 1);
-  failure_times_.push_back(now);
-  if (failure_times_.size() > kMaxFailureTimes) failure_times_.pop_front();
+  // Until a peer has been up once, failures mean "not started yet" (the state
+  // says so); counting them would keep a fresh cluster degraded for a window.
+  if (ever_up_) {
+    failure_times_.push_back(now);
+    if (failure_times_.size() > kMaxFailureTimes) failure_times_.pop_front();
+  }
   metrics_->SetUp(false);
   metrics_->CountFailure(reason);
 }

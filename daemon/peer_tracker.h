@@ -52,6 +52,7 @@ class PeerTracker {
   v1::PeerStatus status_ ABSL_GUARDED_BY(mu_);
   PercentileWindow rtt_window_ ABSL_GUARDED_BY(mu_);
   mutable std::deque<absl::Time> failure_times_ ABSL_GUARDED_BY(mu_);
+  bool ever_up_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace gloowatch

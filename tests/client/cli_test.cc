@@ -1,4 +1,6 @@
 // Runs the gloowatch binary as a subprocess: exit codes, messages, JSON.
+#include <fstream>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -63,6 +65,61 @@ TEST(Cli, UsageErrors) {
   EXPECT_THAT(r.err, HasSubstr("--no-such-flag"));
   EXPECT_EQ(Cli({"explain-log"}).exit_code, 64);
   EXPECT_EQ(Cli({"help"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace gloowatch::testing
+
+namespace gloowatch::testing {
+namespace {
+
+TEST(DiagnoseCli, DubiousEnvironmentFlaggedAndReportValid) {
+  const std::string report = ::testing::TempDir() + "/diag.json";
+  std::map<std::string, std::string> env = {{"PATH", "/usr/bin:/bin"},
+                                            {"GLOO_SOCKET_IFNAME", "lo"},
+                                            {"GLOO_TIMEOUT_SECONDS", "600"},
+                                            {"GLOO_COMPRESSION", "1"},
+                                            {"GLOO_MADE_UP", "x"}};
+  ProcessResult r = Cli({"diagnose", "--report-path", report, "--target", "127.0.0.1", "--ports",
+                         "1-3", "--color=never"},
+                        "", env);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;  // warnings only
+  EXPECT_THAT(r.out, HasSubstr("GLOO_TIMEOUT_SECONDS"));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("\033[")));
+  std::ifstream in(report);
+  nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["schema"], "gloowatch.diagnose.v1");
+  for (const char* k : {"generated_at", "exit_code", "summary", "inputs", "checks"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  EXPECT_EQ(j["exit_code"], 1);
+  EXPECT_EQ(j["inputs"]["ports"], nlohmann::json::array({1, 3}));
+  std::map<std::string, std::string> status;
+  for (const auto& c : j["checks"]) {
+    for (const char* k : {"id", "status", "summary", "evidence", "remediation"}) {
+      EXPECT_TRUE(c.contains(k)) << k;
+    }
+    status[c["id"]] = c["status"];
+  }
+  EXPECT_EQ(status["port_scan:127.0.0.1"], "PASS");
+  EXPECT_EQ(status["interface"], "PASS");  // lo is fine when every target is local
+  EXPECT_EQ(status["environment"], "WARN");
+  std::string env_evidence;
+  for (const auto& c : j["checks"]) {
+    if (c["id"] == "environment") env_evidence = c["evidence"].dump();
+  }
+  EXPECT_THAT(env_evidence, HasSubstr("GLOO_COMPRESSION"));
+  EXPECT_THAT(env_evidence, HasSubstr("GLOO_MADE_UP=x: unknown"));
+}
+
+TEST(DiagnoseCli, UsageErrors) {
+  EXPECT_EQ(Cli({"diagnose"}).exit_code, 64);  // no --report-path
+  ProcessResult r = Cli({"diagnose", "--report-path", "/tmp/x.json", "--ports", "9-1"});
+  EXPECT_EQ(r.exit_code, 64);
+  EXPECT_THAT(r.err, HasSubstr("reversed"));
+  EXPECT_EQ(Cli({"diagnose", "--report-path", "/tmp/x.json", "--daemons", "nohostport"}).exit_code, 64);
+  EXPECT_EQ(Cli({"diagnose", "--report-path", "/nonexistent/dir/r.json", "--ports", "1"}).exit_code,
+            73);
 }
 
 }  // namespace

@@ -1,1 +1,197 @@
+#include "client/diagnose.h"
 
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace gloowatch::client {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+FetchResult Daemon(const std::string& node, uint32_t eph_lo, uint32_t eph_hi) {
+  FetchResult r;
+  r.target.name = node;
+  r.target.endpoint = {"10.0.0." + std::to_string(node.back() - 'a' + 1), 7601};
+  v1::NodeStatus s;
+  s.set_node(node);
+  s.set_version("0.1.0");
+  s.set_gloo_version("0.5.0");
+  s.mutable_gloo()->set_interface("eth0");
+  s.mutable_gloo()->set_mtu(1500);
+  s.set_ephemeral_port_low(eph_lo);
+  s.set_ephemeral_port_high(eph_hi);
+  auto* t = s.mutable_thresholds();
+  t->set_latency_seconds(0.002);
+  t->set_bandwidth_link_ratio(0.8);
+  t->set_clock_offset_seconds(0.1);
+  r.status = s;
+  return r;
+}
+
+v1::PeerStatus* AddPeer(FetchResult& d, const std::string& name, const std::string& grpc,
+                        v1::PeerState state) {
+  auto* p = d.status->add_peers();
+  p->set_name(name);
+  p->set_grpc_address(grpc);
+  p->set_state(state);
+  return p;
+}
+
+HostScan Scan(const std::string& host, std::vector<std::pair<uint16_t, PortState>> ports) {
+  HostScan s;
+  s.host = host;
+  for (auto [p, st] : ports) {
+    PortResult r;
+    r.port = p;
+    r.state = st;
+    s.ports.push_back(r);
+  }
+  return s;
+}
+
+TEST(CompressPorts, Ranges) {
+  EXPECT_EQ(CompressPorts({1, 2, 3, 5, 7, 8}), "1-3,5,7-8");
+  EXPECT_EQ(CompressPorts({}), "");
+}
+
+TEST(CheckPortScan, FilteredFails) {
+  Check c = CheckPortScan(Scan("h", {{1, PortState::kOpen}, {2, PortState::kFiltered},
+                                     {3, PortState::kRefused}, {4, PortState::kFiltered}}));
+  EXPECT_EQ(c.status, Severity::kFail);
+  EXPECT_THAT(c.evidence, Contains("filtered: 2,4"));
+  EXPECT_THAT(c.remediation, HasSubstr("ephemeral"));
+  EXPECT_EQ(CheckPortScan(Scan("h", {{1, PortState::kRefused}})).status, Severity::kPass);
+}
+
+TEST(CheckEphemeralPorts, TrapExplainedWhenRendezvousOpenButPeerDown) {
+  FetchResult a = Daemon("node-a", 32768, 60999);
+  AddPeer(a, "node-b", "10.0.0.2:7601", v1::PEER_STATE_DOWN)
+      ->mutable_last_failure()->set_message("Connect timeout [10.0.0.2]:45123");
+  Check c = CheckEphemeralPorts({a}, {Scan("10.0.0.2", {{29500, PortState::kOpen}})});
+  EXPECT_EQ(c.status, Severity::kFail);
+  EXPECT_THAT(c.remediation, HasSubstr("pytorch/pytorch#44544"));
+  EXPECT_THAT(c.remediation, HasSubstr("pytorch/gloo#54"));
+  EXPECT_THAT(c.remediation, HasSubstr("EPHEMERAL"));
+}
+
+TEST(CheckEphemeralPorts, SmallRangeWarns) {
+  Check c = CheckEphemeralPorts({Daemon("node-a", 50000, 55000)}, {});
+  EXPECT_EQ(c.status, Severity::kWarn);
+  EXPECT_THAT(c.remediation, HasSubstr("pytorch/pytorch#97677"));
+  EXPECT_EQ(CheckEphemeralPorts({Daemon("node-a", 32768, 60999)}, {}).status, Severity::kPass);
+}
+
+TEST(CheckInterface, MissingDownNoAddressLoopback) {
+  HostnameInfo h{"host", {"10.0.0.1"}, true, false};
+  InterfaceInfo up{"eth0", true, true, false, 1500, {"10.0.0.1"}};
+  EXPECT_EQ(CheckInterface({"eth0"}, {up}, h, true).status, Severity::kPass);
+  InterfaceInfo down = up;
+  down.up = false;
+  EXPECT_EQ(CheckInterface({"eth0"}, {down}, h, true).status, Severity::kFail);
+  InterfaceInfo noaddr = up;
+  noaddr.addresses.clear();
+  EXPECT_EQ(CheckInterface({"eth0"}, {noaddr}, h, true).status, Severity::kFail);
+  InterfaceInfo missing;
+  missing.name = "eth9";
+  Check c = CheckInterface({"eth9"}, {missing}, h, true);
+  EXPECT_EQ(c.status, Severity::kFail);
+  EXPECT_THAT(c.evidence[0], HasSubstr("Unable to find address for: eth9"));
+  InterfaceInfo lo{"lo", true, true, true, 65536, {"127.0.0.1"}};
+  EXPECT_EQ(CheckInterface({"lo"}, {lo}, h, true).status, Severity::kFail);
+  EXPECT_EQ(CheckInterface({"lo"}, {lo}, h, false).status, Severity::kPass);
+}
+
+TEST(CheckInterface, HostnameOnLoopback) {
+  HostnameInfo h{"box", {"127.0.1.1"}, true, true};
+  EXPECT_EQ(CheckInterface({}, {}, h, true).status, Severity::kFail);
+  EXPECT_EQ(CheckInterface({}, {}, h, false).status, Severity::kWarn);
+}
+
+TEST(CheckMtuAndConsistency, Differences) {
+  FetchResult a = Daemon("node-a", 32768, 60999), b = Daemon("node-b", 32768, 60999);
+  EXPECT_EQ(CheckMtu({a, b}).status, Severity::kPass);
+  EXPECT_EQ(CheckConsistency({a, b}).status, Severity::kPass);
+  b.status->mutable_gloo()->set_mtu(9000);
+  b.status->set_gloo_version("0.6.0");
+  EXPECT_EQ(CheckMtu({a, b}).status, Severity::kWarn);
+  Check c = CheckConsistency({a, b});
+  EXPECT_EQ(c.status, Severity::kWarn);
+  EXPECT_THAT(c.summary, HasSubstr("gloo_version"));
+}
+
+TEST(CheckThresholds, EachLimit) {
+  FetchResult a = Daemon("node-a", 32768, 60999);
+  auto* p = AddPeer(a, "node-b", "10.0.0.2:7601", v1::PEER_STATE_UP);
+  p->mutable_latency()->set_p50_seconds(0.0005);
+  p->mutable_bandwidth()->set_link_ratio(0.95);
+  p->mutable_clock()->set_offset_seconds(0.001);
+  EXPECT_EQ(CheckThresholds({a}).status, Severity::kPass);
+  p->mutable_latency()->set_p50_seconds(0.005);
+  p->mutable_bandwidth()->set_link_ratio(0.5);
+  p->mutable_clock()->set_offset_seconds(-0.2);
+  p->set_failures_in_window(3);
+  Check c = CheckThresholds({a});
+  EXPECT_EQ(c.status, Severity::kWarn);
+  EXPECT_EQ(c.evidence.size(), 4u);
+}
+
+TEST(CheckEnvironment, DubiousVariables) {
+  auto f = AuditEnvironment({{"GLOO_SOCKET_IFNAME", "^lo,docker0"},
+                             {"GLOO_TIMEOUT_SECONDS", "3600"},
+                             {"GLOO_DEVICE_TRANSPORT", "TCP"},
+                             {"GLOO_TYPO_VAR", "1"},
+                             {"PATH", "/bin"},
+                             {"NCCL_SOCKET_IFNAME", "^lo"}});
+  ASSERT_EQ(f.size(), 4u);  // map order
+  EXPECT_EQ(f[0].name, "GLOO_DEVICE_TRANSPORT");
+  EXPECT_EQ(f[0].severity, Severity::kPass);
+  EXPECT_EQ(f[1].severity, Severity::kFail);  // ^ syntax
+  EXPECT_THAT(f[1].message, HasSubstr("NCCL"));
+  EXPECT_EQ(f[2].severity, Severity::kWarn);
+  EXPECT_THAT(f[2].message, HasSubstr("init_process_group(timeout="));
+  EXPECT_EQ(f[3].severity, Severity::kWarn);
+  EXPECT_THAT(f[3].message, HasSubstr("unknown"));
+  EXPECT_EQ(CheckEnvironment(f).status, Severity::kFail);
+}
+
+TEST(EnvTable, EveryListedVariable) {
+  int pytorch = 0, gloo = 0, nobody = 0;
+  for (const auto& v : KnownEnvVars()) {
+    (v.reader == EnvReader::kPyTorch ? pytorch : v.reader == EnvReader::kGloo ? gloo : nobody)++;
+  }
+  EXPECT_EQ(pytorch, 7);
+  EXPECT_EQ(gloo, 3);
+  EXPECT_EQ(nobody, 9);
+}
+
+TEST(CheckTrainingConfig, LowTimeoutAndBackend) {
+  const std::string path = ::testing::TempDir() + "/train.yaml";
+  std::ofstream(path) << "dist_backend: nccl\ntimeout: 10\nnode_ip_addresses: [10.0.0.1, 10.0.0.9]\n";
+  Check c = CheckTrainingConfig(path, {Daemon("node-a", 1, 2)});
+  EXPECT_EQ(c.status, Severity::kWarn);
+  EXPECT_THAT(c.remediation, HasSubstr("nccl"));
+  EXPECT_THAT(c.remediation, HasSubstr("very low"));
+  EXPECT_THAT(c.remediation, HasSubstr("10.0.0.9"));
+  EXPECT_THAT(c.remediation, ::testing::Not(HasSubstr("10.0.0.1 ")));
+  EXPECT_EQ(CheckTrainingConfig("/nonexistent.yaml", {}).status, Severity::kFail);
+}
+
+TEST(Report, ExitCodeAndJson) {
+  Check pass, warn, fail;
+  warn.status = Severity::kWarn;
+  fail.status = Severity::kFail;
+  EXPECT_EQ(MakeReport({pass}).ExitCode(), 0);
+  EXPECT_EQ(MakeReport({pass, warn}).ExitCode(), 1);
+  EXPECT_EQ(MakeReport({pass, warn, fail}).ExitCode(), 2);
+  nlohmann::json j = ReportToJson(MakeReport({pass, warn}), DiagnoseOptions{});
+  EXPECT_EQ(j["schema"], "gloowatch.diagnose.v1");
+  EXPECT_EQ(j["summary"]["warn"], 1);
+  EXPECT_EQ(j["summary"]["verdict"], "warn");
+  EXPECT_EQ(j["exit_code"], 1);
+}
+
+}  // namespace
+}  // namespace gloowatch::client

@@ -112,8 +112,8 @@ class NetnsScan : public ::testing::Test {
         "ip -n " + a_ + " link set lo up",
         "ip -n " + b_ + " link set lo up",
         "ip netns exec " + b_ + " nft -f - <<'EOF'\n"
-        "table inet gwscan { chain input { type filter hook input priority 0; policy accept;\n"
-        "  tcp dport { 29502, 29504 } drop; } }\nEOF",
+        "table inet gwscan {\n chain input {\n  type filter hook input priority 0; policy accept;\n"
+        "  tcp dport { 29502, 29504 } drop\n }\n}\nEOF",
     };
     for (size_t i = 0; i < cmds.size(); ++i) {
       auto r = Sh(cmds[i]);
@@ -200,11 +200,12 @@ TEST_F(NetnsScan, TotalTimeBoundLeavesRestNotScanned) {
 
 TEST_F(NetnsScan, DiagnoseCliReportsFilteredPorts) {
   const std::string report = "/tmp/gwscan-report" + suffix_ + ".json";
-  auto r = RunProcess({"/usr/bin/ip", "netns", "exec", a_, gloowatch::testing::CliPath(),
-                       "diagnose", "--report-path", report, "--target", "10.231.0.2", "--ports",
-                       "29500-29505", "--connect-timeout", "500ms"},
-                      std::map<std::string, std::string>{{"PATH", "/usr/bin:/bin"}}, "",
-                      absl::Seconds(30));
+  auto r = RunProcess({"/bin/sh", "-c",
+                       "exec ip netns exec " + a_ + " " + gloowatch::testing::CliPath() +
+                           " diagnose --report-path " + report +
+                           " --target 10.231.0.2 --ports 29500-29505 --connect-timeout 500ms"},
+                      std::map<std::string, std::string>{{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}},
+                      "", absl::Seconds(30));
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;  // filtered ports are a failure
   std::ifstream in(report);
   nlohmann::json j = nlohmann::json::parse(in);

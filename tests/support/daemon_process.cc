@@ -201,7 +201,7 @@ std::string LoopbackConfig(const NodeSpec& self, const std::vector<NodeSpec>& pe
 
 LoopbackCluster::LoopbackCluster(int nodes, const std::string& extra_yaml) {
   for (int i = 0; i < nodes; ++i) {
-    nodes_.push_back({absl::StrCat("node-", static_cast<char>('a' + i)), FreePort(), FreePort()});
+    nodes_.push_back({"node-" + std::string(1, static_cast<char>('a' + i)), FreePort(), FreePort()});
   }
   for (int i = 0; i < nodes; ++i) {
     configs_.push_back(dir_.Write(absl::StrCat(nodes_[i].name, ".yaml"),

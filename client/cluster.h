@@ -1,0 +1,74 @@
+// Merges every daemon's NodeStatus into one cluster picture and judges nodes
+// and links against the thresholds the daemons report.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "client/env_audit.h"  // Severity
+#include "client/fetch.h"
+
+namespace gloowatch::client {
+
+enum class Health { kHealthy, kDegraded, kFailed };
+const char* HealthName(Health h);  // healthy, degraded, failed
+
+struct EffectiveThresholds {
+  double latency_seconds = 0.002;
+  double link_ratio = 0.8;
+  double clock_offset_seconds = 0.1;
+  double communication_share = 0.3;
+};
+// NodeStatus.thresholds with defaults for unset (zero) fields.
+EffectiveThresholds ThresholdsOf(const v1::NodeStatus& s);
+
+struct NodeReport {
+  std::string name;
+  std::string address;
+  bool reachable = false;
+  std::string error;  // when unreachable
+  const v1::NodeStatus* status = nullptr;
+  Health health = Health::kHealthy;
+  std::vector<std::string> problems;
+};
+
+struct LinkReport {
+  std::string a, b;                    // a < b
+  const v1::PeerStatus* ab = nullptr;  // a's view of b
+  const v1::PeerStatus* ba = nullptr;  // b's view of a
+  Health health = Health::kHealthy;
+  std::vector<std::string> problems;
+  double worst_p50_seconds = 0;
+};
+
+struct TrainingReport {
+  std::string node;
+  v1::TrainingJobStatus job;
+  bool over_threshold = false;
+  double threshold = 0;
+};
+
+// Move-only: the reports point into `fetched`.
+struct ClusterPicture {
+  ClusterPicture() = default;
+  ClusterPicture(ClusterPicture&&) = default;
+  ClusterPicture& operator=(ClusterPicture&&) = default;
+  ClusterPicture(const ClusterPicture&) = delete;
+  ClusterPicture& operator=(const ClusterPicture&) = delete;
+
+  std::vector<FetchResult> fetched;  // owns the NodeStatus the pointers refer to
+  std::vector<std::string> nodes;    // matrix order: sorted names
+  std::vector<NodeReport> node_reports;
+  std::vector<LinkReport> links;     // worst first
+  std::vector<TrainingReport> training;
+  Health verdict = Health::kHealthy;
+  int ExitCode() const;  // 0 healthy, 1 degraded, 2 failed/unreachable
+
+  // view(i, j): node i's PeerStatus for node j, or null.
+  const v1::PeerStatus* View(size_t i, size_t j) const;
+};
+
+ClusterPicture BuildCluster(std::vector<FetchResult> fetched);
+
+}  // namespace gloowatch::client

@@ -1,0 +1,152 @@
+// gloowatchd refuses to start, clearly and quickly, when it cannot do its job.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/daemon_process.h"
+
+namespace gloowatch::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Holds a listening socket on 127.0.0.1:port for the test's lifetime.
+class PortHolder {
+ public:
+  explicit PortHolder(int port) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(port);
+    ok_ = bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 && listen(fd_, 4) == 0;
+  }
+  ~PortHolder() { close(fd_); }
+  bool ok() const { return ok_; }
+
+ private:
+  int fd_;
+  bool ok_ = false;
+};
+
+struct Outcome {
+  std::optional<int> exit_code;
+  std::string log;
+};
+
+Outcome RunDaemon(const TempDir& dir, const std::string& yaml,
+                  std::map<std::string, std::string> env = {}) {
+  const std::string config = dir.Write("node.yaml", yaml);
+  Process p({BinaryPath("gloowatchd"), "--config", config}, dir.path() + "/node.log",
+            std::move(env));
+  Outcome out;
+  out.exit_code = p.Wait(absl::Seconds(15));
+  out.log = p.Log();
+  return out;
+}
+
+std::string Config(int grpc_port, int metrics_port, const std::string& gloo) {
+  return absl::StrCat("node: node-a\ngrpc_listen: 127.0.0.1:", grpc_port,
+                      "\nmetrics_listen: 127.0.0.1:", metrics_port, "\n", gloo,
+                      "peers:\n  - name: node-b\n    grpc: 127.0.0.1:1\n");
+}
+
+TEST(DaemonStartupTest, GrpcPortInUseIsAClearError) {
+  TempDir dir;
+  const int grpc_port = FreePort();
+  PortHolder holder(grpc_port);
+  ASSERT_TRUE(holder.ok());
+  Outcome out = RunDaemon(dir, Config(grpc_port, FreePort(), "gloo: {address: 127.0.0.1}\n"));
+  ASSERT_TRUE(out.exit_code.has_value()) << "daemon did not exit";
+  EXPECT_EQ(*out.exit_code, 69) << out.log;
+  EXPECT_THAT(out.log, HasSubstr(absl::StrCat("cannot listen for gRPC on 127.0.0.1:", grpc_port)));
+  EXPECT_THAT(out.log, HasSubstr("already in use"));
+}
+
+TEST(DaemonStartupTest, MetricsPortInUseIsAClearError) {
+  TempDir dir;
+  const int metrics_port = FreePort();
+  PortHolder holder(metrics_port);
+  ASSERT_TRUE(holder.ok());
+  Outcome out = RunDaemon(dir, Config(FreePort(), metrics_port, "gloo: {address: 127.0.0.1}\n"));
+  ASSERT_TRUE(out.exit_code.has_value()) << "daemon did not exit";
+  EXPECT_EQ(*out.exit_code, 69) << out.log;
+  EXPECT_THAT(out.log,
+              HasSubstr(absl::StrCat("cannot serve metrics on 127.0.0.1:", metrics_port)));
+}
+
+TEST(DaemonStartupTest, MissingInterfaceIsNamed) {
+  TempDir dir;
+  Outcome out = RunDaemon(dir, Config(FreePort(), FreePort(), "gloo: {interface: nosuch0}\n"));
+  ASSERT_TRUE(out.exit_code.has_value()) << "daemon did not exit";
+  EXPECT_EQ(*out.exit_code, 69) << out.log;
+  EXPECT_THAT(out.log, HasSubstr("nosuch0"));
+}
+
+TEST(DaemonStartupTest, MissingInterfaceFromGlooSocketIfnameIsNamed) {
+  TempDir dir;
+  Outcome out = RunDaemon(dir, Config(FreePort(), FreePort(), ""),
+                          {{"GLOO_SOCKET_IFNAME", "nosuch1"}});
+  ASSERT_TRUE(out.exit_code.has_value()) << "daemon did not exit";
+  EXPECT_EQ(*out.exit_code, 69) << out.log;
+  EXPECT_THAT(out.log, HasSubstr("nosuch1"));
+  EXPECT_THAT(out.log, HasSubstr("GLOO_SOCKET_IFNAME"));
+}
+
+TEST(DaemonStartupTest, AddressNotOnThisHostIsNamed) {
+  TempDir dir;
+  // Documentation range (RFC 5737): assigned to no interface here.
+  Outcome out = RunDaemon(dir, Config(FreePort(), FreePort(), "gloo: {address: 192.0.2.77}\n"));
+  ASSERT_TRUE(out.exit_code.has_value()) << "daemon did not exit";
+  EXPECT_EQ(*out.exit_code, 69) << out.log;
+  EXPECT_THAT(out.log, HasSubstr("192.0.2.77"));
+}
+
+TEST(DaemonStartupTest, InvalidConfigExitsWithConfigErrorNamingFileAndLine) {
+  TempDir dir;
+  Outcome out = RunDaemon(dir, "node: node-a\ngrpc_listen: 127.0.0.1:7601\nmetrics_listen: x\n");
+  ASSERT_TRUE(out.exit_code.has_value());
+  EXPECT_EQ(*out.exit_code, 78) << out.log;
+  EXPECT_THAT(out.log, HasSubstr("node.yaml:3"));
+  EXPECT_THAT(out.log, HasSubstr("metrics_listen"));
+}
+
+TEST(DaemonStartupTest, CheckConfigValidatesWithoutStarting) {
+  TempDir dir;
+  const std::string good = dir.Write("good.yaml", Config(FreePort(), FreePort(), ""));
+  const std::string bad = dir.Write("bad.yaml", "node: node-a\nlantency: 1\n");
+  Process ok({BinaryPath("gloowatchd"), "--check-config", good}, dir.path() + "/ok.log");
+  EXPECT_EQ(ok.Wait(absl::Seconds(10)), 0) << ok.Log();
+  EXPECT_THAT(ok.Log(), HasSubstr("OK"));
+  Process ko({BinaryPath("gloowatchd"), "--check-config", bad}, dir.path() + "/ko.log");
+  EXPECT_EQ(ko.Wait(absl::Seconds(10)), 1) << ko.Log();
+  EXPECT_THAT(ko.Log(), HasSubstr("bad.yaml:2"));
+  EXPECT_THAT(ko.Log(), HasSubstr("lantency"));
+}
+
+TEST(DaemonStartupTest, VersionPrintsBothVersions) {
+  TempDir dir;
+  Process p({BinaryPath("gloowatchd"), "--version"}, dir.path() + "/v.log");
+  EXPECT_EQ(p.Wait(absl::Seconds(10)), 0);
+  EXPECT_THAT(p.Log(), HasSubstr("gloowatchd 0."));
+  EXPECT_THAT(p.Log(), HasSubstr("Gloo 0.5"));
+}
+
+TEST(DaemonStartupTest, SigtermStopsPromptly) {
+  TempDir dir;
+  const std::string config = dir.Write("node.yaml", Config(FreePort(), FreePort(),
+                                                          "gloo: {address: 127.0.0.1}\n"));
+  Process p({BinaryPath("gloowatchd"), "--config", config}, dir.path() + "/node.log");
+  ASSERT_TRUE(WaitFor([&] { return p.Log().find("ready") != std::string::npos; },
+                      absl::Seconds(10)))
+      << p.Log();
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(absl::Seconds(8)), 0) << p.Log();
+}
+
+}  // namespace
+}  // namespace gloowatch::testing
