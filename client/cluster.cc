@@ -19,10 +19,14 @@ void Worsen(Health& h, Health to) { h = std::max(h, to); }
 
 const char* StateWord(v1::PeerState s) {
   switch (s) {
-    case v1::PEER_STATE_UP: return "up";
-    case v1::PEER_STATE_DOWN: return "down";
-    case v1::PEER_STATE_CONNECTING: return "connecting";
-    default: return "unknown";
+    case v1::PEER_STATE_UP:
+      return "up";
+    case v1::PEER_STATE_DOWN:
+      return "down";
+    case v1::PEER_STATE_CONNECTING:
+      return "connecting";
+    default:
+      return "unknown";
   }
 }
 
@@ -32,8 +36,10 @@ void JudgeView(const std::string& from, const std::string& to, const v1::PeerSta
   const std::string who = absl::StrCat(from, "->", to, ": ");
   if (p.state() == v1::PEER_STATE_DOWN) {
     Worsen(link.health, Health::kFailed);
-    link.problems.push_back(absl::StrCat(who, "down", p.last_failure().message().empty() ? ""
-                                         : absl::StrCat(" (", p.last_failure().message(), ")")));
+    link.problems.push_back(absl::StrCat(
+        who, "down",
+        p.last_failure().message().empty() ? ""
+                                           : absl::StrCat(" (", p.last_failure().message(), ")")));
   } else if (p.state() != v1::PEER_STATE_UP) {
     Worsen(link.health, Health::kDegraded);
     link.problems.push_back(absl::StrCat(who, StateWord(p.state())));
@@ -43,18 +49,21 @@ void JudgeView(const std::string& from, const std::string& to, const v1::PeerSta
     if (p.latency().p50_seconds() >= t.latency_seconds) {
       Worsen(link.health, Health::kDegraded);
       link.problems.push_back(absl::StrFormat("%slatency p50 %.3f ms >= %.3f ms", who,
-                                              p.latency().p50_seconds() * 1e3, t.latency_seconds * 1e3));
+                                              p.latency().p50_seconds() * 1e3,
+                                              t.latency_seconds * 1e3));
     }
   }
   if (p.bandwidth().has_link_ratio() && p.bandwidth().link_ratio() < t.link_ratio) {
     Worsen(link.health, Health::kDegraded);
-    link.problems.push_back(absl::StrFormat("%slink ratio %.2f < %.2f", who,
-                                            p.bandwidth().link_ratio(), t.link_ratio));
+    link.problems.push_back(
+        absl::StrFormat("%slink ratio %.2f < %.2f", who, p.bandwidth().link_ratio(), t.link_ratio));
   }
-  if (p.clock().has_offset_seconds() && std::abs(p.clock().offset_seconds()) >= t.clock_offset_seconds) {
+  if (p.clock().has_offset_seconds() &&
+      std::abs(p.clock().offset_seconds()) >= t.clock_offset_seconds) {
     Worsen(link.health, Health::kDegraded);
     link.problems.push_back(absl::StrFormat("%sclock offset %+.1f ms, |offset| >= %.1f ms", who,
-                                            p.clock().offset_seconds() * 1e3, t.clock_offset_seconds * 1e3));
+                                            p.clock().offset_seconds() * 1e3,
+                                            t.clock_offset_seconds * 1e3));
   }
   if (p.failures_in_window() > 0) {
     Worsen(link.health, Health::kDegraded);
@@ -66,9 +75,12 @@ void JudgeView(const std::string& from, const std::string& to, const v1::PeerSta
 
 const char* HealthName(Health h) {
   switch (h) {
-    case Health::kHealthy: return "healthy";
-    case Health::kDegraded: return "degraded";
-    case Health::kFailed: return "failed";
+    case Health::kHealthy:
+      return "healthy";
+    case Health::kDegraded:
+      return "degraded";
+    case Health::kFailed:
+      return "failed";
   }
   return "failed";
 }
@@ -143,7 +155,8 @@ ClusterPicture BuildCluster(std::vector<FetchResult> fetched) {
       return it != report_of.end() && c.node_reports[it->second].reachable;
     };
     if (l.ab && l.ba) {
-      const bool up_ab = l.ab->state() == v1::PEER_STATE_UP, up_ba = l.ba->state() == v1::PEER_STATE_UP;
+      const bool up_ab = l.ab->state() == v1::PEER_STATE_UP,
+                 up_ba = l.ba->state() == v1::PEER_STATE_UP;
       if (up_ab != up_ba) {
         Worsen(l.health, Health::kDegraded);
         l.problems.push_back(absl::StrCat("asymmetric: ", l.a, " sees ", l.b, " ",
@@ -158,7 +171,8 @@ ClusterPicture BuildCluster(std::vector<FetchResult> fetched) {
           Worsen(l.health, Health::kDegraded);
           l.problems.push_back(absl::StrFormat(
               "clock offsets disagree: %s->%s %+.3f ms, %s->%s %+.3f ms (should cancel within "
-              "%.3f ms)", l.a, l.b, l.ab->clock().offset_seconds() * 1e3, l.b, l.a,
+              "%.3f ms)",
+              l.a, l.b, l.ab->clock().offset_seconds() * 1e3, l.b, l.a,
               l.ba->clock().offset_seconds() * 1e3, bound * 1e3));
         }
       }
@@ -168,8 +182,8 @@ ClusterPicture BuildCluster(std::vector<FetchResult> fetched) {
       const std::string& other = l.ab ? l.a : l.b;
       if (reachable(silent)) {
         Worsen(l.health, Health::kDegraded);
-        l.problems.push_back(absl::StrCat("one-sided: ", silent, " does not list ", other,
-                                          " as a peer"));
+        l.problems.push_back(
+            absl::StrCat("one-sided: ", silent, " does not list ", other, " as a peer"));
       }
     }
     c.links.push_back(l);

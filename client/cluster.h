@@ -60,7 +60,7 @@ struct ClusterPicture {
   std::vector<FetchResult> fetched;  // owns the NodeStatus the pointers refer to
   std::vector<std::string> nodes;    // matrix order: sorted names
   std::vector<NodeReport> node_reports;
-  std::vector<LinkReport> links;     // worst first
+  std::vector<LinkReport> links;  // worst first
   std::vector<TrainingReport> training;
   Health verdict = Health::kHealthy;
   int ExitCode() const;  // 0 healthy, 1 degraded, 2 failed/unreachable

@@ -40,10 +40,14 @@ std::string HostOf(const std::string& address) {
 
 const char* PeerStateName(v1::PeerState s) {
   switch (s) {
-    case v1::PEER_STATE_CONNECTING: return "CONNECTING";
-    case v1::PEER_STATE_UP: return "UP";
-    case v1::PEER_STATE_DOWN: return "DOWN";
-    default: return "UNKNOWN";
+    case v1::PEER_STATE_CONNECTING:
+      return "CONNECTING";
+    case v1::PEER_STATE_UP:
+      return "UP";
+    case v1::PEER_STATE_DOWN:
+      return "DOWN";
+    default:
+      return "UNKNOWN";
   }
 }
 
@@ -75,8 +79,9 @@ Check CheckDaemonsReachable(const std::vector<FetchResult>& daemons) {
   }
   c.summary = absl::StrCat(ok, " of ", daemons.size(), " daemons answered");
   if (c.status != Severity::kPass) {
-    c.remediation = "Check gloowatchd runs on the unreachable hosts (systemctl status gloowatchd) "
-                    "and that its gRPC port is open from here.";
+    c.remediation =
+        "Check gloowatchd runs on the unreachable hosts (systemctl status gloowatchd) "
+        "and that its gRPC port is open from here.";
   }
   return c;
 }
@@ -128,14 +133,15 @@ Check CheckEphemeralPorts(const std::vector<FetchResult>& daemons,
       continue;
     }
     const uint32_t size = hi - lo + 1;
-    c.evidence.push_back(absl::StrCat(n->node(), ": ip_local_port_range ", lo, "-", hi, " (", size,
-                                      " ports)"));
+    c.evidence.push_back(
+        absl::StrCat(n->node(), ": ip_local_port_range ", lo, "-", hi, " (", size, " ports)"));
     if (size < kSmallEphemeralRange) {
       Raise(c, Severity::kWarn);
-      remedies.push_back(absl::StrCat(
-          n->node(), " has only ", size, " ephemeral ports; every Gloo pair and outgoing connection "
-          "takes one, large jobs can run out (cf. pytorch/pytorch#97677). Widen "
-          "net.ipv4.ip_local_port_range."));
+      remedies.push_back(
+          absl::StrCat(n->node(), " has only ", size,
+                       " ephemeral ports; every Gloo pair and outgoing connection "
+                       "takes one, large jobs can run out (cf. pytorch/pytorch#97677). Widen "
+                       "net.ipv4.ip_local_port_range."));
     }
     for (const auto& p : n->peers()) {
       if (p.state() == v1::PEER_STATE_UP) continue;
@@ -145,10 +151,12 @@ Check CheckEphemeralPorts(const std::vector<FetchResult>& daemons,
                                   [](const PortResult& r) { return r.state == PortState::kOpen; });
       if (!any_open) continue;
       Raise(c, Severity::kFail);
-      c.evidence.push_back(absl::StrCat(n->node(), " -> ", p.name(), ": ", PeerStateName(p.state()),
-                                        " although ports in the scanned range on ", it->first,
-                                        " are open", p.last_failure().message().empty() ? ""
-                                        : absl::StrCat(" (last failure: ", p.last_failure().message(), ")")));
+      c.evidence.push_back(
+          absl::StrCat(n->node(), " -> ", p.name(), ": ", PeerStateName(p.state()),
+                       " although ports in the scanned range on ", it->first, " are open",
+                       p.last_failure().message().empty()
+                           ? ""
+                           : absl::StrCat(" (last failure: ", p.last_failure().message(), ")")));
       remedies.push_back(
           "Rendezvous ports answer but the Gloo pair does not connect: Gloo pairs listen on "
           "EPHEMERAL ports (net.ipv4.ip_local_port_range), not on MASTER_PORT, so a firewall that "
@@ -166,14 +174,14 @@ Check CheckEphemeralPorts(const std::vector<FetchResult>& daemons,
   return c;
 }
 
-Check CheckInterface(const std::vector<std::string>& ifnames, const std::vector<InterfaceInfo>& infos,
-                     const HostnameInfo& hostname, bool remote_peers) {
+Check CheckInterface(const std::vector<std::string>& ifnames,
+                     const std::vector<InterfaceInfo>& infos, const HostnameInfo& hostname,
+                     bool remote_peers) {
   Check c = Make("interface");
   if (ifnames.empty()) {
-    c.evidence.push_back(absl::StrCat("GLOO_SOCKET_IFNAME unset; host name '", hostname.hostname,
-                                      "' resolves to ",
-                                      hostname.resolves ? absl::StrJoin(hostname.addresses, ", ")
-                                                        : std::string("nothing")));
+    c.evidence.push_back(absl::StrCat(
+        "GLOO_SOCKET_IFNAME unset; host name '", hostname.hostname, "' resolves to ",
+        hostname.resolves ? absl::StrJoin(hostname.addresses, ", ") : std::string("nothing")));
     if (!hostname.resolves) {
       c.status = Severity::kFail;
       c.summary = "host name does not resolve; Gloo cannot pick an address";
@@ -181,8 +189,9 @@ Check CheckInterface(const std::vector<std::string>& ifnames, const std::vector<
     } else if (hostname.all_loopback) {
       c.status = remote_peers ? Severity::kFail : Severity::kWarn;
       c.summary = "host name resolves to loopback only; Gloo binds to 127.0.0.1";
-      c.remediation = "Remote ranks cannot reach a loopback address. Set GLOO_SOCKET_IFNAME to the "
-                      "training interface or make the host name resolve to a routable address.";
+      c.remediation =
+          "Remote ranks cannot reach a loopback address. Set GLOO_SOCKET_IFNAME to the "
+          "training interface or make the host name resolve to a routable address.";
     } else {
       c.summary = "Gloo uses the host name's address";
     }
@@ -195,13 +204,15 @@ Check CheckInterface(const std::vector<std::string>& ifnames, const std::vector<
     }
     if (info == nullptr || !info->exists) {
       Raise(c, Severity::kFail);
-      c.evidence.push_back(absl::StrCat(name, ": no such interface (Gloo fails with 'Unable to "
-                                        "find address for: ", name, "')"));
+      c.evidence.push_back(absl::StrCat(name,
+                                        ": no such interface (Gloo fails with 'Unable to "
+                                        "find address for: ",
+                                        name, "')"));
       continue;
     }
-    std::string line = absl::StrCat(name, ": ", info->up ? "up" : "DOWN", ", mtu ", info->mtu,
-                                    ", addresses ", info->addresses.empty() ? "none"
-                                    : absl::StrJoin(info->addresses, " "));
+    std::string line =
+        absl::StrCat(name, ": ", info->up ? "up" : "DOWN", ", mtu ", info->mtu, ", addresses ",
+                     info->addresses.empty() ? "none" : absl::StrJoin(info->addresses, " "));
     if (!info->up || info->addresses.empty()) Raise(c, Severity::kFail);
     if (info->loopback && remote_peers) {
       Raise(c, Severity::kFail);
@@ -209,11 +220,13 @@ Check CheckInterface(const std::vector<std::string>& ifnames, const std::vector<
     }
     c.evidence.push_back(line);
   }
-  c.summary = c.status == Severity::kPass ? absl::StrCat("interface ", absl::StrJoin(ifnames, ","), " usable")
-                                          : "Gloo interface not usable";
+  c.summary = c.status == Severity::kPass
+                  ? absl::StrCat("interface ", absl::StrJoin(ifnames, ","), " usable")
+                  : "Gloo interface not usable";
   if (c.status != Severity::kPass) {
-    c.remediation = "Pick an interface that exists, is up and has an address on the training "
-                    "network (`ip -br addr`); same setting on every host.";
+    c.remediation =
+        "Pick an interface that exists, is up and has an address on the training "
+        "network (`ip -br addr`); same setting on every host.";
   }
   return c;
 }
@@ -222,14 +235,16 @@ Check CheckMtu(const std::vector<FetchResult>& daemons) {
   Check c = Make("mtu");
   std::set<uint32_t> mtus;
   for (const v1::NodeStatus* n : Reached(daemons)) {
-    c.evidence.push_back(absl::StrCat(n->node(), ": ", n->gloo().interface(), " mtu ", n->gloo().mtu()));
+    c.evidence.push_back(
+        absl::StrCat(n->node(), ": ", n->gloo().interface(), " mtu ", n->gloo().mtu()));
     if (n->gloo().mtu() != 0) mtus.insert(n->gloo().mtu());
   }
   if (mtus.size() > 1) {
     c.status = Severity::kWarn;
     c.summary = "MTU differs between nodes";
-    c.remediation = "Use one MTU on the training network; a mismatch with PMTU discovery blocked "
-                    "stalls large transfers (hangs in big all_reduce, small ones fine).";
+    c.remediation =
+        "Use one MTU on the training network; a mismatch with PMTU discovery blocked "
+        "stalls large transfers (hangs in big all_reduce, small ones fine).";
   } else {
     c.summary = mtus.empty() ? "no MTU data" : absl::StrCat("MTU ", *mtus.begin(), " everywhere");
   }
@@ -248,7 +263,8 @@ Check CheckThresholds(const std::vector<FetchResult>& daemons) {
           p.latency().p50_seconds() >= t.latency_seconds()) {
         Raise(c, Severity::kWarn);
         c.evidence.push_back(absl::StrFormat("%slatency p50 %.3f ms >= %.3f ms", link,
-                                             p.latency().p50_seconds() * 1e3, t.latency_seconds() * 1e3));
+                                             p.latency().p50_seconds() * 1e3,
+                                             t.latency_seconds() * 1e3));
       }
       if (p.bandwidth().has_link_ratio() && p.bandwidth().link_ratio() < t.bandwidth_link_ratio()) {
         Raise(c, Severity::kWarn);
@@ -268,12 +284,13 @@ Check CheckThresholds(const std::vector<FetchResult>& daemons) {
       }
     }
   }
-  c.summary = links == 0 ? "no link data (use --daemons)"
+  c.summary = links == 0                    ? "no link data (use --daemons)"
               : c.status == Severity::kPass ? absl::StrCat(links, " links within thresholds")
                                             : "links outside thresholds (see evidence)";
   if (c.status != Severity::kPass) {
-    c.remediation = "Run `gloowatch health` for the full matrices; fix clock sync (chrony), "
-                    "congested or mis-negotiated links.";
+    c.remediation =
+        "Run `gloowatch health` for the full matrices; fix clock sync (chrony), "
+        "congested or mis-negotiated links.";
   }
   return c;
 }
@@ -283,8 +300,8 @@ Check CheckEnvironment(const std::vector<EnvFinding>& findings) {
   std::vector<std::string> fixes;
   for (const auto& f : findings) {
     Raise(c, f.severity);
-    c.evidence.push_back(absl::StrCat(SeverityName(f.severity), " ", f.name, "=", f.value, ": ",
-                                      f.message));
+    c.evidence.push_back(
+        absl::StrCat(SeverityName(f.severity), " ", f.name, "=", f.value, ": ", f.message));
     if (f.severity != Severity::kPass) fixes.push_back(absl::StrCat(f.name, ": ", f.message));
   }
   c.summary = findings.empty() ? "no GLOO_* variables set"
@@ -315,8 +332,9 @@ Check CheckConsistency(const std::vector<FetchResult>& daemons) {
       c.evidence.push_back(absl::StrCat(key, " '", v, "': ", absl::StrJoin(nodes, ",")));
     }
   }
-  c.summary = differing.empty() ? "daemons agree on version, gloo version and interface"
-                                : absl::StrCat("differs across daemons: ", absl::StrJoin(differing, ", "));
+  c.summary = differing.empty()
+                  ? "daemons agree on version, gloo version and interface"
+                  : absl::StrCat("differs across daemons: ", absl::StrJoin(differing, ", "));
   if (c.status != Severity::kPass) {
     c.remediation = "Roll out one gloowatchd/Gloo version and one interface setting to every node.";
   }
@@ -343,18 +361,20 @@ Check CheckTrainingConfig(const std::string& path, const std::vector<FetchResult
     c.evidence.push_back(absl::StrCat("dist_backend: ", *b));
     if (*b != "gloo") {
       Raise(c, Severity::kWarn);
-      fixes.push_back(absl::StrCat("dist_backend is '", *b, "', not gloo; gloowatch measures Gloo"));
+      fixes.push_back(
+          absl::StrCat("dist_backend is '", *b, "', not gloo; gloowatch measures Gloo"));
     }
   }
-  for (const char* key : {"timeout", "dist_timeout", "gloo_timeout", "timeout_seconds",
-                          "process_group_timeout"}) {
+  for (const char* key :
+       {"timeout", "dist_timeout", "gloo_timeout", "timeout_seconds", "process_group_timeout"}) {
     auto v = scalar(key);
     double seconds = 0;
     if (!v || !absl::SimpleAtod(*v, &seconds)) continue;
     c.evidence.push_back(absl::StrCat(key, ": ", *v, " s"));
     if (seconds < 60) {
       Raise(c, Severity::kWarn);
-      fixes.push_back(absl::StrCat(key, " = ", *v, " s is very low for Gloo collectives: one slow "
+      fixes.push_back(absl::StrCat(key, " = ", *v,
+                                   " s is very low for Gloo collectives: one slow "
                                    "rank (checkpointing, data loading) fails the whole job with "
                                    "'Timed out waiting ...ms'; default is 1800 s"));
     }
@@ -424,7 +444,8 @@ DiagnoseReport RunDiagnose(const DiagnoseOptions& o) {
   std::vector<InterfaceInfo> infos;
   for (const auto& n : ifnames) infos.push_back(LookupInterface(n));
   bool remote = false;
-  for (const auto& h : hosts) remote |= !(h.rfind("127.", 0) == 0 || h == "::1" || h == "localhost");
+  for (const auto& h : hosts)
+    remote |= !(h.rfind("127.", 0) == 0 || h == "::1" || h == "localhost");
   checks.push_back(CheckInterface(ifnames, infos, ResolveOwnHostname(), remote));
   if (!daemons.empty()) {
     checks.push_back(CheckMtu(daemons));
@@ -441,8 +462,12 @@ nlohmann::json ReportToJson(const DiagnoseReport& r, const DiagnoseOptions& o) {
   j["schema"] = "gloowatch.diagnose.v1";
   j["generated_at"] = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
   j["exit_code"] = r.ExitCode();
-  j["summary"] = {{"pass", r.pass}, {"warn", r.warn}, {"fail", r.fail},
-                  {"verdict", r.fail ? "fail" : r.warn ? "warn" : "pass"}};
+  j["summary"] = {{"pass", r.pass},
+                  {"warn", r.warn},
+                  {"fail", r.fail},
+                  {"verdict", r.fail   ? "fail"
+                              : r.warn ? "warn"
+                                       : "pass"}};
   nlohmann::json daemons = nlohmann::json::array();
   for (const auto& d : o.daemons) daemons.push_back(d.endpoint.ToString());
   j["inputs"] = {{"daemons", daemons},

@@ -35,11 +35,13 @@ Check CheckDaemonsReachable(const std::vector<FetchResult>& daemons);
 Check CheckPortScan(const HostScan& scan);
 // Ephemeral range size per daemon, and peers that are not UP although the
 // scanned (rendezvous) ports on their host answer.
-Check CheckEphemeralPorts(const std::vector<FetchResult>& daemons, const std::vector<HostScan>& scans);
+Check CheckEphemeralPorts(const std::vector<FetchResult>& daemons,
+                          const std::vector<HostScan>& scans);
 // `ifnames` from --ifname or GLOO_SOCKET_IFNAME (comma-separated); empty means
 // Gloo uses the host name's address.
-Check CheckInterface(const std::vector<std::string>& ifnames, const std::vector<InterfaceInfo>& infos,
-                     const HostnameInfo& hostname, bool remote_peers);
+Check CheckInterface(const std::vector<std::string>& ifnames,
+                     const std::vector<InterfaceInfo>& infos, const HostnameInfo& hostname,
+                     bool remote_peers);
 Check CheckMtu(const std::vector<FetchResult>& daemons);
 Check CheckThresholds(const std::vector<FetchResult>& daemons);
 Check CheckEnvironment(const std::vector<EnvFinding>& findings);

@@ -20,14 +20,14 @@ constexpr EnvVarInfo kEnvVars[] = {
      "torch/csrc/distributed/c10d/init.cpp"},
     {"GLOO_DEVICE_TRANSPORT", EnvReader::kPyTorch, "transport: TCP (default on Linux), TCP_TLS, UV",
      "torch/csrc/distributed/c10d/GlooDeviceFactory.cpp"},
-    {"GLOO_DEVICE_TRANSPORT_TCP_TLS_PKEY", EnvReader::kPyTorch, "TLS private key (TCP_TLS transport)",
-     "torch/csrc/distributed/c10d/GlooDeviceFactory.cpp"},
-    {"GLOO_DEVICE_TRANSPORT_TCP_TLS_CERT", EnvReader::kPyTorch, "TLS certificate (TCP_TLS transport)",
-     "torch/csrc/distributed/c10d/GlooDeviceFactory.cpp"},
-    {"GLOO_DEVICE_TRANSPORT_TCP_TLS_CA_FILE", EnvReader::kPyTorch, "TLS CA file (TCP_TLS transport)",
-     "torch/csrc/distributed/c10d/GlooDeviceFactory.cpp"},
-    {"GLOO_DEVICE_TRANSPORT_TCP_TLS_CA_PATH", EnvReader::kPyTorch, "TLS CA directory (TCP_TLS transport)",
-     "torch/csrc/distributed/c10d/GlooDeviceFactory.cpp"},
+    {"GLOO_DEVICE_TRANSPORT_TCP_TLS_PKEY", EnvReader::kPyTorch,
+     "TLS private key (TCP_TLS transport)", "torch/csrc/distributed/c10d/GlooDeviceFactory.cpp"},
+    {"GLOO_DEVICE_TRANSPORT_TCP_TLS_CERT", EnvReader::kPyTorch,
+     "TLS certificate (TCP_TLS transport)", "torch/csrc/distributed/c10d/GlooDeviceFactory.cpp"},
+    {"GLOO_DEVICE_TRANSPORT_TCP_TLS_CA_FILE", EnvReader::kPyTorch,
+     "TLS CA file (TCP_TLS transport)", "torch/csrc/distributed/c10d/GlooDeviceFactory.cpp"},
+    {"GLOO_DEVICE_TRANSPORT_TCP_TLS_CA_PATH", EnvReader::kPyTorch,
+     "TLS CA directory (TCP_TLS transport)", "torch/csrc/distributed/c10d/GlooDeviceFactory.cpp"},
     {"TORCH_GLOO_LAZY_INIT", EnvReader::kPyTorch,
      "connect pairs on first use instead of a full mesh at init (recent PyTorch only)",
      "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp"},
@@ -38,16 +38,18 @@ constexpr EnvVarInfo kEnvVars[] = {
      "use the extended store API for rendezvous (\"1\"/\"True\"; recent Gloo only)",
      "gloo/common/utils.cc"},
     {"GLOO_DISABLE_CONNECTION_RETRIES", EnvReader::kGloo,
-     "do not retry failed pair connects (\"1\"/\"True\"; recent Gloo only)", "gloo/common/utils.cc"},
+     "do not retry failed pair connects (\"1\"/\"True\"; recent Gloo only)",
+     "gloo/common/utils.cc"},
     {"GLOO_TIMEOUT_SECONDS", EnvReader::kNobody,
      "the collective timeout is init_process_group(timeout=timedelta(...)); default 30 min, "
      "shown as 1800000ms in Gloo errors (HOROVOD_GLOO_TIMEOUT_SECONDS is Horovod's)",
      ""},
     {"GLOO_MAX_NUM_CHANNELS", EnvReader::kNobody,
      "no channel knob in Gloo; parallelism is the number of devices (GLOO_SOCKET_IFNAME=a,b) "
-     "and ProcessGroupGloo threads", ""},
-    {"GLOO_RELIABLE_TRANSPORT", EnvReader::kNobody, "Gloo TCP is always reliable; nothing to enable",
+     "and ProcessGroupGloo threads",
      ""},
+    {"GLOO_RELIABLE_TRANSPORT", EnvReader::kNobody,
+     "Gloo TCP is always reliable; nothing to enable", ""},
     {"GLOO_ENABLE_RELIABLE_TRANSPORT", EnvReader::kNobody,
      "Gloo TCP is always reliable; nothing to enable", ""},
     {"GLOO_COMPRESSION", EnvReader::kNobody,
@@ -67,9 +69,12 @@ absl::Span<const EnvVarInfo> KnownEnvVars() { return kEnvVars; }
 
 const char* SeverityName(Severity s) {
   switch (s) {
-    case Severity::kPass: return "PASS";
-    case Severity::kWarn: return "WARN";
-    case Severity::kFail: return "FAIL";
+    case Severity::kPass:
+      return "PASS";
+    case Severity::kWarn:
+      return "WARN";
+    case Severity::kFail:
+      return "FAIL";
   }
   return "FAIL";
 }
@@ -98,8 +103,9 @@ std::vector<EnvFinding> AuditEnvironment(const std::map<std::string, std::string
     if (name == "GLOO_SOCKET_IFNAME") {
       if (absl::StrContains(value, '^')) {
         f.severity = Severity::kFail;
-        f.message = "'^' exclusion is NCCL syntax (NCCL_SOCKET_IFNAME); Gloo takes interface "
-                    "names, comma-separated, and fails with 'Unable to find address for: ^...'";
+        f.message =
+            "'^' exclusion is NCCL syntax (NCCL_SOCKET_IFNAME); Gloo takes interface "
+            "names, comma-separated, and fails with 'Unable to find address for: ^...'";
       } else if (value.empty()) {
         f.severity = Severity::kWarn;
         f.message = "set but empty";
@@ -107,7 +113,8 @@ std::vector<EnvFinding> AuditEnvironment(const std::map<std::string, std::string
     }
     if (name == "GLOO_DEVICE_TRANSPORT" && value != "TCP" && value != "TCP_TLS" && value != "UV") {
       f.severity = Severity::kFail;
-      f.message = absl::StrCat("unknown transport '", value, "' (TCP, TCP_TLS, UV; case-sensitive)");
+      f.message =
+          absl::StrCat("unknown transport '", value, "' (TCP, TCP_TLS, UV; case-sensitive)");
     }
     out.push_back(std::move(f));
   }

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <regex>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
-#include "absl/strings/ascii.h"
 
 namespace gloowatch::client {
 namespace {
@@ -24,13 +24,11 @@ constexpr LogSignature kSignatures[] = {
      "The remote rank's process exited or crashed (EOF on the Gloo pair socket).",
      "Read the remote rank's log first (OOM killer, SIGKILL, Python exception); check "
      "`dmesg` on that host. This rank failed only because its peer went away."},
-    {"peer_connection_reset",
-     R"((Read error|writev) .*(Connection reset by peer|Broken pipe))",
+    {"peer_connection_reset", R"((Read error|writev) .*(Connection reset by peer|Broken pipe))",
      "The remote rank died or its socket was reset while a collective was in flight.",
      "Find the rank that died (its own log, `dmesg` for the OOM killer); a reset with no dead "
      "rank points to a middlebox killing idle TCP connections."},
-    {"collective_timeout",
-     R"(Timed out waiting (\d+)ms for (recv|send) operation to complete)",
+    {"collective_timeout", R"(Timed out waiting (\d+)ms for (recv|send) operation to complete)",
      "A collective did not complete within the process-group timeout: some rank never joined "
      "it (hung, slow, or stuck in a different collective).",
      "Find the rank that did not reach the collective (py-spy dump on each rank). The limit is "
@@ -82,15 +80,15 @@ constexpr LogSignature kSignatures[] = {
     {"store_port_in_use", R"(failed to bind to .*Address already in use|EADDRINUSE)",
      "MASTER_PORT is already in use on the rank 0 host (a stale job, or two jobs on one port).",
      "Pick a free MASTER_PORT or stop the stale process (`ss -ltnp sport = :PORT`)."},
-    {"store_barrier_timeout",
-     R"(Timed out initializing process group in store based barrier)",
+    {"store_barrier_timeout", R"(Timed out initializing process group in store based barrier)",
      "Not all ranks joined the process group in time (world_size larger than the ranks "
      "actually started, or a rank crashed during start-up).",
      "Check world_size/rank values and that every rank started; see its log."},
     {"store_wait_timeout", R"(Socket Timeout|Wait timeout for key)",
      "Waiting on the rendezvous store timed out: another rank never published its address.",
      "A rank failed before publishing (check all rank logs) or the store timeout is too short."},
-    {"monitored_barrier_timeout", R"(timed out in monitoredBarrier|failed to pass monitoredBarrier)",
+    {"monitored_barrier_timeout",
+     R"(timed out in monitoredBarrier|failed to pass monitoredBarrier)",
      "monitored_barrier found ranks that did not arrive (the message names them).",
      "Inspect the named ranks; they are hung or dead."},
     {"socket_closed", R"(Socket (unexpectedly )?closed)",
@@ -155,8 +153,9 @@ LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
     by_sig[i].signature = &kSignatures[i];
     e.hits.push_back(std::move(by_sig[i]));
   }
-  std::sort(e.hits.begin(), e.hits.end(),
-            [](const SignatureHit& a, const SignatureHit& b) { return a.first_line < b.first_line; });
+  std::sort(e.hits.begin(), e.hits.end(), [](const SignatureHit& a, const SignatureHit& b) {
+    return a.first_line < b.first_line;
+  });
   return e;
 }
 

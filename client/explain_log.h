@@ -34,7 +34,7 @@ struct SignatureHit {
 struct LogExplanation {
   std::string source;  // file name or "-"
   int lines = 0;
-  bool binary = false;  // NUL bytes seen; lines are still scanned
+  bool binary = false;             // NUL bytes seen; lines are still scanned
   std::vector<SignatureHit> hits;  // ordered by first_line
 };
 

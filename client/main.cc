@@ -3,15 +3,15 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <tuple>
-#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <limits>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -20,13 +20,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "client/exit_codes.h"
-#include "client/explain_log.h"
 #include "client/cluster.h"
 #include "client/diagnose.h"
+#include "client/exit_codes.h"
+#include "client/explain_log.h"
 #include "client/fetch.h"
-#include "client/render.h"
 #include "client/flags.h"
+#include "client/render.h"
 #include "client/targets.h"
 
 ABSL_FLAG(bool, json, false, "Print JSON instead of a table.");
@@ -39,11 +39,13 @@ ABSL_FLAG(double, watch, 0, "Repeat every SECONDS (health); 0 = once.");
 ABSL_FLAG(int, watch_count, 0, "Stop --watch after N rounds; 0 = until interrupted.");
 ABSL_FLAG(std::string, report_path, "", "diagnose: where to write the JSON report (required).");
 ABSL_FLAG(std::string, ports, "29500-29600", "diagnose: port range to scan on each peer host.");
-ABSL_FLAG(std::string, ifname, "", "diagnose: Gloo interface(s) to check (default: GLOO_SOCKET_IFNAME).");
+ABSL_FLAG(std::string, ifname, "",
+          "diagnose: Gloo interface(s) to check (default: GLOO_SOCKET_IFNAME).");
 ABSL_FLAG(std::vector<std::string>, target, {}, "diagnose: extra host to scan (repeatable).");
 ABSL_FLAG(std::string, training_config, "", "diagnose: training config YAML to audit.");
 ABSL_FLAG(absl::Duration, connect_timeout, absl::Seconds(1), "diagnose: per-port connect timeout.");
-ABSL_FLAG(absl::Duration, scan_timeout, absl::Seconds(30), "diagnose: total time bound per host scan.");
+ABSL_FLAG(absl::Duration, scan_timeout, absl::Seconds(30),
+          "diagnose: total time bound per host scan.");
 ABSL_FLAG(int, scan_concurrency, 64, "diagnose: connects in flight.");
 ABSL_FLAG(std::string, daemon, "127.0.0.1:7601", "report-step: the local daemon.");
 ABSL_FLAG(std::string, job, "", "report-step: job name.");
@@ -99,14 +101,16 @@ int RunExplainLog(const std::vector<std::string>& args) {
 
 bool UseColor() {
   const std::string c = absl::GetFlag(FLAGS_color);
-  return c == "always" || (c == "auto" && isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr);
+  return c == "always" ||
+         (c == "auto" && isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr);
 }
 
 // Daemons from exactly one of --daemons / --config / --cluster.
 absl::StatusOr<std::vector<DaemonTarget>> DaemonTargets(bool required) {
   const int given = !absl::GetFlag(FLAGS_daemons).empty() + !absl::GetFlag(FLAGS_config).empty() +
                     !absl::GetFlag(FLAGS_cluster).empty();
-  if (given > 1) return absl::InvalidArgumentError("give only one of --daemons, --config, --cluster");
+  if (given > 1)
+    return absl::InvalidArgumentError("give only one of --daemons, --config, --cluster");
   if (given == 0) {
     if (required) return absl::InvalidArgumentError("need --daemons, --config or --cluster");
     return std::vector<DaemonTarget>{};
@@ -120,7 +124,7 @@ int InputError(const absl::Status& s) {
   std::cerr << "gloowatch: " << s.message() << "\n";
   if (absl::IsNotFound(s)) return kExitNoInput;
   return absl::IsInvalidArgument(s) && absl::StrContains(s.message(), "--") ? kExitUsage
-                                                                              : kExitDataErr;
+                                                                            : kExitDataErr;
 }
 
 int RunDiagnoseCommand(const std::vector<std::string>& args) {
@@ -150,8 +154,8 @@ int RunDiagnoseCommand(const std::vector<std::string>& args) {
     std::ofstream out(report_path, std::ios::trunc);
     out << DumpJson(ReportToJson(report, o)) << "\n";
     if (!out) {
-      std::cerr << "gloowatch diagnose: cannot write '" << report_path << "': "
-                << std::strerror(errno) << "\n";
+      std::cerr << "gloowatch diagnose: cannot write '" << report_path
+                << "': " << std::strerror(errno) << "\n";
       return kExitCantCreate;
     }
   }
@@ -189,7 +193,8 @@ int RunHealth(const std::vector<std::string>& args) {
 }
 
 int RunReportStep(const std::vector<std::string>& args) {
-  if (!args.empty()) return Usage(absl::StrCat("report-step takes no arguments, got '", args[0], "'"));
+  if (!args.empty())
+    return Usage(absl::StrCat("report-step takes no arguments, got '", args[0], "'"));
   auto daemon = ParseEndpoint(absl::GetFlag(FLAGS_daemon));
   if (!daemon.ok()) return Usage(absl::StrCat("--daemon: ", daemon.status().message()));
   // Only presence is checked here; the daemon validates values and its
@@ -208,7 +213,8 @@ int RunReportStep(const std::vector<std::string>& args) {
   absl::Status s = SendReportStep(*daemon, r, absl::GetFlag(FLAGS_deadline));
   if (s.ok()) return kExitOk;
   std::cerr << "gloowatch report-step: " << daemon->ToString() << ": " << s.message() << "\n";
-  return absl::IsInvalidArgument(s) || absl::IsResourceExhausted(s) ? kExitDataErr : kExitUnavailable;
+  return absl::IsInvalidArgument(s) || absl::IsResourceExhausted(s) ? kExitDataErr
+                                                                    : kExitUnavailable;
 }
 
 int Main(int argc, char** argv) {

@@ -79,8 +79,8 @@ HostnameInfo ResolveOwnHostname() {
   }
   freeaddrinfo(ai);
   info.resolves = !info.addresses.empty();
-  info.all_loopback = info.resolves && std::all_of(info.addresses.begin(), info.addresses.end(),
-                                                    IsLoopbackAddress);
+  info.all_loopback =
+      info.resolves && std::all_of(info.addresses.begin(), info.addresses.end(), IsLoopbackAddress);
   return info;
 }
 

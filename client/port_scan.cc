@@ -19,12 +19,17 @@ namespace {
 
 PortState StateFromErrno(int err) {
   switch (err) {
-    case 0: return PortState::kOpen;
-    case ECONNREFUSED: return PortState::kRefused;
-    case ETIMEDOUT: return PortState::kFiltered;
+    case 0:
+      return PortState::kOpen;
+    case ECONNREFUSED:
+      return PortState::kRefused;
+    case ETIMEDOUT:
+      return PortState::kFiltered;
     case EHOSTUNREACH:
-    case ENETUNREACH: return PortState::kUnreachable;
-    default: return PortState::kError;
+    case ENETUNREACH:
+      return PortState::kUnreachable;
+    default:
+      return PortState::kError;
   }
 }
 
@@ -38,12 +43,18 @@ struct InFlight {
 
 const char* PortStateName(PortState s) {
   switch (s) {
-    case PortState::kOpen: return "open";
-    case PortState::kRefused: return "refused";
-    case PortState::kFiltered: return "filtered";
-    case PortState::kUnreachable: return "unreachable";
-    case PortState::kError: return "error";
-    case PortState::kNotScanned: return "not_scanned";
+    case PortState::kOpen:
+      return "open";
+    case PortState::kRefused:
+      return "refused";
+    case PortState::kFiltered:
+      return "filtered";
+    case PortState::kUnreachable:
+      return "unreachable";
+    case PortState::kError:
+      return "error";
+    case PortState::kNotScanned:
+      return "not_scanned";
   }
   return "error";
 }
@@ -105,7 +116,8 @@ absl::StatusOr<std::vector<PortResult>> ScanPorts(const std::string& host, uint1
     std::vector<pollfd> fds;
     for (const auto& f : flight) fds.push_back({f.fd, POLLOUT, 0});
     const absl::Duration wait = std::min(absl::Milliseconds(50), deadline - absl::Now());
-    if (!fds.empty()) poll(fds.data(), fds.size(), std::max<int64_t>(0, absl::ToInt64Milliseconds(wait)));
+    if (!fds.empty())
+      poll(fds.data(), fds.size(), std::max<int64_t>(0, absl::ToInt64Milliseconds(wait)));
     const absl::Time now = absl::Now();
     for (size_t k = 0; k < flight.size(); ++k) {
       if (fds[k].revents != 0) {
@@ -117,9 +129,9 @@ absl::StatusOr<std::vector<PortResult>> ScanPorts(const std::string& host, uint1
         finish(flight[k], ETIMEDOUT);
       }
     }
-    flight.erase(std::remove_if(flight.begin(), flight.end(),
-                                [](const InFlight& f) { return f.fd < 0; }),
-                 flight.end());
+    flight.erase(
+        std::remove_if(flight.begin(), flight.end(), [](const InFlight& f) { return f.fd < 0; }),
+        flight.end());
   }
   for (auto& f : flight) close(f.fd);  // total deadline hit: left not_scanned
   return results;

@@ -20,7 +20,7 @@ struct PortResult {
 };
 
 struct ScanOptions {
-  int concurrency = 64;                             // connects in flight
+  int concurrency = 64;                               // connects in flight
   absl::Duration connect_timeout = absl::Seconds(1);  // no answer -> filtered
   absl::Duration total_timeout = absl::Seconds(30);   // the rest -> not_scanned
 };

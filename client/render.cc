@@ -71,14 +71,17 @@ std::string Cell(const std::string& s, size_t width, bool left = false) {
 nlohmann::json ViewJson(const v1::PeerStatus* p) {
   if (p == nullptr) return nullptr;
   nlohmann::json j;
-  j["state"] = p->state() == v1::PEER_STATE_UP ? "up" : p->state() == v1::PEER_STATE_DOWN ? "down"
-               : p->state() == v1::PEER_STATE_CONNECTING ? "connecting" : "unknown";
+  j["state"] = p->state() == v1::PEER_STATE_UP           ? "up"
+               : p->state() == v1::PEER_STATE_DOWN       ? "down"
+               : p->state() == v1::PEER_STATE_CONNECTING ? "connecting"
+                                                         : "unknown";
   for (const auto& m : Metrics()) {
     auto v = m.get(*p);
     j[m.json_key] = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
   }
-  j["clock_error_ms"] = p->clock().has_error_seconds() ? nlohmann::json(p->clock().error_seconds() * 1e3)
-                                                       : nlohmann::json(nullptr);
+  j["clock_error_ms"] = p->clock().has_error_seconds()
+                            ? nlohmann::json(p->clock().error_seconds() * 1e3)
+                            : nlohmann::json(nullptr);
   j["failures_in_window"] = p->failures_in_window();
   j["last_failure"] = p->last_failure().message();
   return j;
@@ -97,13 +100,14 @@ std::string RenderHealthText(const ClusterPicture& c, bool color) {
   absl::StrAppend(&out, Cell("NODE", w, true), "  ", Cell("STATUS", 11, true), "  ",
                   Cell("ADDRESS", 22, true), "  DETAIL\n");
   for (const auto& n : c.node_reports) {
-    std::string detail = n.reachable ? absl::StrCat("version ", n.status->version(), ", gloo ",
-                                                    n.status->gloo().interface(), " ",
-                                                    n.status->gloo().address())
-                                     : n.error;
-    absl::StrAppend(&out, Cell(n.name, w, true), "  ",
-                    Paint(Cell(n.reachable ? HealthName(n.health) : "UNREACHABLE", 11, true), n.health, color),
-                    "  ", Cell(n.address, 22, true), "  ", detail, "\n");
+    std::string detail =
+        n.reachable ? absl::StrCat("version ", n.status->version(), ", gloo ",
+                                   n.status->gloo().interface(), " ", n.status->gloo().address())
+                    : n.error;
+    absl::StrAppend(
+        &out, Cell(n.name, w, true), "  ",
+        Paint(Cell(n.reachable ? HealthName(n.health) : "UNREACHABLE", 11, true), n.health, color),
+        "  ", Cell(n.address, 22, true), "  ", detail, "\n");
   }
   // Matrices: row = the node measuring, column = its peer.
   const size_t cw = std::max<size_t>(9, w);
@@ -142,8 +146,9 @@ std::string RenderHealthText(const ClusterPicture& c, bool color) {
   }
   for (const auto& n : c.node_reports) {
     for (const auto& p : n.problems) {
-      absl::StrAppend(&out, any ? "" : "\n", "  ", Paint(Cell(HealthName(n.health), 8, true), n.health, color),
-                      "  node ", n.name, ": ", p, "\n");
+      absl::StrAppend(&out, any ? "" : "\n", "  ",
+                      Paint(Cell(HealthName(n.health), 8, true), n.health, color), "  node ",
+                      n.name, ": ", p, "\n");
       any = true;
     }
   }
@@ -154,11 +159,11 @@ std::string RenderHealthText(const ClusterPicture& c, bool color) {
       std::string share = t.job.has_communication_share()
                               ? absl::StrFormat("%.1f%%", t.job.communication_share() * 100)
                               : "-";
-      absl::StrAppend(&out, Cell(t.node, w, true), "  ", Cell(t.job.job(), 20, true), "  ",
-                      Cell(absl::StrCat(t.job.rank()), 4), "  ", Cell(absl::StrCat(t.job.steps()), 6),
-                      "  ", Paint(Cell(share, 10), t.over_threshold ? Health::kDegraded : Health::kHealthy,
-                                  color),
-                      t.over_threshold ? absl::StrFormat(" > %.0f%%", t.threshold * 100) : "", "\n");
+      absl::StrAppend(
+          &out, Cell(t.node, w, true), "  ", Cell(t.job.job(), 20, true), "  ",
+          Cell(absl::StrCat(t.job.rank()), 4), "  ", Cell(absl::StrCat(t.job.steps()), 6), "  ",
+          Paint(Cell(share, 10), t.over_threshold ? Health::kDegraded : Health::kHealthy, color),
+          t.over_threshold ? absl::StrFormat(" > %.0f%%", t.threshold * 100) : "", "\n");
     }
   }
   return out;
@@ -173,9 +178,9 @@ nlohmann::json HealthToJson(const ClusterPicture& c) {
   j["node_names"] = c.nodes;
   j["nodes"] = nlohmann::json::array();
   for (const auto& n : c.node_reports) {
-    nlohmann::json x = {{"name", n.name},       {"address", n.address},
-                        {"reachable", n.reachable}, {"error", n.error},
-                        {"status", HealthName(n.health)}, {"problems", n.problems}};
+    nlohmann::json x = {
+        {"name", n.name},   {"address", n.address},           {"reachable", n.reachable},
+        {"error", n.error}, {"status", HealthName(n.health)}, {"problems", n.problems}};
     if (n.status) {
       x["version"] = n.status->version();
       x["gloo_version"] = n.status->gloo_version();

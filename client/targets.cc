@@ -33,7 +33,8 @@ absl::StatusOr<YAML::Node> LoadYaml(const std::string& path) {
 absl::StatusOr<DaemonTarget> TargetFrom(const YAML::Node& n, const std::string& where,
                                         const char* address_key) {
   if (!n.IsMap() || !n[address_key] || !n[address_key].IsScalar()) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": needs '", address_key, ": host:port'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": needs '", address_key, ": host:port'"));
   }
   auto ep = ParseEndpoint(n[address_key].as<std::string>());
   if (!ep.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", ep.status().message()));
@@ -81,9 +82,11 @@ absl::StatusOr<std::vector<DaemonTarget>> ParseDaemonList(absl::string_view text
   std::set<std::string> seen;
   for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
     auto ep = ParseEndpoint(item);
-    if (!ep.ok()) return absl::InvalidArgumentError(absl::StrCat("--daemons: ", ep.status().message()));
+    if (!ep.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--daemons: ", ep.status().message()));
     if (!seen.insert(ep->ToString()).second) {
-      return absl::InvalidArgumentError(absl::StrCat("--daemons: '", ep->ToString(), "' given twice"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--daemons: '", ep->ToString(), "' given twice"));
     }
     out.push_back({ep->ToString(), *ep});
   }
@@ -108,7 +111,8 @@ absl::StatusOr<std::vector<DaemonTarget>> LoadDaemonConfig(const std::string& pa
   if (t->endpoint.host == "::") t->endpoint.host = "::1";
   out.push_back(*t);
   const YAML::Node peers = (*root)["peers"];
-  if (peers && !peers.IsSequence()) return absl::InvalidArgumentError(path + ": 'peers' must be a list");
+  if (peers && !peers.IsSequence())
+    return absl::InvalidArgumentError(path + ": 'peers' must be a list");
   for (size_t i = 0; peers && i < peers.size(); ++i) {
     auto p = TargetFrom(peers[i], absl::StrCat(path, ": peers[", i, "]"), "grpc");
     if (!p.ok()) return p.status();
@@ -135,12 +139,14 @@ absl::StatusOr<std::vector<DaemonTarget>> LoadClusterFile(const std::string& pat
 
 absl::StatusOr<std::pair<uint16_t, uint16_t>> ParsePortRange(absl::string_view text) {
   std::vector<absl::string_view> parts = absl::StrSplit(text, '-');
-  if (parts.size() > 2) return absl::InvalidArgumentError(absl::StrCat("--ports: bad range '", text, "'"));
+  if (parts.size() > 2)
+    return absl::InvalidArgumentError(absl::StrCat("--ports: bad range '", text, "'"));
   auto lo = ParsePort(parts[0], "--ports");
   if (!lo.ok()) return lo.status();
   auto hi = parts.size() == 2 ? ParsePort(parts[1], "--ports") : lo;
   if (!hi.ok()) return hi.status();
-  if (*hi < *lo) return absl::InvalidArgumentError(absl::StrCat("--ports: '", text, "' is reversed"));
+  if (*hi < *lo)
+    return absl::InvalidArgumentError(absl::StrCat("--ports: '", text, "' is reversed"));
   return std::make_pair(*lo, *hi);
 }
 

@@ -472,6 +472,11 @@ void CheckCrossFields(Ctx& ctx, const Config& c) {
         msg_set ? "probe.bandwidth_message_bytes" : "probe.bandwidth_bytes",
         absl::StrCat("probe.bandwidth_message_bytes (", ShowSize(p.bandwidth_message_bytes),
                      ") must divide probe.bandwidth_bytes (", ShowSize(p.bandwidth_bytes), ")"));
+  } else if (p.bandwidth_bytes / p.bandwidth_message_bytes > kMaxBandwidthMessages) {
+    ctx.Error("probe.bandwidth_message_bytes",
+              absl::StrCat("probe.bandwidth_bytes / probe.bandwidth_message_bytes must be at most ",
+                           kMaxBandwidthMessages, " messages per transfer, got ",
+                           p.bandwidth_bytes / p.bandwidth_message_bytes));
   }
   if (p.backoff_initial > p.backoff_max) {
     ctx.Error(

@@ -46,6 +46,9 @@ struct ScheduleConfig {
   double jitter = 0.1;  // +-fraction of each interval, in [0, 0.5]
 };
 
+// Messages per bandwidth transfer the probe protocol allows.
+inline constexpr uint64_t kMaxBandwidthMessages = 4096;
+
 struct ProbeConfig {
   uint32_t latency_message_bytes = 8;             // >= 8, <= 1 MiB
   uint32_t latency_burst = 5;                     // round trips per latency probe

@@ -170,7 +170,7 @@ absl::Status ValidateProbeParameters(const v1::ProbeParameters& p) {
         absl::StrCat("bandwidth_message_bytes must be in [1, 256MiB], got ",
                      p.bandwidth_message_bytes()));
   }
-  if (p.bandwidth_messages() < 1 || p.bandwidth_messages() > 4096) {
+  if (p.bandwidth_messages() < 1 || p.bandwidth_messages() > kMaxBandwidthMessages) {
     return absl::InvalidArgumentError(
         absl::StrCat("bandwidth_messages must be in [1, 4096], got ", p.bandwidth_messages()));
   }

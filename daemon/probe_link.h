@@ -24,6 +24,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/clock.h"
+#include "daemon/config.h"
 #include "daemon/estimators.h"
 #include "proto/gloowatch.pb.h"
 

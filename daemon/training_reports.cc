@@ -1,0 +1,125 @@
+#include "daemon/training_reports.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace gloowatch {
+namespace {
+
+// Job names become Prometheus label values and log text: keep them tame.
+absl::Status ValidateJob(const std::string& job) {
+  if (job.empty()) return absl::InvalidArgumentError("job: must not be empty");
+  if (job.size() > 64) {
+    return absl::InvalidArgumentError(absl::StrCat("job: ", job.size(), " characters, at most 64"));
+  }
+  for (char c : job) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.' || c == ':' || c == '-';
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("job: character 0x%02x not allowed (use [A-Za-z0-9_.:-])",
+                          static_cast<unsigned char>(c)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+google::protobuf::Timestamp ToProto(absl::Time t) {
+  google::protobuf::Timestamp ts;
+  const int64_t ns = absl::ToUnixNanos(t);
+  ts.set_seconds(ns / 1000000000);
+  ts.set_nanos(static_cast<int32_t>(ns % 1000000000));
+  return ts;
+}
+
+}  // namespace
+
+TrainingReports::TrainingReports(const Clock* clock, absl::Duration expiry, size_t max_series,
+                                 absl::Duration window)
+    : clock_(clock), expiry_(expiry), max_series_(max_series), window_(window) {}
+
+absl::Status TrainingReports::Report(const v1::ReportStepRequest& r) {
+  if (absl::Status s = ValidateJob(r.job()); !s.ok()) return s;
+  if (r.rank() < 0) return absl::InvalidArgumentError(absl::StrCat("rank: ", r.rank(), " < 0"));
+  const double step = r.step_seconds(), comm = r.communication_seconds();
+  if (!std::isfinite(step) || step <= 0 || step > kMaxStepSeconds) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("step_seconds: ", step, " not in (0, ", kMaxStepSeconds, "]"));
+  }
+  if (!std::isfinite(comm) || comm < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("communication_seconds: ", comm, " < 0 or not finite"));
+  }
+  if (comm > step) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("communication_seconds: ", comm, " > step_seconds ", step));
+  }
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  Key key(r.job(), r.rank());
+  auto it = series_.find(key);
+  if (it == series_.end()) {
+    if (series_.size() >= max_series_) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "already ", series_.size(), " (job, rank) series, the maximum; old ones expire after ",
+          absl::FormatDuration(expiry_), " without reports"));
+    }
+    it = series_.emplace(key, Series{}).first;
+  }
+  Series& s = it->second;
+  ++s.steps;
+  s.step_seconds_total += step;
+  s.communication_seconds_total += comm;
+  s.last_report = now;
+  s.recent.push_back({now, step, comm});
+  if (s.recent.size() > kMaxSamplesPerSeries) s.recent.pop_front();
+  PruneLocked(s, now);
+  return absl::OkStatus();
+}
+
+void TrainingReports::PruneLocked(Series& s, absl::Time now) const {
+  while (!s.recent.empty() && s.recent.front().at < now - window_) s.recent.pop_front();
+}
+
+std::vector<v1::TrainingJobStatus> TrainingReports::Snapshot() const {
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::TrainingJobStatus> out;
+  for (auto& [key, s] : series_) {
+    PruneLocked(s, now);
+    v1::TrainingJobStatus j;
+    j.set_job(key.first);
+    j.set_rank(key.second);
+    j.set_steps(s.steps);
+    j.set_step_seconds_total(s.step_seconds_total);
+    j.set_communication_seconds_total(s.communication_seconds_total);
+    double step = 0, comm = 0;
+    for (const auto& x : s.recent) {
+      step += x.step_seconds;
+      comm += x.communication_seconds;
+    }
+    if (step > 0) j.set_communication_share(comm / step);
+    *j.mutable_last_report() = ToProto(s.last_report);
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::vector<TrainingReports::Key> TrainingReports::Expire() {
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  std::vector<Key> expired;
+  for (auto it = series_.begin(); it != series_.end();) {
+    if (now - it->second.last_report >= expiry_) {
+      expired.push_back(it->first);
+      it = series_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return expired;
+}
+
+}  // namespace gloowatch

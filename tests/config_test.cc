@@ -532,6 +532,9 @@ const ErrorCase kErrorCases[] = {
      "probe.bandwidth_message_bytes", "must divide probe.bandwidth_bytes"},
     {"BandwidthNotMultipleOfDefaultMessage", Probe("bandwidth_bytes", "10MB"), 5,
      "probe.bandwidth_bytes", "must divide"},
+    {"TooManyBandwidthMessages",
+     B("probe:\n  bandwidth_bytes: 1GiB\n  bandwidth_message_bytes: 64KiB\n"), 6,
+     "probe.bandwidth_message_bytes", "at most 4096 messages"},
     {"BackoffInitialAboveMax", B("probe:\n  backoff_initial: 1m\n"), 5, "probe.backoff_initial",
      "must not exceed probe.backoff_max"},
     // Counts and ratios.

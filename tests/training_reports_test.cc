@@ -1,0 +1,133 @@
+#include "daemon/training_reports.h"
+
+#include <cmath>
+#include <limits>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace gloowatch {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+
+v1::ReportStepRequest Req(const std::string& job, int rank, double step, double comm,
+                          uint64_t n = 1) {
+  v1::ReportStepRequest r;
+  r.set_job(job);
+  r.set_rank(rank);
+  r.set_step(n);
+  r.set_step_seconds(step);
+  r.set_communication_seconds(comm);
+  return r;
+}
+
+class TrainingReportsTest : public ::testing::Test {
+ protected:
+  FakeClock clock_;
+  TrainingReports reports_{&clock_, absl::Minutes(10), 3, absl::Minutes(1)};
+};
+
+TEST_F(TrainingReportsTest, TotalsAndShare) {
+  ASSERT_TRUE(reports_.Report(Req("llm", 0, 2.0, 0.5)).ok());
+  ASSERT_TRUE(reports_.Report(Req("llm", 0, 2.0, 1.5)).ok());
+  ASSERT_TRUE(reports_.Report(Req("llm", 1, 1.0, 0.1)).ok());
+  auto s = reports_.Snapshot();
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].job(), "llm");
+  EXPECT_EQ(s[0].rank(), 0);
+  EXPECT_EQ(s[0].steps(), 2u);
+  EXPECT_DOUBLE_EQ(s[0].step_seconds_total(), 4.0);
+  EXPECT_DOUBLE_EQ(s[0].communication_seconds_total(), 2.0);
+  ASSERT_TRUE(s[0].has_communication_share());
+  EXPECT_DOUBLE_EQ(s[0].communication_share(), 0.5);
+  EXPECT_DOUBLE_EQ(s[1].communication_share(), 0.1);
+  EXPECT_EQ(s[0].last_report().seconds(), absl::ToUnixSeconds(clock_.Now()));
+}
+
+TEST_F(TrainingReportsTest, ShareCoversRecentWindowOnly) {
+  ASSERT_TRUE(reports_.Report(Req("j", 0, 1.0, 0.9)).ok());
+  clock_.Advance(absl::Seconds(90));  // outside the 1 min window
+  ASSERT_TRUE(reports_.Report(Req("j", 0, 1.0, 0.1)).ok());
+  auto s = reports_.Snapshot();
+  EXPECT_DOUBLE_EQ(s[0].communication_share(), 0.1);
+  EXPECT_DOUBLE_EQ(s[0].communication_seconds_total(), 1.0);  // totals keep everything
+  clock_.Advance(absl::Seconds(61));
+  EXPECT_FALSE(reports_.Snapshot()[0].has_communication_share());  // no data in window
+}
+
+TEST_F(TrainingReportsTest, RejectsBadRequests) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  struct Case {
+    v1::ReportStepRequest r;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {Req("", 0, 1, 0), "job: must not be empty"},
+      {Req(std::string(65, 'a'), 0, 1, 0), "65 characters"},
+      {Req("bad job", 0, 1, 0), "0x20 not allowed"},
+      {Req("bad\njob", 0, 1, 0), "0x0a"},
+      {Req("j", -1, 1, 0), "rank: -1"},
+      {Req("j", 0, -1, 0), "step_seconds"},
+      {Req("j", 0, 0, 0), "step_seconds"},
+      {Req("j", 0, nan, 0), "step_seconds"},
+      {Req("j", 0, inf, 0), "step_seconds"},
+      {Req("j", 0, 86401, 0), "step_seconds"},
+      {Req("j", 0, 1, -0.1), "communication_seconds"},
+      {Req("j", 0, 1, nan), "communication_seconds"},
+      {Req("j", 0, 1, 1.5), "> step_seconds"},
+  };
+  for (const auto& c : cases) {
+    absl::Status s = reports_.Report(c.r);
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << c.message << ": " << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(c.message));
+  }
+  EXPECT_TRUE(reports_.Snapshot().empty());
+  EXPECT_TRUE(reports_.Report(Req(std::string(64, 'a'), 0, 86400, 86400)).ok());
+  EXPECT_TRUE(reports_.Report(Req("A-z_0.9:x", 0, 1, 0)).ok());
+}
+
+TEST_F(TrainingReportsTest, MaxSeries) {
+  for (int r = 0; r < 3; ++r) ASSERT_TRUE(reports_.Report(Req("j", r, 1, 0)).ok());
+  absl::Status s = reports_.Report(Req("j", 3, 1, 0));
+  EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
+  EXPECT_TRUE(reports_.Report(Req("j", 2, 1, 0)).ok());  // existing series still fine
+}
+
+TEST_F(TrainingReportsTest, ExpiryReturnsKeysAndFreesSlots) {
+  ASSERT_TRUE(reports_.Report(Req("a", 0, 1, 0)).ok());
+  clock_.Advance(absl::Minutes(5));
+  ASSERT_TRUE(reports_.Report(Req("b", 1, 1, 0)).ok());
+  EXPECT_TRUE(reports_.Expire().empty());
+  clock_.Advance(absl::Minutes(5));
+  EXPECT_THAT(reports_.Expire(), ElementsAre(Pair("a", 0)));
+  ASSERT_EQ(reports_.Snapshot().size(), 1u);
+  clock_.Advance(absl::Minutes(5));
+  EXPECT_THAT(reports_.Expire(), ElementsAre(Pair("b", 1)));
+  EXPECT_TRUE(reports_.Snapshot().empty());
+}
+
+TEST(TrainingReportsConcurrency, ParallelReporters) {
+  const Clock* clock = RealClock::Get();
+  TrainingReports reports(clock, absl::Minutes(10), 100);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 4; ++r) {
+    threads.emplace_back([&, r] {
+      for (int i = 0; i < 1000; ++i) ASSERT_TRUE(reports.Report(Req("j", r, 1.0, 0.25, i)).ok());
+    });
+  }
+  for (auto& t : threads) t.join();
+  auto s = reports.Snapshot();
+  ASSERT_EQ(s.size(), 4u);
+  for (const auto& j : s) {
+    EXPECT_EQ(j.steps(), 1000u);
+    EXPECT_DOUBLE_EQ(j.communication_share(), 0.25);
+  }
+}
+
+}  // namespace
+}  // namespace gloowatch

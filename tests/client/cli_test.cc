@@ -28,7 +28,8 @@ TEST(ExplainLogCli, FixtureTable) {
 }
 
 TEST(ExplainLogCli, JsonFromStdin) {
-  std::string log = "x\nRuntimeError: [a.cc:1] Timed out waiting 5ms for send operation to complete\n";
+  std::string log =
+      "x\nRuntimeError: [a.cc:1] Timed out waiting 5ms for send operation to complete\n";
   ProcessResult r = Cli({"explain-log", "--json", "-"}, log);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);
@@ -117,7 +118,8 @@ TEST(DiagnoseCli, UsageErrors) {
   ProcessResult r = Cli({"diagnose", "--report-path", "/tmp/x.json", "--ports", "9-1"});
   EXPECT_EQ(r.exit_code, 64);
   EXPECT_THAT(r.err, HasSubstr("reversed"));
-  EXPECT_EQ(Cli({"diagnose", "--report-path", "/tmp/x.json", "--daemons", "nohostport"}).exit_code, 64);
+  EXPECT_EQ(Cli({"diagnose", "--report-path", "/tmp/x.json", "--daemons", "nohostport"}).exit_code,
+            64);
   EXPECT_EQ(Cli({"diagnose", "--report-path", "/nonexistent/dir/r.json", "--ports", "1"}).exit_code,
             73);
 }

@@ -1,1 +1,181 @@
+#include "client/cluster.h"
 
+#include "client/render.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace gloowatch::client {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+FetchResult Node(const std::string& name, uint16_t port) {
+  FetchResult r;
+  r.target = {name, {"127.0.0.1", port}};
+  v1::NodeStatus s;
+  s.set_node(name);
+  s.set_version("0.1.0");
+  auto* t = s.mutable_thresholds();
+  t->set_latency_seconds(0.002);
+  t->set_bandwidth_link_ratio(0.8);
+  t->set_clock_offset_seconds(0.1);
+  t->set_communication_share(0.3);
+  r.status = s;
+  return r;
+}
+
+v1::PeerStatus* Peer(FetchResult& n, const std::string& name, double p50, double ratio,
+                     double offset, double error = 0.0001) {
+  auto* p = n.status->add_peers();
+  p->set_name(name);
+  p->set_state(v1::PEER_STATE_UP);
+  p->mutable_latency()->set_p50_seconds(p50);
+  p->mutable_latency()->set_p99_seconds(p50 * 2);
+  p->mutable_bandwidth()->set_link_ratio(ratio);
+  p->mutable_bandwidth()->set_tx_bytes_per_second(1e9);
+  p->mutable_clock()->set_offset_seconds(offset);
+  p->mutable_clock()->set_error_seconds(error);
+  return p;
+}
+
+FetchResult Unreachable(const std::string& name) {
+  FetchResult r;
+  r.target = {name, {"127.0.0.1", 9}};
+  r.error_code = "DEADLINE_EXCEEDED";
+  r.error = "timeout: no answer within 3s";
+  return r;
+}
+
+TEST(Cluster, HealthyTriangle) {
+  FetchResult a = Node("a", 1), b = Node("b", 2), c = Node("c", 3);
+  Peer(a, "b", 0.0003, 0.95, 0.001);
+  Peer(b, "a", 0.0003, 0.95, -0.001);
+  Peer(a, "c", 0.0004, 0.9, 0.0);
+  Peer(c, "a", 0.0004, 0.9, 0.0);
+  Peer(b, "c", 0.0005, 0.9, 0.0);
+  Peer(c, "b", 0.0005, 0.9, 0.0);
+  ClusterPicture p = BuildCluster({a, b, c});
+  EXPECT_EQ(p.verdict, Health::kHealthy);
+  EXPECT_EQ(p.ExitCode(), 0);
+  EXPECT_EQ(p.nodes, (std::vector<std::string>{"a", "b", "c"}));
+  ASSERT_EQ(p.links.size(), 3u);
+  ASSERT_NE(p.View(0, 1), nullptr);
+  EXPECT_DOUBLE_EQ(p.View(0, 1)->clock().offset_seconds(), 0.001);
+  EXPECT_EQ(p.View(0, 0), nullptr);
+  nlohmann::json j = HealthToJson(p);
+  EXPECT_EQ(j["schema"], "gloowatch.health.v1");
+  EXPECT_EQ(j["verdict"], "healthy");
+  EXPECT_DOUBLE_EQ(j["matrices"]["latency_p50_ms"][0][1].get<double>(), 0.3);
+  EXPECT_DOUBLE_EQ(j["matrices"]["latency_p99_ms"][1][2].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(j["matrices"]["clock_offset_ms"][1][0].get<double>(), -1.0);
+  EXPECT_TRUE(j["matrices"]["link_ratio"][0][0].is_null());
+}
+
+TEST(Cluster, ThresholdsAndWorstFirst) {
+  FetchResult a = Node("a", 1), b = Node("b", 2), c = Node("c", 3);
+  Peer(a, "b", 0.0003, 0.95, 0.0);
+  Peer(b, "a", 0.0003, 0.95, 0.0);
+  Peer(a, "c", 0.005, 0.5, 0.0);  // slow and thin
+  Peer(c, "a", 0.0004, 0.9, 0.0);
+  Peer(b, "c", 0.0005, 0.9, 0.2);   // offset too large ...
+  Peer(c, "b", 0.0005, 0.9, -0.2);  // ... but consistent
+  ClusterPicture p = BuildCluster({a, b, c});
+  EXPECT_EQ(p.verdict, Health::kDegraded);
+  EXPECT_EQ(p.ExitCode(), 1);
+  ASSERT_EQ(p.links.size(), 3u);
+  // Both degraded links precede the healthy one; more problems first.
+  EXPECT_EQ(p.links[0].health, Health::kDegraded);
+  EXPECT_EQ(p.links[1].health, Health::kDegraded);
+  EXPECT_EQ(p.links[2].a + p.links[2].b, "ab");
+  std::vector<std::string> all;
+  for (const auto& l : p.links) all.insert(all.end(), l.problems.begin(), l.problems.end());
+  EXPECT_THAT(all, Contains("a->c: latency p50 5.000 ms >= 2.000 ms"));
+  EXPECT_THAT(all, Contains("a->c: link ratio 0.50 < 0.80"));
+  EXPECT_THAT(all, Contains("b->c: clock offset +200.0 ms, |offset| >= 100.0 ms"));
+  for (const auto& s : all) EXPECT_THAT(s, ::testing::Not(HasSubstr("disagree")));
+}
+
+TEST(Cluster, AsymmetryAndOffsetDisagreement) {
+  FetchResult a = Node("a", 1), b = Node("b", 2);
+  Peer(a, "b", 0.0003, 0.95, 0.010, 0.001);
+  auto* ba = Peer(b, "a", 0.0003, 0.95, 0.010, 0.001);  // should be ~ -10 ms
+  ba->set_state(v1::PEER_STATE_DOWN);
+  ba->mutable_last_failure()->set_message("Connect timeout");
+  ClusterPicture p = BuildCluster({a, b});
+  EXPECT_EQ(p.verdict, Health::kFailed);
+  ASSERT_EQ(p.links.size(), 1u);
+  EXPECT_THAT(p.links[0].problems, Contains("b->a: down (Connect timeout)"));
+  EXPECT_THAT(p.links[0].problems, Contains("asymmetric: a sees b up, b sees a down"));
+  EXPECT_THAT(p.links[0].problems,
+              Contains(HasSubstr("clock offsets disagree: a->b +10.000 ms, b->a +10.000 ms")));
+  // Within bounds: +10 and -9.5 with 0.1+0.1+1 ms allowance.
+  FetchResult c = Node("a", 1), d = Node("b", 2);
+  Peer(c, "b", 0.0003, 0.95, 0.010, 0.0001);
+  Peer(d, "a", 0.0003, 0.95, -0.0095, 0.0001);
+  EXPECT_EQ(BuildCluster({c, d}).verdict, Health::kHealthy);
+}
+
+TEST(Cluster, UnreachableReportedRestShown) {
+  FetchResult a = Node("a", 1);
+  Peer(a, "b", 0.0003, 0.95, 0.0);
+  ClusterPicture p = BuildCluster({a, Unreachable("b")});
+  EXPECT_EQ(p.verdict, Health::kFailed);
+  EXPECT_EQ(p.ExitCode(), 2);
+  ASSERT_EQ(p.node_reports.size(), 2u);
+  EXPECT_FALSE(p.node_reports[1].reachable);
+  EXPECT_THAT(p.node_reports[1].problems[0], HasSubstr("timeout"));
+  // The link is still shown from a's side and not called one-sided.
+  ASSERT_EQ(p.links.size(), 1u);
+  EXPECT_EQ(p.links[0].health, Health::kHealthy);
+  std::string text = RenderHealthText(p, false);
+  EXPECT_THAT(text, HasSubstr("UNREACHABLE"));
+  EXPECT_THAT(text, HasSubstr("0.300"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("\033[")));
+  EXPECT_THAT(RenderHealthText(p, true), HasSubstr("\033[31m"));
+  nlohmann::json j = HealthToJson(p);
+  EXPECT_EQ(j["nodes"][1]["reachable"], false);
+  EXPECT_EQ(j["nodes"][1]["error"], "timeout: no answer within 3s");
+}
+
+TEST(Cluster, OneSidedLink) {
+  FetchResult a = Node("a", 1), b = Node("b", 2);
+  Peer(a, "b", 0.0003, 0.95, 0.0);
+  ClusterPicture p = BuildCluster({a, b});
+  EXPECT_EQ(p.verdict, Health::kDegraded);
+  EXPECT_THAT(p.links[0].problems, Contains("one-sided: b does not list a as a peer"));
+}
+
+TEST(Cluster, TrainingShare) {
+  FetchResult a = Node("a", 1);
+  auto* j = a.status->add_training();
+  j->set_job("llm");
+  j->set_rank(0);
+  j->set_steps(100);
+  j->set_communication_share(0.45);
+  auto* k = a.status->add_training();
+  k->set_job("small");
+  k->set_rank(1);
+  k->set_communication_share(0.1);
+  ClusterPicture p = BuildCluster({a});
+  EXPECT_EQ(p.verdict, Health::kDegraded);
+  ASSERT_EQ(p.training.size(), 2u);
+  EXPECT_TRUE(p.training[0].over_threshold);
+  EXPECT_FALSE(p.training[1].over_threshold);
+  EXPECT_THAT(p.node_reports[0].problems,
+              Contains("job llm rank 0: communication share 45.0% > 30.0%"));
+  nlohmann::json js = HealthToJson(p);
+  EXPECT_DOUBLE_EQ(js["training"][0]["communication_share"].get<double>(), 0.45);
+  EXPECT_EQ(js["training"][0]["over_threshold"], true);
+}
+
+TEST(Cluster, DefaultThresholdsWhenUnset) {
+  v1::NodeStatus s;
+  EffectiveThresholds t = ThresholdsOf(s);
+  EXPECT_DOUBLE_EQ(t.latency_seconds, 0.002);
+  EXPECT_DOUBLE_EQ(t.link_ratio, 0.8);
+  EXPECT_DOUBLE_EQ(t.clock_offset_seconds, 0.1);
+}
+
+}  // namespace
+}  // namespace gloowatch::client

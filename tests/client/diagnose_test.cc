@@ -58,8 +58,10 @@ TEST(CompressPorts, Ranges) {
 }
 
 TEST(CheckPortScan, FilteredFails) {
-  Check c = CheckPortScan(Scan("h", {{1, PortState::kOpen}, {2, PortState::kFiltered},
-                                     {3, PortState::kRefused}, {4, PortState::kFiltered}}));
+  Check c = CheckPortScan(Scan("h", {{1, PortState::kOpen},
+                                     {2, PortState::kFiltered},
+                                     {3, PortState::kRefused},
+                                     {4, PortState::kFiltered}}));
   EXPECT_EQ(c.status, Severity::kFail);
   EXPECT_THAT(c.evidence, Contains("filtered: 2,4"));
   EXPECT_THAT(c.remediation, HasSubstr("ephemeral"));
@@ -69,7 +71,8 @@ TEST(CheckPortScan, FilteredFails) {
 TEST(CheckEphemeralPorts, TrapExplainedWhenRendezvousOpenButPeerDown) {
   FetchResult a = Daemon("node-a", 32768, 60999);
   AddPeer(a, "node-b", "10.0.0.2:7601", v1::PEER_STATE_DOWN)
-      ->mutable_last_failure()->set_message("Connect timeout [10.0.0.2]:45123");
+      ->mutable_last_failure()
+      ->set_message("Connect timeout [10.0.0.2]:45123");
   Check c = CheckEphemeralPorts({a}, {Scan("10.0.0.2", {{29500, PortState::kOpen}})});
   EXPECT_EQ(c.status, Severity::kFail);
   EXPECT_THAT(c.remediation, HasSubstr("pytorch/pytorch#44544"));
@@ -169,7 +172,8 @@ TEST(EnvTable, EveryListedVariable) {
 
 TEST(CheckTrainingConfig, LowTimeoutAndBackend) {
   const std::string path = ::testing::TempDir() + "/train.yaml";
-  std::ofstream(path) << "dist_backend: nccl\ntimeout: 10\nnode_ip_addresses: [10.0.0.1, 10.0.0.9]\n";
+  std::ofstream(path)
+      << "dist_backend: nccl\ntimeout: 10\nnode_ip_addresses: [10.0.0.1, 10.0.0.9]\n";
   Check c = CheckTrainingConfig(path, {Daemon("node-a", 1, 2)});
   EXPECT_EQ(c.status, Severity::kWarn);
   EXPECT_THAT(c.remediation, HasSubstr("nccl"));

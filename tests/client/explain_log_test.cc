@@ -21,8 +21,8 @@ struct Expected {
 
 // The fixture's ground truth, counted by hand; see fixtures/mixed_failures.log.
 const std::vector<Expected> kFixtureTruth = {
-    {"loopback_fallback", 1, 2, 2},     {"collective_timeout", 3, 4, 14},
-    {"peer_connection_closed", 1, 6, 6}, {"store_connect_timeout", 1, 9, 9},
+    {"loopback_fallback", 1, 2, 2},           {"collective_timeout", 3, 4, 14},
+    {"peer_connection_closed", 1, 6, 6},      {"store_connect_timeout", 1, 9, 9},
     {"bad_interface_nccl_syntax", 1, 10, 10}, {"bad_interface", 1, 11, 11},
     {"pair_connect_refused", 1, 12, 12},
 };
@@ -109,8 +109,8 @@ TEST(ExplainLog, BinaryGarbageIsScannedSafely) {
   ASSERT_EQ(e.hits.size(), 1u);
   EXPECT_EQ(e.hits[0].id, "peer_connection_closed");
   // JSON must serialise even with invalid UTF-8 around.
-  EXPECT_NO_THROW(ExplanationToJson(e).dump(-1, ' ', false,
-                                            nlohmann::json::error_handler_t::replace));
+  EXPECT_NO_THROW(
+      ExplanationToJson(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 TEST(ExplainLog, CrLfAndFirstMatchWins) {

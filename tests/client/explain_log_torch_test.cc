@@ -53,7 +53,8 @@ std::map<std::string, std::string> Env(const std::map<std::string, std::string>&
 class TorchGlooFailure : public ::testing::Test {
  protected:
   void SetUp() override {
-    ProcessResult probe = RunProcess({Python(), "-c", "import torch.distributed as d; "
+    ProcessResult probe = RunProcess({Python(), "-c",
+                                      "import torch.distributed as d; "
                                       "assert d.is_gloo_available()"},
                                      std::nullopt, "", absl::Seconds(60));
     if (probe.exit_code != 0) GTEST_SKIP() << Python() << " has no torch with gloo: " << probe.err;
@@ -85,8 +86,8 @@ class TorchGlooFailure : public ::testing::Test {
     EXPECT_GE(fd, 0);
     EXPECT_EQ(write(fd, log.data(), log.size()), static_cast<ssize_t>(log.size()));
     close(fd);
-    ProcessResult r = RunProcess({CliPath(), "explain-log", "--json", path}, std::nullopt, "",
-                                 absl::Seconds(30));
+    ProcessResult r =
+        RunProcess({CliPath(), "explain-log", "--json", path}, std::nullopt, "", absl::Seconds(30));
     unlink(path);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return nlohmann::json::parse(r.out);
@@ -106,8 +107,8 @@ using ::testing::HasSubstr;
 TEST_F(TorchGlooFailure, PeerKilledMidAllReduce) {
   std::string log = RunScenario("peer_killed");
   // Which one depends on timing: EOF (closed) or RST (reset) on the pair.
-  EXPECT_THAT(log, AnyOf(HasSubstr("Connection closed by peer"),
-                         HasSubstr("Connection reset by peer")));
+  EXPECT_THAT(log,
+              AnyOf(HasSubstr("Connection closed by peer"), HasSubstr("Connection reset by peer")));
   nlohmann::json j = Explain(log);
   EXPECT_THAT(Ids(j), AnyOf(Contains("peer_connection_closed"), Contains("peer_connection_reset")))
       << log;

@@ -58,7 +58,8 @@ TEST(PortScanLoopback, OpenAndRefusedExactly) {
     }
     for (int fd : probe) close(fd);
     if (!free) continue;
-    const std::set<uint16_t> open = {static_cast<uint16_t>(base + 1), static_cast<uint16_t>(base + 3),
+    const std::set<uint16_t> open = {static_cast<uint16_t>(base + 1),
+                                     static_cast<uint16_t>(base + 3),
                                      static_cast<uint16_t>(base + 7)};
     std::vector<int> fds;
     for (uint16_t p : open) fds.push_back(Listen(INADDR_LOOPBACK, p));
@@ -111,9 +112,11 @@ class NetnsScan : public ::testing::Test {
         "ip -n " + b_ + " link set " + vb + " up",
         "ip -n " + a_ + " link set lo up",
         "ip -n " + b_ + " link set lo up",
-        "ip netns exec " + b_ + " nft -f - <<'EOF'\n"
-        "table inet gwscan {\n chain input {\n  type filter hook input priority 0; policy accept;\n"
-        "  tcp dport { 29502, 29504 } drop\n }\n}\nEOF",
+        "ip netns exec " + b_ +
+            " nft -f - <<'EOF'\n"
+            "table inet gwscan {\n chain input {\n  type filter hook input priority 0; policy "
+            "accept;\n"
+            "  tcp dport { 29502, 29504 } drop\n }\n}\nEOF",
     };
     for (size_t i = 0; i < cmds.size(); ++i) {
       auto r = Sh(cmds[i]);
@@ -170,10 +173,11 @@ TEST_F(NetnsScan, FilteredPortsExactly) {
     result = *r;
   });
   for (int fd : fds) close(fd);
-  EXPECT_THAT(States(result), ::testing::ElementsAre(
-                                  ::testing::Pair(29500, "refused"), ::testing::Pair(29501, "open"),
-                                  ::testing::Pair(29502, "filtered"), ::testing::Pair(29503, "open"),
-                                  ::testing::Pair(29504, "filtered"), ::testing::Pair(29505, "refused")));
+  EXPECT_THAT(States(result),
+              ::testing::ElementsAre(
+                  ::testing::Pair(29500, "refused"), ::testing::Pair(29501, "open"),
+                  ::testing::Pair(29502, "filtered"), ::testing::Pair(29503, "open"),
+                  ::testing::Pair(29504, "filtered"), ::testing::Pair(29505, "refused")));
   // All connects run in parallel: one timeout, not two.
   EXPECT_LT(elapsed, absl::Milliseconds(1500));
 }

@@ -11,7 +11,7 @@
 namespace gloowatch::testing {
 
 struct ProcessResult {
-  int exit_code = -1;   // -1 when killed by a signal
+  int exit_code = -1;  // -1 when killed by a signal
   int signal = 0;
   bool timed_out = false;
   std::string out;

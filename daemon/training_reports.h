@@ -1,0 +1,67 @@
+// Step/communication timing reported by local training processes
+// (Status.ReportStep), kept per (job, rank) series for GetStatus and metrics.
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "daemon/clock.h"
+#include "proto/gloowatch.pb.h"
+
+namespace gloowatch {
+
+class TrainingReports {
+ public:
+  using Key = std::pair<std::string, int>;  // (job, rank)
+
+  // `window`: communication_share covers reports received within it.
+  TrainingReports(const Clock* clock, absl::Duration expiry, size_t max_series,
+                  absl::Duration window = absl::Minutes(5));
+
+  // INVALID_ARGUMENT for a bad request, RESOURCE_EXHAUSTED when a new series
+  // would exceed max_series. Thread-safe.
+  absl::Status Report(const v1::ReportStepRequest& request);
+
+  // One entry per live series, sorted by (job, rank).
+  std::vector<v1::TrainingJobStatus> Snapshot() const;
+
+  // Drops series without a report for `expiry`; returns their keys so the
+  // metrics exporter can remove its label sets.
+  std::vector<Key> Expire();
+
+  static constexpr double kMaxStepSeconds = 86400;
+  static constexpr size_t kMaxSamplesPerSeries = 4096;
+
+ private:
+  struct Sample {
+    absl::Time at;
+    double step_seconds;
+    double communication_seconds;
+  };
+  struct Series {
+    uint64_t steps = 0;
+    double step_seconds_total = 0;
+    double communication_seconds_total = 0;
+    absl::Time last_report;
+    std::deque<Sample> recent;  // within window_, oldest first, bounded
+  };
+
+  void PruneLocked(Series& s, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const Clock* clock_;
+  const absl::Duration expiry_;
+  const size_t max_series_;
+  const absl::Duration window_;
+  mutable absl::Mutex mu_;
+  mutable std::map<Key, Series> series_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace gloowatch
