@@ -8,13 +8,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/log.h"
+#include "daemon/version.h"
 #include "gloo/config.h"
 #include "gloo/transport/tcp/device.h"
 #include "google/protobuf/util/time_util.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "daemon/version.h"
 
 namespace gloowatch {
 namespace {
@@ -24,6 +24,12 @@ using google::protobuf::util::TimeUtil;
 google::protobuf::Timestamp ToProto(absl::Time t) {
   return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
 }
+
+// A job that stops reporting for this long is dropped from the metrics, and
+// at most this many (job, rank) series exist, so a misbehaving client cannot
+// grow the exported series without bound.
+constexpr absl::Duration kTrainingSeriesExpiry = absl::Minutes(10);
+constexpr size_t kMaxTrainingSeries = 256;
 
 bool AnyPeerRemote(const Config& config) {
   for (const PeerConfig& peer : config.peers) {
@@ -87,9 +93,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
   if (!device.ok()) return device.status();
   d->device_ = *std::move(device);
 
-  d->metrics_ = std::make_unique<Metrics>(Metrics::Identity{
-      c.node, GLOOWATCH_VERSION, GlooVersionString(), d->endpoint_.interface,
-      d->endpoint_.link_speed_bytes_per_second});
+  d->metrics_ = std::make_unique<Metrics>(
+      Metrics::Identity{c.node, GLOOWATCH_VERSION, GlooVersionString(), d->endpoint_.interface,
+                        d->endpoint_.link_speed_bytes_per_second});
   if (absl::Status s = d->metrics_->Serve(c.metrics_listen.ToString()); !s.ok()) return s;
 
   std::set<std::string> peer_names;
@@ -100,14 +106,14 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
         d->endpoint_.link_speed_bytes_per_second, d->metrics_->AddPeer(peer.name), clock));
   }
 
+  d->training_ =
+      std::make_unique<TrainingReports>(clock, kTrainingSeriesExpiry, kMaxTrainingSeries);
   Daemon* self = d.get();
   d->status_service_ = std::make_unique<StatusService>(
       [self] { return self->Status(); },
-      [](const v1::ReportStepRequest&) {
-        return absl::UnimplementedError("ReportStep is not available yet");
-      });
-  d->peer_service_ = std::make_unique<PeerService>(c.node, GLOOWATCH_VERSION, d->device_,
-                                                   &d->gate_, clock, peer_names);
+      [self](const v1::ReportStepRequest& r) { return self->ReportStep(r); });
+  d->peer_service_ = std::make_unique<PeerService>(c.node, GLOOWATCH_VERSION, d->device_, &d->gate_,
+                                                   clock, peer_names);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int selected_port = 0;
@@ -120,12 +126,11 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   d->server_ = builder.BuildAndStart();
   if (d->server_ == nullptr || selected_port == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ",
-                                               c.grpc_listen.ToString(),
-                                               " (is the port already in use?)"));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen for gRPC on ", c.grpc_listen.ToString(), " (is the port already in use?)"));
   }
-  GW_LOG(kInfo, "node %s: gRPC on %s, metrics on %s, %d peers", c.node,
-         c.grpc_listen.ToString(), c.metrics_listen.ToString(), c.peers.size());
+  GW_LOG(kInfo, "node %s: gRPC on %s, metrics on %s, %d peers", c.node, c.grpc_listen.ToString(),
+         c.metrics_listen.ToString(), c.peers.size());
 
   ProberContext context;
   context.node = c.node;
@@ -159,6 +164,19 @@ bool Daemon::Shutdown(absl::Duration grace) {
   return joined_;
 }
 
+absl::Status Daemon::ReportStep(const v1::ReportStepRequest& request) {
+  if (absl::Status s = training_->Report(request); !s.ok()) return s;
+  metrics_->RecordTrainingStep(request.job(), request.rank(), request.step_seconds(),
+                               request.communication_seconds());
+  return absl::OkStatus();
+}
+
+void Daemon::Tick() {
+  for (const TrainingReports::Key& key : training_->Expire()) {
+    metrics_->RemoveTrainingSeries(key.first, key.second);
+  }
+}
+
 v1::NodeStatus Daemon::Status() const {
   v1::NodeStatus s;
   s.set_node(config_.node);
@@ -185,9 +203,18 @@ v1::NodeStatus Daemon::Status() const {
   t->set_clock_offset_seconds(absl::ToDoubleSeconds(config_.thresholds.clock_offset));
   t->set_failure_window_seconds(absl::ToDoubleSeconds(config_.thresholds.failure_window));
   t->set_communication_share(config_.thresholds.communication_share);
+  for (v1::TrainingJobStatus& job : training_->Snapshot()) *s.add_training() = std::move(job);
   s.set_ephemeral_port_low(ephemeral_ports_.first);
   s.set_ephemeral_port_high(ephemeral_ports_.second);
   return s;
+}
+
+bool Daemon::Healthy() const {
+  const absl::Duration now = clock_->Monotonic();
+  for (const auto& prober : probers_) {
+    if (prober->Stalled(now)) return false;
+  }
+  return true;
 }
 
 }  // namespace gloowatch

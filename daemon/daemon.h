@@ -14,6 +14,7 @@
 #include "daemon/peer_tracker.h"
 #include "daemon/probe_link.h"
 #include "daemon/services.h"
+#include "daemon/training_reports.h"
 #include "proto/gloowatch.pb.h"
 
 namespace grpc {
@@ -30,10 +31,16 @@ class Daemon {
   ~Daemon();
 
   v1::NodeStatus Status() const;
+  absl::Status ReportStep(const v1::ReportStepRequest& request);
+  // Periodic chores (expiring stale training series); call about once a second.
+  void Tick();
   // Stops probing and serving, waiting at most `grace` for the probe threads;
   // false when some are still inside a Gloo call (the process should exit
   // rather than destroy the daemon).
   bool Shutdown(absl::Duration grace);
+  // False when some probe thread is stuck (PeerProber::Stalled): the systemd
+  // watchdog ping is then withheld. Cheap; call every main-loop tick.
+  bool Healthy() const;
 
  private:
   Daemon(Config config, const Clock* clock);
@@ -47,6 +54,7 @@ class Daemon {
   std::shared_ptr<gloo::transport::Device> device_;
   BandwidthGate gate_;
   std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<TrainingReports> training_;
   std::vector<std::unique_ptr<PeerTracker>> trackers_;
   std::vector<std::unique_ptr<PeerProber>> probers_;
   std::unique_ptr<StatusService> status_service_;

@@ -1,10 +1,9 @@
 #include "daemon/log.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-
-#include <atomic>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -33,12 +32,43 @@ void LogLine(LogLevel level, absl::string_view message) {
   if (UnderJournal()) {
     line = absl::StrFormat("<%d>%s %s\n", kSyslog[i], kNames[i], message);
   } else {
-    line = absl::StrFormat("%s %s %s\n",
-                           absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()),
-                           kNames[i], message);
+    line = absl::StrFormat(
+        "%s %s %s\n", absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()),
+        kNames[i], message);
   }
   // One write per line keeps lines from different threads whole.
   std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+LogRateLimiter::LogRateLimiter(absl::Duration interval, const Clock* clock)
+    : interval_(interval), clock_(clock) {}
+
+bool LogRateLimiter::Allow(absl::string_view key, uint64_t* suppressed) {
+  const absl::Duration now = clock_->Monotonic();
+  absl::MutexLock lock(&mu_);
+  auto [it, inserted] = entries_.try_emplace(key);
+  Entry& e = it->second;
+  if (!inserted && now - e.last_written < interval_) {
+    ++e.suppressed;
+    return false;
+  }
+  *suppressed = e.suppressed;
+  e.suppressed = 0;
+  e.last_written = now;
+  return true;
+}
+
+uint64_t LogRateLimiter::Reset() {
+  absl::MutexLock lock(&mu_);
+  uint64_t total = 0;
+  for (const auto& [key, e] : entries_) total += e.suppressed;
+  entries_.clear();
+  return total;
+}
+
+std::string SuppressedSuffix(uint64_t suppressed) {
+  if (suppressed == 0) return "";
+  return absl::StrFormat(" (%d similar suppressed)", suppressed);
 }
 
 }  // namespace gloowatch

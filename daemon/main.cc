@@ -2,6 +2,7 @@
 // figures to Prometheus and a gRPC status API.
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -14,6 +15,7 @@
 #include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "daemon/log.h"
+#include "daemon/systemd_notify.h"
 #include "daemon/version.h"
 
 ABSL_FLAG(std::string, config, "/etc/gloowatch/gloowatchd.yaml", "Path of the YAML config");
@@ -25,15 +27,20 @@ ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
 namespace gloowatch {
 namespace {
 
-constexpr int kExitConfig = 78;  // EX_CONFIG
+constexpr int kExitConfig = 78;       // EX_CONFIG
 constexpr int kExitUnavailable = 69;  // EX_UNAVAILABLE
 
 bool ParseLogLevel(const std::string& name, LogLevel* level) {
-  if (name == "debug") *level = LogLevel::kDebug;
-  else if (name == "info") *level = LogLevel::kInfo;
-  else if (name == "warning") *level = LogLevel::kWarning;
-  else if (name == "error") *level = LogLevel::kError;
-  else return false;
+  if (name == "debug")
+    *level = LogLevel::kDebug;
+  else if (name == "info")
+    *level = LogLevel::kInfo;
+  else if (name == "warning")
+    *level = LogLevel::kWarning;
+  else if (name == "error")
+    *level = LogLevel::kError;
+  else
+    return false;
   return true;
 }
 
@@ -76,19 +83,46 @@ int Run() {
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  absl::StatusOr<std::unique_ptr<Daemon>> daemon = Daemon::Start(*std::move(config),
-                                                                 RealClock::Get());
+  const size_t peer_count = config->peers.size();
+  absl::StatusOr<std::unique_ptr<Daemon>> daemon =
+      Daemon::Start(*std::move(config), RealClock::Get());
   if (!daemon.ok()) {
     GW_LOG(kError, "%s", daemon.status().message());
     return kExitUnavailable;
   }
   GW_LOG(kInfo, "gloowatchd %s ready", GLOOWATCH_VERSION);
+  // Under systemd (Type=notify): ready once both ports listen; watchdog
+  // pings only while every probe thread makes progress, so a hung Gloo call
+  // gets the service restarted.
+  SystemdNotifier systemd;
+  systemd.Ready(absl::StrCat("probing ", peer_count, " peers"));
+  absl::Duration loop_tick = absl::Seconds(1);
+  if (systemd.watchdog_enabled()) {
+    loop_tick = std::min(loop_tick, systemd.watchdog_interval() / 2);
+  }
+  bool healthy = true;
   while (true) {
-    timespec tick = {1, 0};
+    timespec tick = absl::ToTimespec(loop_tick);
     const int sig = sigtimedwait(&signals, nullptr, &tick);
+    (*daemon)->Tick();
     if (sig == SIGTERM || sig == SIGINT) {
       GW_LOG(kInfo, "signal %d: shutting down", sig);
+      systemd.Stopping();
       break;
+    }
+    if (systemd.watchdog_enabled()) {
+      const bool now_healthy = (*daemon)->Healthy();
+      if (now_healthy) systemd.WatchdogPing();
+      if (now_healthy != healthy) {
+        if (now_healthy) {
+          GW_LOG(kInfo, "probe threads progress again; watchdog pings resumed");
+        } else {
+          GW_LOG(kError,
+                 "a probe thread is stuck in a Gloo call; withholding watchdog pings "
+                 "so that systemd restarts the daemon");
+        }
+        healthy = now_healthy;
+      }
     }
     if (sig == SIGHUP) GW_LOG(kWarning, "SIGHUP: config reload is not supported yet; ignored");
   }

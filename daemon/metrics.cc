@@ -14,18 +14,17 @@ using prometheus::BuildGauge;
 using prometheus::BuildHistogram;
 
 constexpr v1::FailureReason kReasons[] = {
-    v1::FAILURE_REASON_REFUSED, v1::FAILURE_REASON_UNREACHABLE,
-    v1::FAILURE_REASON_TIMEOUT, v1::FAILURE_REASON_RESET,
-    v1::FAILURE_REASON_PROTOCOL, v1::FAILURE_REASON_WRONG_INTERFACE,
+    v1::FAILURE_REASON_REFUSED, v1::FAILURE_REASON_UNREACHABLE, v1::FAILURE_REASON_TIMEOUT,
+    v1::FAILURE_REASON_RESET,   v1::FAILURE_REASON_PROTOCOL,    v1::FAILURE_REASON_WRONG_INTERFACE,
     v1::FAILURE_REASON_OTHER,
 };
 
 }  // namespace
 
 const std::vector<double>& RttBucketBounds() {
-  static const std::vector<double>* const bounds = new std::vector<double>{
-      10e-6, 20e-6, 50e-6, 100e-6, 200e-6, 500e-6, 1e-3, 2e-3, 5e-3,
-      10e-3, 20e-3, 50e-3, 100e-3, 200e-3, 500e-3, 1.0,  2.0};
+  static const std::vector<double>* const bounds =
+      new std::vector<double>{10e-6, 20e-6, 50e-6, 100e-6, 200e-6, 500e-6, 1e-3, 2e-3, 5e-3,
+                              10e-3, 20e-3, 50e-3, 100e-3, 200e-3, 500e-3, 1.0,  2.0};
   return *bounds;
 }
 
@@ -108,12 +107,29 @@ absl::Status Metrics::Serve(const std::string& host_port) {
   try {
     exposer_ = std::make_unique<prometheus::Exposer>(host_port, /*num_threads=*/2);
   } catch (const std::exception& e) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot serve metrics on ", host_port, ": ", e.what(),
-                     " (is the port already in use?)"));
+    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", host_port, ": ",
+                                               e.what(), " (is the port already in use?)"));
   }
   exposer_->RegisterCollectable(registry_);
   return absl::OkStatus();
+}
+
+void Metrics::RecordTrainingStep(const std::string& job, int rank, double step_seconds,
+                                 double communication_seconds) {
+  const prometheus::Labels labels = {
+      {"node", identity_.node}, {"job", job}, {"rank", absl::StrCat(rank)}};
+  training_step_->Add(labels).Increment(step_seconds);
+  training_comm_->Add(labels).Increment(communication_seconds);
+  training_steps_->Add(labels).Increment();
+}
+
+void Metrics::RemoveTrainingSeries(const std::string& job, int rank) {
+  const prometheus::Labels labels = {
+      {"node", identity_.node}, {"job", job}, {"rank", absl::StrCat(rank)}};
+  // Add() returns the existing series for these labels.
+  for (auto* family : {training_step_, training_comm_, training_steps_}) {
+    family->Remove(&family->Add(labels));
+  }
 }
 
 std::unique_ptr<PeerMetrics> Metrics::AddPeer(const std::string& peer) {
@@ -158,8 +174,7 @@ prometheus::Labels PeerMetrics::With(const char* key, const char* value) const {
 }
 
 prometheus::Gauge& PeerMetrics::Lazy(prometheus::Family<prometheus::Gauge>* family,
-                                     prometheus::Gauge*& slot, const char* key,
-                                     const char* value) {
+                                     prometheus::Gauge*& slot, const char* key, const char* value) {
   if (slot == nullptr) slot = &family->Add(key ? With(key, value) : labels_);
   return *slot;
 }
@@ -174,8 +189,7 @@ void PeerMetrics::SetRttPercentiles(double p50, double p99) {
   Lazy(metrics_->rtt_p99_, rtt_p99_).Set(p99);
 }
 
-void PeerMetrics::SetBandwidth(bool tx, double bytes_per_second,
-                               std::optional<double> link_ratio) {
+void PeerMetrics::SetBandwidth(bool tx, double bytes_per_second, std::optional<double> link_ratio) {
   absl::MutexLock lock(&mu_);
   const int i = tx ? 0 : 1;
   const char* direction = tx ? "tx" : "rx";

@@ -88,12 +88,10 @@ class Metrics {
   std::unique_ptr<PeerMetrics> AddPeer(const std::string& peer);
   prometheus::Registry& registry() { return *registry_; }
 
-  // Families for training-step reports (labels job, rank).
-  prometheus::Family<prometheus::Counter>& training_step_seconds() { return *training_step_; }
-  prometheus::Family<prometheus::Counter>& training_communication_seconds() {
-    return *training_comm_;
-  }
-  prometheus::Family<prometheus::Counter>& training_steps() { return *training_steps_; }
+  // Training-step reports, per (job, rank) series.
+  void RecordTrainingStep(const std::string& job, int rank, double step_seconds,
+                          double communication_seconds);
+  void RemoveTrainingSeries(const std::string& job, int rank);
   const Identity& identity() const { return identity_; }
 
  private:

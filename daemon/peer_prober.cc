@@ -8,13 +8,18 @@
 #include "absl/strings/str_cat.h"
 #include "daemon/failure.h"
 #include "daemon/log.h"
-#include "grpcpp/grpcpp.h"
 #include "daemon/version.h"
+#include "grpcpp/grpcpp.h"
 
 namespace gloowatch {
 namespace {
 
 constexpr char kReasonPayload[] = "gloowatch/reason";
+
+// A connect is one RPC deadline plus up to five Gloo timeouts for the pairs;
+// any step still running after six Gloo timeouts is hung.
+constexpr int kStallTimeouts = 6;
+constexpr absl::Duration kFailureLogInterval = absl::Seconds(30);
 
 absl::Status WithReason(absl::Status status, v1::FailureReason reason) {
   status.SetPayload(kReasonPayload, absl::Cord(absl::StrCat(static_cast<int>(reason))));
@@ -46,8 +51,7 @@ std::shared_ptr<grpc::Channel> PeerChannel(const HostPort& address) {
 
 // --- ProbeSchedule -----------------------------------------------------------
 
-ProbeSchedule::ProbeSchedule(const ScheduleConfig& config, absl::Duration keepalive,
-                             uint64_t seed)
+ProbeSchedule::ProbeSchedule(const ScheduleConfig& config, absl::Duration keepalive, uint64_t seed)
     : config_(config), keepalive_(keepalive), rng_(seed) {
   Reset(absl::ZeroDuration());
 }
@@ -117,7 +121,8 @@ PeerProber::PeerProber(ProberContext context, const Config& config, PeerTracker*
       gloo_timeout_(config.gloo.timeout),
       tracker_(tracker),
       stub_(v1::Peer::NewStub(PeerChannel(tracker->peer().grpc))),
-      peer_is_loopback_(IsLoopbackHost(tracker->peer().grpc.host)) {}
+      peer_is_loopback_(IsLoopbackHost(tracker->peer().grpc.host)),
+      failure_log_(kFailureLogInterval, context_.clock) {}
 
 PeerProber::~PeerProber() {
   Stop();
@@ -125,8 +130,10 @@ PeerProber::~PeerProber() {
 }
 
 void PeerProber::Start() {
+  Progress(kStallTimeouts * gloo_timeout_);
   thread_ = std::thread([this] {
     Run();
+    stall_at_ns_.store(INT64_MAX);
     absl::MutexLock lock(&mu_);
     finished_ = true;
   });
@@ -146,8 +153,24 @@ bool PeerProber::Join(absl::Duration timeout) {
   return true;
 }
 
+absl::Duration PeerProber::last_progress() const {
+  return absl::Nanoseconds(progress_ns_.load(std::memory_order_relaxed));
+}
+
+bool PeerProber::Stalled(absl::Duration now) const {
+  return absl::ToInt64Nanoseconds(now) > stall_at_ns_.load(std::memory_order_relaxed);
+}
+
+void PeerProber::Progress(absl::Duration may_take) {
+  const int64_t now = absl::ToInt64Nanoseconds(context_.clock->Monotonic());
+  progress_ns_.store(now, std::memory_order_relaxed);
+  const int64_t limit = absl::ToInt64Nanoseconds(may_take);  // saturates
+  stall_at_ns_.store(limit > INT64_MAX - now ? INT64_MAX : now + limit, std::memory_order_relaxed);
+}
+
 bool PeerProber::SleepUntil(absl::Duration at) {
   const absl::Duration wait = at - context_.clock->Monotonic();
+  Progress(std::max(wait, absl::ZeroDuration()) + kStallTimeouts * gloo_timeout_);
   absl::MutexLock lock(&mu_);
   if (wait > absl::ZeroDuration()) mu_.AwaitWithTimeout(absl::Condition(&stopping_), wait);
   return !stopping_;
@@ -156,8 +179,11 @@ bool PeerProber::SleepUntil(absl::Duration at) {
 void PeerProber::Fail(const absl::Status& status) {
   const v1::FailureReason reason = ReasonOf(status);
   tracker_->RecordFailure(reason, std::string(status.message()));
-  GW_LOG(kWarning, "peer %s: %s: %s", tracker_->peer().name, ReasonName(reason),
-         status.message());
+  uint64_t suppressed = 0;
+  if (failure_log_.Allow(ReasonName(reason), &suppressed)) {
+    GW_LOG(kWarning, "peer %s: %s: %s%s", tracker_->peer().name, ReasonName(reason),
+           status.message(), SuppressedSuffix(suppressed));
+  }
 }
 
 absl::StatusOr<std::unique_ptr<ProbeSession>> PeerProber::Connect() {
@@ -194,16 +220,15 @@ absl::StatusOr<std::unique_ptr<ProbeSession>> PeerProber::Connect() {
   // The classic Gloo misconfiguration: one side binds to loopback while the
   // other is on another host, so pairs can never connect.
   if (!peer_is_loopback_ && context_.local_gloo_is_loopback) {
-    return WithReason(absl::FailedPreconditionError(
-                          "our Gloo address is loopback but the peer is remote: set "
-                          "gloo.interface or gloo.address (or GLOO_SOCKET_IFNAME)"),
-                      v1::FAILURE_REASON_WRONG_INTERFACE);
+    return WithReason(
+        absl::FailedPreconditionError("our Gloo address is loopback but the peer is remote: set "
+                                      "gloo.interface or gloo.address (or GLOO_SOCKET_IFNAME)"),
+        v1::FAILURE_REASON_WRONG_INTERFACE);
   }
   if (!peer_is_loopback_ && GlooAddressIsLoopback(response.gloo_address())) {
     return WithReason(
         absl::FailedPreconditionError(absl::StrCat(
-            "peer advertises loopback Gloo address ",
-            GlooAddressToString(response.gloo_address()),
+            "peer advertises loopback Gloo address ", GlooAddressToString(response.gloo_address()),
             " (its host name resolves to loopback?): set gloo.interface on the peer")),
         v1::FAILURE_REASON_WRONG_INTERFACE);
   }
@@ -255,9 +280,15 @@ void PeerProber::Run() {
   bool stopping = false;
   while (!stopping) {
     tracker_->SetConnecting();
+    Progress(kStallTimeouts * gloo_timeout_);
     absl::StatusOr<std::unique_ptr<ProbeSession>> session = Connect();
     if (session.ok()) {
-      if (backoff.failures() > 0) GW_LOG(kInfo, "peer %s: up", tracker_->peer().name);
+      if (backoff.failures() > 0) {
+        const uint64_t unlogged = failure_log_.Reset();
+        GW_LOG(kInfo, "peer %s: up%s", tracker_->peer().name,
+               unlogged == 0 ? std::string()
+                             : absl::StrCat(" (", unlogged, " repeated failures were not logged)"));
+      }
       backoff.Reset();
       schedule.Reset(clock.Monotonic());
       while (true) {
@@ -267,6 +298,12 @@ void PeerProber::Run() {
           stopping = true;
           break;
         }
+        absl::Duration may_take = kStallTimeouts * gloo_timeout_;
+        if (kind == ProbeSchedule::Kind::kBandwidth) {
+          // Each message of both directions may take up to one Gloo timeout.
+          may_take += 2 * static_cast<int64_t>(params_.bandwidth_messages()) * gloo_timeout_;
+        }
+        Progress(may_take);
         absl::Status status = RunProbe(kind, **session);
         if (absl::IsUnavailable(status) && absl::StartsWith(status.message(), "busy:")) {
           // Another transfer holds this node or the peer: not a link fault.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <random>
 #include <thread>
@@ -15,6 +16,7 @@
 #include "daemon/clock.h"
 #include "daemon/config.h"
 #include "daemon/estimators.h"
+#include "daemon/log.h"
 #include "daemon/peer_tracker.h"
 #include "daemon/probe_link.h"
 #include "proto/gloowatch.grpc.pb.h"
@@ -74,6 +76,15 @@ class PeerProber {
   // Joins the thread if it ended within `timeout`; true when joined.
   bool Join(absl::Duration timeout);
 
+  // When the thread last made progress (began a connect, a probe or a sleep),
+  // on the context clock's monotonic scale. Lock-free.
+  absl::Duration last_progress() const;
+  // True when the thread has been inside one step longer than any healthy
+  // step takes: a connect or probe for more than 6 Gloo timeouts (a bandwidth
+  // transfer also gets one Gloo timeout per message), a sleep for more than
+  // its length plus that. Never true before Start() or after the thread ended.
+  bool Stalled(absl::Duration now) const;
+
  private:
   void Run();
   absl::StatusOr<std::unique_ptr<ProbeSession>> Connect();
@@ -81,6 +92,8 @@ class PeerProber {
   // Sleeps until the monotonic time `at` or Stop(); false when stopping.
   bool SleepUntil(absl::Duration at);
   void Fail(const absl::Status& status);
+  // Records progress; the step that starts now may take up to `may_take`.
+  void Progress(absl::Duration may_take);
 
   ProberContext context_;
   const v1::ProbeParameters params_;
@@ -90,6 +103,12 @@ class PeerProber {
   PeerTracker* const tracker_;
   std::unique_ptr<v1::Peer::Stub> stub_;
   bool peer_is_loopback_;
+  // Monotonic nanoseconds: the last progress and when the current step
+  // counts as stalled (INT64_MAX while not running).
+  std::atomic<int64_t> progress_ns_{0};
+  std::atomic<int64_t> stall_at_ns_{INT64_MAX};
+  // The same failure reason is logged at most every 30 s.
+  LogRateLimiter failure_log_;
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -24,8 +24,8 @@ namespace gloowatch {
 class PeerTracker {
  public:
   PeerTracker(PeerConfig peer, absl::Duration latency_window, absl::Duration failure_window,
-              std::optional<double> link_speed_bytes_per_second, std::unique_ptr<PeerMetrics> metrics,
-              const Clock* clock);
+              std::optional<double> link_speed_bytes_per_second,
+              std::unique_ptr<PeerMetrics> metrics, const Clock* clock);
 
   const PeerConfig& peer() const { return peer_; }
 

@@ -142,8 +142,8 @@ absl::Status RunBulk(gloo::transport::Context& context, int peer_rank, bool send
     for (uint32_t i = 0; i < messages && i < kBulkInFlight; ++i) post(*buffers[i]);
     for (uint32_t i = 0; i < messages; ++i) {
       auto& b = *buffers[i % kBulkInFlight];
-      const bool completed = sending ? b.waitSend(nullptr, wait_timeout)
-                                     : b.waitRecv(nullptr, wait_timeout);
+      const bool completed =
+          sending ? b.waitSend(nullptr, wait_timeout) : b.waitRecv(nullptr, wait_timeout);
       if (!completed) return absl::AbortedError("bulk transfer aborted");
       if (i + kBulkInFlight < messages) post(b);
     }
@@ -161,14 +161,12 @@ std::optional<BandwidthGate::Lease> BandwidthGate::TryAcquire() {
 
 absl::Status ValidateProbeParameters(const v1::ProbeParameters& p) {
   if (p.latency_message_bytes() < 8 || p.latency_message_bytes() > (1u << 20)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("latency_message_bytes must be in [8, 1048576], got ",
-                     p.latency_message_bytes()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "latency_message_bytes must be in [8, 1048576], got ", p.latency_message_bytes()));
   }
   if (p.bandwidth_message_bytes() < 1 || p.bandwidth_message_bytes() > (256ull << 20)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("bandwidth_message_bytes must be in [1, 256MiB], got ",
-                     p.bandwidth_message_bytes()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bandwidth_message_bytes must be in [1, 256MiB], got ", p.bandwidth_message_bytes()));
   }
   if (p.bandwidth_messages() < 1 || p.bandwidth_messages() > kMaxBandwidthMessages) {
     return absl::InvalidArgumentError(
@@ -264,8 +262,8 @@ absl::StatusOr<std::unique_ptr<ProbeSession>> ProbeSession::Create(
   s.control_buf_.resize(sizeof(ControlReply));
   // Buffers exist before connecting so a message that arrives early has a home.
   absl::Status status = Guard("create buffers", [&] {
-    s.command_out_ =
-        s.command_.pair->createSendBuffer(kSlotCommand, s.command_buf_.data(), s.command_buf_.size());
+    s.command_out_ = s.command_.pair->createSendBuffer(kSlotCommand, s.command_buf_.data(),
+                                                       s.command_buf_.size());
     s.ping_in_ =
         s.command_.pair->createRecvBuffer(kSlotPingReply, s.ping_buf_.data(), s.ping_buf_.size());
     s.control_in_ = s.command_.pair->createRecvBuffer(kSlotControl, s.control_buf_.data(),
@@ -307,9 +305,9 @@ absl::Status ProbeSession::AwaitControl(uint8_t op, ControlReply* reply) {
   if (!status.ok()) return status;
   std::memcpy(reply, control_buf_.data(), sizeof(*reply));
   if (reply->op != op || reply->seq != seq_) {
-    return absl::DataLossError(absl::StrFormat(
-        "protocol: expected reply to op %d seq %d, got op %d seq %d", op, seq_, reply->op,
-        reply->seq));
+    return absl::DataLossError(
+        absl::StrFormat("protocol: expected reply to op %d seq %d, got op %d seq %d", op, seq_,
+                        reply->op, reply->seq));
   }
   return absl::OkStatus();
 }
@@ -369,8 +367,7 @@ absl::StatusOr<BandwidthSample> ProbeSession::Bandwidth(BandwidthDirection direc
   }
   const absl::Duration start = clock_->Monotonic();
   absl::Status s = RunBulk(*bulk_.context, /*peer_rank=*/1, direction == BandwidthDirection::kTx,
-                           region, params_.bandwidth_messages(),
-                           GlooTimeout(params_));
+                           region, params_.bandwidth_messages(), GlooTimeout(params_));
   if (!s.ok()) return s;
   if (direction == BandwidthDirection::kTx) {
     // Our sends complete when the kernel has the data; the peer's "done" says
@@ -416,8 +413,8 @@ absl::StatusOr<std::shared_ptr<ProbeResponder>> ProbeResponder::Create(
   r.ping_buf_.resize(params.latency_message_bytes());
   r.control_buf_.resize(sizeof(ControlReply));
   absl::Status status = Guard("create buffers", [&] {
-    r.command_in_ =
-        r.command_.pair->createRecvBuffer(kSlotCommand, r.command_buf_.data(), r.command_buf_.size());
+    r.command_in_ = r.command_.pair->createRecvBuffer(kSlotCommand, r.command_buf_.data(),
+                                                      r.command_buf_.size());
     r.ping_out_ =
         r.command_.pair->createSendBuffer(kSlotPingReply, r.ping_buf_.data(), r.ping_buf_.size());
     r.control_out_ = r.command_.pair->createSendBuffer(kSlotControl, r.control_buf_.data(),
@@ -504,8 +501,7 @@ absl::Status ProbeResponder::ServeOne() {
   }
 }
 
-absl::Status ProbeResponder::ServeBandwidth(BandwidthDirection requester_direction,
-                                            uint64_t seq) {
+absl::Status ProbeResponder::ServeBandwidth(BandwidthDirection requester_direction, uint64_t seq) {
   const uint8_t op = requester_direction == BandwidthDirection::kTx ? kOpBulkPush : kOpBulkPull;
   ControlReply reply{};
   reply.op = op;
@@ -520,8 +516,7 @@ absl::Status ProbeResponder::ServeBandwidth(BandwidthDirection requester_directi
   if (absl::Status s = SendControl(reply); !s.ok()) return s;
   const bool we_send = requester_direction == BandwidthDirection::kRx;
   absl::Status s = RunBulk(*bulk_.context, /*peer_rank=*/0, we_send, region,
-                           params_.bandwidth_messages(),
-                           GlooTimeout(params_));
+                           params_.bandwidth_messages(), GlooTimeout(params_));
   if (!s.ok() || we_send) return s;
   reply.status = kStatusDone;
   return SendControl(reply);

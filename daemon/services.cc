@@ -106,8 +106,8 @@ grpc::Status PeerService::OpenProbePair(grpc::ServerContext*,
                           "too many probe pairs winding down; retry later");
     }
   }
-  auto responder = ProbeResponder::Create(device_, request->parameters(), clock_, gate_,
-                                          request->from_node());
+  auto responder =
+      ProbeResponder::Create(device_, request->parameters(), clock_, gate_, request->from_node());
   if (!responder.ok()) return ToGrpc(responder.status());
   response->set_protocol_version(kProbeProtocolVersion);
   response->set_node(node_);

@@ -75,8 +75,7 @@ TEST(DaemonStartupTest, MetricsPortInUseIsAClearError) {
   Outcome out = RunDaemon(dir, Config(FreePort(), metrics_port, "gloo: {address: 127.0.0.1}\n"));
   ASSERT_TRUE(out.exit_code.has_value()) << "daemon did not exit";
   EXPECT_EQ(*out.exit_code, 69) << out.log;
-  EXPECT_THAT(out.log,
-              HasSubstr(absl::StrCat("cannot serve metrics on 127.0.0.1:", metrics_port)));
+  EXPECT_THAT(out.log, HasSubstr(absl::StrCat("cannot serve metrics on 127.0.0.1:", metrics_port)));
 }
 
 TEST(DaemonStartupTest, MissingInterfaceIsNamed) {
@@ -89,8 +88,8 @@ TEST(DaemonStartupTest, MissingInterfaceIsNamed) {
 
 TEST(DaemonStartupTest, MissingInterfaceFromGlooSocketIfnameIsNamed) {
   TempDir dir;
-  Outcome out = RunDaemon(dir, Config(FreePort(), FreePort(), ""),
-                          {{"GLOO_SOCKET_IFNAME", "nosuch1"}});
+  Outcome out =
+      RunDaemon(dir, Config(FreePort(), FreePort(), ""), {{"GLOO_SOCKET_IFNAME", "nosuch1"}});
   ASSERT_TRUE(out.exit_code.has_value()) << "daemon did not exit";
   EXPECT_EQ(*out.exit_code, 69) << out.log;
   EXPECT_THAT(out.log, HasSubstr("nosuch1"));
@@ -138,11 +137,11 @@ TEST(DaemonStartupTest, VersionPrintsBothVersions) {
 
 TEST(DaemonStartupTest, SigtermStopsPromptly) {
   TempDir dir;
-  const std::string config = dir.Write("node.yaml", Config(FreePort(), FreePort(),
-                                                          "gloo: {address: 127.0.0.1}\n"));
+  const std::string config =
+      dir.Write("node.yaml", Config(FreePort(), FreePort(), "gloo: {address: 127.0.0.1}\n"));
   Process p({BinaryPath("gloowatchd"), "--config", config}, dir.path() + "/node.log");
-  ASSERT_TRUE(WaitFor([&] { return p.Log().find("ready") != std::string::npos; },
-                      absl::Seconds(10)))
+  ASSERT_TRUE(
+      WaitFor([&] { return p.Log().find("ready") != std::string::npos; }, absl::Seconds(10)))
       << p.Log();
   p.Signal(SIGTERM);
   EXPECT_EQ(p.Wait(absl::Seconds(8)), 0) << p.Log();

@@ -55,8 +55,8 @@ class ProbeLinkTest : public ::testing::Test {
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
-    stub_ = v1::Peer::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
-                                                  grpc::InsecureChannelCredentials()));
+    stub_ = v1::Peer::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
   }
 
   void TearDown() override {

@@ -124,8 +124,7 @@ bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout) {
 }
 
 absl::StatusOr<v1::NodeStatus> GetStatus(const std::string& address, absl::Duration deadline) {
-  auto stub = v1::Status::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  auto stub = v1::Status::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
   v1::NodeStatus status;
@@ -188,20 +187,20 @@ std::optional<double> FindMetric(const std::map<std::string, double>& metrics,
 
 std::string LoopbackConfig(const NodeSpec& self, const std::vector<NodeSpec>& peers,
                            const std::string& extra_yaml) {
-  std::string yaml = absl::StrCat("node: ", self.name, "\n", "grpc_listen: 127.0.0.1:",
-                                  self.grpc_port, "\n", "metrics_listen: 127.0.0.1:",
-                                  self.metrics_port, "\n", extra_yaml, "peers:\n");
+  std::string yaml =
+      absl::StrCat("node: ", self.name, "\n", "grpc_listen: 127.0.0.1:", self.grpc_port, "\n",
+                   "metrics_listen: 127.0.0.1:", self.metrics_port, "\n", extra_yaml, "peers:\n");
   for (const NodeSpec& peer : peers) {
     if (peer.name == self.name) continue;
-    absl::StrAppend(&yaml, "  - name: ", peer.name, "\n    grpc: 127.0.0.1:", peer.grpc_port,
-                    "\n");
+    absl::StrAppend(&yaml, "  - name: ", peer.name, "\n    grpc: 127.0.0.1:", peer.grpc_port, "\n");
   }
   return yaml;
 }
 
 LoopbackCluster::LoopbackCluster(int nodes, const std::string& extra_yaml) {
   for (int i = 0; i < nodes; ++i) {
-    nodes_.push_back({"node-" + std::string(1, static_cast<char>('a' + i)), FreePort(), FreePort()});
+    nodes_.push_back(
+        {"node-" + std::string(1, static_cast<char>('a' + i)), FreePort(), FreePort()});
   }
   for (int i = 0; i < nodes; ++i) {
     configs_.push_back(dir_.Write(absl::StrCat(nodes_[i].name, ".yaml"),
