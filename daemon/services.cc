@@ -36,35 +36,35 @@ PeerService::~PeerService() { StopAll(); }
 void PeerService::SetAllowedPeers(std::set<std::string> peers) {
   absl::MutexLock lock(&mu_);
   allowed_ = std::move(peers);
-  for (auto it = current_.begin(); it != current_.end();) {
-    if (allowed_.count(it->first) == 0) {
-      it->second->Stop();
-      draining_.push_back(it->second);
-      it = current_.erase(it);
-    } else {
-      ++it;
+  for (auto& [name, list] : responders_) {
+    if (allowed_.count(name) == 0) {
+      for (auto& responder : list) responder->Stop();
     }
   }
 }
 
 void PeerService::StopAll() {
   absl::MutexLock lock(&mu_);
-  for (auto& [name, responder] : current_) responder->Stop();
-  for (auto& responder : draining_) responder->Stop();
+  for (auto& [name, list] : responders_) {
+    for (auto& responder : list) responder->Stop();
+  }
 }
 
 size_t PeerService::active_responders() {
   absl::MutexLock lock(&mu_);
   Reap();
-  return current_.size() + draining_.size();
+  size_t n = 0;
+  for (const auto& [name, list] : responders_) n += list.size();
+  return n;
 }
 
 void PeerService::Reap() {
-  draining_.erase(std::remove_if(draining_.begin(), draining_.end(),
-                                 [](const auto& r) { return r->finished(); }),
-                  draining_.end());
-  for (auto it = current_.begin(); it != current_.end();) {
-    it = it->second->finished() ? current_.erase(it) : std::next(it);
+  for (auto it = responders_.begin(); it != responders_.end();) {
+    auto& list = it->second;
+    list.erase(
+        std::remove_if(list.begin(), list.end(), [](const auto& r) { return r->finished(); }),
+        list.end());
+    it = list.empty() ? responders_.erase(it) : std::next(it);
   }
 }
 
@@ -99,11 +99,11 @@ grpc::Status PeerService::OpenProbePair(grpc::ServerContext*,
                                        "' is not in the peer list of node '", node_, "'"));
     }
     Reap();
-    // Each allowed peer has one current responder; a few replaced ones may
-    // still be timing out.
-    if (draining_.size() >= 2 * allowed_.size() + 4) {
-      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                          "too many probe pairs winding down; retry later");
+    if (responders_[request->from_node()].size() >= kMaxRespondersPerPeer) {
+      return grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("'", request->from_node(), "' already has ", kMaxRespondersPerPeer,
+                       " probe pairs open or winding down; retry later"));
     }
   }
   auto responder =
@@ -116,12 +116,12 @@ grpc::Status PeerService::OpenProbePair(grpc::ServerContext*,
   response->set_bulk_gloo_address((*responder)->bulk_address());
   {
     absl::MutexLock lock(&mu_);
-    auto& slot = current_[request->from_node()];
-    if (slot) {
-      slot->Stop();
-      draining_.push_back(slot);
+    auto& list = responders_[request->from_node()];
+    if (list.size() >= kMaxRespondersPerPeer) {
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          "too many concurrent opens for this peer; retry later");
     }
-    slot = *responder;
+    list.push_back(*responder);
   }
   (*responder)->Start(request->gloo_address(), request->bulk_gloo_address());
   GW_LOG(kDebug, "serving probe pair for %s", request->from_node());

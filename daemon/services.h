@@ -40,15 +40,19 @@ class StatusService final : public v1::Status::Service {
   ReportFn report_;
 };
 
-// Serves OpenProbePair: only configured peers may open pairs, each at most
-// once at a time (a new open replaces the old), and the number of serving
-// threads is bounded so no caller can make us spawn without limit.
+// Serves OpenProbePair: only configured peers may open pairs, and each peer
+// has at most kMaxRespondersPerPeer serving threads. A new open never stops a
+// live responder (a caller merely claiming a peer's name must not break that
+// peer's link); responders whose requester went away end at their own
+// timeout.
 class PeerService final : public v1::Peer::Service {
  public:
   PeerService(std::string node, std::string version,
               std::shared_ptr<gloo::transport::Device> device, BandwidthGate* gate,
               const Clock* clock, std::set<std::string> allowed_peers);
   ~PeerService() override;
+
+  static constexpr size_t kMaxRespondersPerPeer = 3;
 
   grpc::Status OpenProbePair(grpc::ServerContext*, const v1::OpenProbePairRequest* request,
                              v1::OpenProbePairResponse* response) override;
@@ -68,9 +72,8 @@ class PeerService final : public v1::Peer::Service {
   const Clock* clock_;
   absl::Mutex mu_;
   std::set<std::string> allowed_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::shared_ptr<ProbeResponder>> current_ ABSL_GUARDED_BY(mu_);
-  // Replaced responders still winding down.
-  std::vector<std::shared_ptr<ProbeResponder>> draining_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<std::shared_ptr<ProbeResponder>>> responders_
+      ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gloowatch

@@ -81,6 +81,14 @@ class ProbeLinkTest : public ::testing::Test {
     return stub_->OpenProbePair(&context, request, response);
   }
 
+  bool WaitForResponders(size_t count, absl::Duration timeout) {
+    const absl::Time deadline = absl::Now() + timeout;
+    while (service_->active_responders() != count && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    return service_->active_responders() == count;
+  }
+
   std::unique_ptr<ProbeSession> Connected() {
     auto session = ProbeSession::Create(client_device_, SmallParameters(), RealClock::Get());
     EXPECT_TRUE(session.ok()) << session.status();
@@ -223,6 +231,34 @@ TEST_F(ProbeLinkTest, RejectsStrangersAndNonsense) {
     absl::SleepFor(absl::Milliseconds(20));
   }
   EXPECT_EQ(service_->active_responders(), 0u);
+}
+
+TEST_F(ProbeLinkTest, AnOpenClaimingAPeersNameNeitherBreaksItsLinkNorPilesUp) {
+  StartServer(RealClock::Get());
+  std::unique_ptr<ProbeSession> session = Connected();
+  ASSERT_NE(session, nullptr);
+  // Strangers open pairs under the client's name and never connect them.
+  v1::ProbeParameters quick = SmallParameters();
+  quick.set_gloo_timeout_ms(300);
+  std::vector<std::unique_ptr<ProbeSession>> strangers;
+  int exhausted = 0;
+  for (int i = 0; i < 4; ++i) {
+    auto stranger = ProbeSession::Create(client_device_, quick, RealClock::Get());
+    ASSERT_TRUE(stranger.ok());
+    v1::OpenProbePairResponse response;
+    grpc::Status s = Open(Request(**stranger), &response);
+    if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) ++exhausted;
+    strangers.push_back(*std::move(stranger));
+  }
+  // The live responder plus two pending ones fill the per-peer quota.
+  EXPECT_EQ(exhausted, 2);
+  EXPECT_EQ(service_->active_responders(), PeerService::kMaxRespondersPerPeer);
+  auto rtts = session->Ping(5);
+  EXPECT_TRUE(rtts.ok()) << rtts.status();
+  strangers.clear();
+  // The pending ones give up at their own (short) connect timeout.
+  EXPECT_TRUE(WaitForResponders(1, absl::Seconds(10)));
+  EXPECT_TRUE(session->Ping(1).ok());
 }
 
 TEST(GlooAddressTest, RendersIpAndPortOfRealPairs) {
