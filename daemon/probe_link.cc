@@ -233,77 +233,95 @@ bool IsLoopbackHost(const std::string& host) {
   return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
 }
 
+// --- ProbePairs --------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<ProbePairs>> ProbePairs::Create(gloo::transport::Device& device,
+                                                               const v1::ProbeParameters& params,
+                                                               int rank) {
+  if (absl::Status s = ValidateProbeParameters(params); !s.ok()) return s;
+  std::unique_ptr<ProbePairs> p(new ProbePairs());
+  auto command = MakePair(device, rank, GlooTimeout(params));
+  if (!command.ok()) return command.status();
+  auto bulk = MakePair(device, rank, GlooTimeout(params));
+  if (!bulk.ok()) return bulk.status();
+  p->command_pair = *std::move(command);
+  p->bulk_pair = *std::move(bulk);
+  p->command_buf.resize(params.latency_message_bytes());
+  p->ping_buf.resize(params.latency_message_bytes());
+  p->control_buf.resize(sizeof(ControlReply));
+  const bool requester = rank == 0;
+  gloo::transport::Pair& pair = *p->command_pair.pair;
+  absl::Status status = Guard("create buffers", [&] {
+    auto make = [&](bool send, int slot, std::vector<char>& buf) {
+      return send ? pair.createSendBuffer(slot, buf.data(), buf.size())
+                  : pair.createRecvBuffer(slot, buf.data(), buf.size());
+    };
+    p->command = make(requester, kSlotCommand, p->command_buf);
+    p->ping = make(!requester, kSlotPingReply, p->ping_buf);
+    p->control = make(!requester, kSlotControl, p->control_buf);
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return p;
+}
+
+ProbePairs::~ProbePairs() {
+  // Buffers reference their pair; release them before the contexts.
+  command.reset();
+  ping.reset();
+  control.reset();
+}
+
+std::string ProbePairs::command_address() const { return AddressBytes(command_pair); }
+std::string ProbePairs::bulk_address() const { return AddressBytes(bulk_pair); }
+
+absl::Status ProbePairs::Connect(const std::string& peer_command_address,
+                                 const std::string& peer_bulk_address) {
+  if (absl::Status s = ConnectPair(command_pair, peer_command_address); !s.ok()) return s;
+  if (absl::Status s = ConnectPair(bulk_pair, peer_bulk_address); !s.ok()) return s;
+  return Guard("sync mode", [&] {
+    command_pair.pair->setSync(/*enable=*/true, /*busyPoll=*/false);
+    return absl::OkStatus();
+  });
+}
+
 // --- ProbeSession ------------------------------------------------------------
 
 ProbeSession::ProbeSession(const v1::ProbeParameters& params, const Clock* clock)
     : params_(params), clock_(clock) {}
 
-ProbeSession::~ProbeSession() {
-  // Buffers reference their pair; release them before the contexts.
-  command_out_.reset();
-  ping_in_.reset();
-  control_in_.reset();
-}
-
 absl::StatusOr<std::unique_ptr<ProbeSession>> ProbeSession::Create(
     std::shared_ptr<gloo::transport::Device> device, const v1::ProbeParameters& params,
     const Clock* clock) {
-  if (absl::Status s = ValidateProbeParameters(params); !s.ok()) return s;
+  auto pairs = ProbePairs::Create(*device, params, /*rank=*/0);
+  if (!pairs.ok()) return pairs.status();
   std::unique_ptr<ProbeSession> session(new ProbeSession(params, clock));
-  auto command = MakePair(*device, /*rank=*/0, GlooTimeout(params));
-  if (!command.ok()) return command.status();
-  auto bulk = MakePair(*device, /*rank=*/0, GlooTimeout(params));
-  if (!bulk.ok()) return bulk.status();
-  session->command_ = *std::move(command);
-  session->bulk_ = *std::move(bulk);
-  ProbeSession& s = *session;
-  s.command_buf_.resize(params.latency_message_bytes());
-  s.ping_buf_.resize(params.latency_message_bytes());
-  s.control_buf_.resize(sizeof(ControlReply));
-  // Buffers exist before connecting so a message that arrives early has a home.
-  absl::Status status = Guard("create buffers", [&] {
-    s.command_out_ = s.command_.pair->createSendBuffer(kSlotCommand, s.command_buf_.data(),
-                                                       s.command_buf_.size());
-    s.ping_in_ =
-        s.command_.pair->createRecvBuffer(kSlotPingReply, s.ping_buf_.data(), s.ping_buf_.size());
-    s.control_in_ = s.command_.pair->createRecvBuffer(kSlotControl, s.control_buf_.data(),
-                                                      s.control_buf_.size());
-    return absl::OkStatus();
-  });
-  if (!status.ok()) return status;
+  session->pairs_ = *std::move(pairs);
   return session;
 }
 
-std::string ProbeSession::command_address() const { return AddressBytes(command_); }
-std::string ProbeSession::bulk_address() const { return AddressBytes(bulk_); }
-
 absl::Status ProbeSession::Connect(const std::string& peer_command_address,
                                    const std::string& peer_bulk_address) {
-  if (absl::Status s = ConnectPair(command_, peer_command_address); !s.ok()) return s;
-  if (absl::Status s = ConnectPair(bulk_, peer_bulk_address); !s.ok()) return s;
-  return Guard("sync mode", [&] {
-    command_.pair->setSync(/*enable=*/true, /*busyPoll=*/false);
-    return absl::OkStatus();
-  });
+  return pairs_->Connect(peer_command_address, peer_bulk_address);
 }
 
 absl::Status ProbeSession::SendCommand(uint8_t op) {
   seq_ = (seq_ + 1) & kSeqMask;
-  EncodeCommand(op, seq_, command_buf_);
+  EncodeCommand(op, seq_, pairs_->command_buf);
   return Guard("send", [&] {
-    command_out_->send();
-    command_out_->waitSend();
+    pairs_->command->send();
+    pairs_->command->waitSend();
     return absl::OkStatus();
   });
 }
 
 absl::Status ProbeSession::AwaitControl(uint8_t op, ControlReply* reply) {
   absl::Status status = Guard("recv", [&] {
-    control_in_->waitRecv();
+    pairs_->control->waitRecv();
     return absl::OkStatus();
   });
   if (!status.ok()) return status;
-  std::memcpy(reply, control_buf_.data(), sizeof(*reply));
+  std::memcpy(reply, pairs_->control_buf.data(), sizeof(*reply));
   if (reply->op != op || reply->seq != seq_) {
     return absl::DataLossError(
         absl::StrFormat("protocol: expected reply to op %d seq %d, got op %d seq %d", op, seq_,
@@ -319,12 +337,12 @@ absl::StatusOr<std::vector<absl::Duration>> ProbeSession::Ping(int count) {
     const absl::Duration start = clock_->Monotonic();
     if (absl::Status s = SendCommand(kOpPing); !s.ok()) return s;
     absl::Status s = Guard("recv", [&] {
-      ping_in_->waitRecv();
+      pairs_->ping->waitRecv();
       return absl::OkStatus();
     });
     if (!s.ok()) return s;
     const absl::Duration rtt = clock_->Monotonic() - start;
-    if (CommandOp(ping_buf_) != kOpPing || CommandSeq(ping_buf_) != seq_) {
+    if (CommandOp(pairs_->ping_buf) != kOpPing || CommandSeq(pairs_->ping_buf) != seq_) {
       return absl::DataLossError("protocol: ping echo does not match the request");
     }
     rtts.push_back(rtt);
@@ -366,8 +384,9 @@ absl::StatusOr<BandwidthSample> ProbeSession::Bandwidth(BandwidthDirection direc
     return absl::DataLossError("protocol: unexpected bulk reply status");
   }
   const absl::Duration start = clock_->Monotonic();
-  absl::Status s = RunBulk(*bulk_.context, /*peer_rank=*/1, direction == BandwidthDirection::kTx,
-                           region, params_.bandwidth_messages(), GlooTimeout(params_));
+  absl::Status s =
+      RunBulk(*pairs_->bulk_pair.context, /*peer_rank=*/1, direction == BandwidthDirection::kTx,
+              region, params_.bandwidth_messages(), GlooTimeout(params_));
   if (!s.ok()) return s;
   if (direction == BandwidthDirection::kTx) {
     // Our sends complete when the kernel has the data; the peer's "done" says
@@ -390,43 +409,16 @@ ProbeResponder::ProbeResponder(const v1::ProbeParameters& params, const Clock* c
                                BandwidthGate* gate, std::string peer_name)
     : params_(params), clock_(clock), gate_(gate), peer_name_(std::move(peer_name)) {}
 
-ProbeResponder::~ProbeResponder() {
-  command_in_.reset();
-  ping_out_.reset();
-  control_out_.reset();
-}
-
 absl::StatusOr<std::shared_ptr<ProbeResponder>> ProbeResponder::Create(
     std::shared_ptr<gloo::transport::Device> device, const v1::ProbeParameters& params,
     const Clock* clock, BandwidthGate* gate, std::string peer_name) {
-  if (absl::Status s = ValidateProbeParameters(params); !s.ok()) return s;
+  auto pairs = ProbePairs::Create(*device, params, /*rank=*/1);
+  if (!pairs.ok()) return pairs.status();
   std::shared_ptr<ProbeResponder> responder(
       new ProbeResponder(params, clock, gate, std::move(peer_name)));
-  auto command = MakePair(*device, /*rank=*/1, GlooTimeout(params));
-  if (!command.ok()) return command.status();
-  auto bulk = MakePair(*device, /*rank=*/1, GlooTimeout(params));
-  if (!bulk.ok()) return bulk.status();
-  ProbeResponder& r = *responder;
-  r.command_ = *std::move(command);
-  r.bulk_ = *std::move(bulk);
-  r.command_buf_.resize(params.latency_message_bytes());
-  r.ping_buf_.resize(params.latency_message_bytes());
-  r.control_buf_.resize(sizeof(ControlReply));
-  absl::Status status = Guard("create buffers", [&] {
-    r.command_in_ = r.command_.pair->createRecvBuffer(kSlotCommand, r.command_buf_.data(),
-                                                      r.command_buf_.size());
-    r.ping_out_ =
-        r.command_.pair->createSendBuffer(kSlotPingReply, r.ping_buf_.data(), r.ping_buf_.size());
-    r.control_out_ = r.command_.pair->createSendBuffer(kSlotControl, r.control_buf_.data(),
-                                                       r.control_buf_.size());
-    return absl::OkStatus();
-  });
-  if (!status.ok()) return status;
+  responder->pairs_ = *std::move(pairs);
   return responder;
 }
-
-std::string ProbeResponder::command_address() const { return AddressBytes(command_); }
-std::string ProbeResponder::bulk_address() const { return AddressBytes(bulk_); }
 
 void ProbeResponder::Start(const std::string& peer_command_address,
                            const std::string& peer_bulk_address) {
@@ -442,14 +434,7 @@ bool ProbeResponder::Join(absl::Duration timeout) {
 }
 
 void ProbeResponder::Serve(std::string peer_command_address, std::string peer_bulk_address) {
-  absl::Status status = ConnectPair(command_, peer_command_address);
-  if (status.ok()) status = ConnectPair(bulk_, peer_bulk_address);
-  if (status.ok()) {
-    status = Guard("sync mode", [&] {
-      command_.pair->setSync(true, false);
-      return absl::OkStatus();
-    });
-  }
+  absl::Status status = pairs_->Connect(peer_command_address, peer_bulk_address);
   while (status.ok() && !stop_.load()) status = ServeOne();
   finished_.store(true);
   absl::MutexLock lock(&done_mu_);
@@ -457,31 +442,31 @@ void ProbeResponder::Serve(std::string peer_command_address, std::string peer_bu
 }
 
 absl::Status ProbeResponder::SendControl(const ControlReply& reply) {
-  std::memcpy(control_buf_.data(), &reply, sizeof(reply));
+  std::memcpy(pairs_->control_buf.data(), &reply, sizeof(reply));
   return Guard("send", [&] {
-    control_out_->send();
-    control_out_->waitSend();
+    pairs_->control->send();
+    pairs_->control->waitSend();
     return absl::OkStatus();
   });
 }
 
 absl::Status ProbeResponder::ServeOne() {
   absl::Status status = Guard("recv", [&] {
-    command_in_->waitRecv();
+    pairs_->command->waitRecv();
     return absl::OkStatus();
   });
   if (!status.ok()) return status;
   const absl::Time t1 = clock_->Now();
-  const uint8_t op = CommandOp(command_buf_);
-  const uint64_t seq = CommandSeq(command_buf_);
+  const uint8_t op = CommandOp(pairs_->command_buf);
+  const uint64_t seq = CommandSeq(pairs_->command_buf);
   switch (op) {
     case kOpKeepalive:
       return absl::OkStatus();
     case kOpPing:
-      std::memcpy(ping_buf_.data(), command_buf_.data(), ping_buf_.size());
+      std::memcpy(pairs_->ping_buf.data(), pairs_->command_buf.data(), pairs_->ping_buf.size());
       return Guard("send", [&] {
-        ping_out_->send();
-        ping_out_->waitSend();
+        pairs_->ping->send();
+        pairs_->ping->waitSend();
         return absl::OkStatus();
       });
     case kOpSync: {
@@ -515,7 +500,7 @@ absl::Status ProbeResponder::ServeBandwidth(BandwidthDirection requester_directi
   reply.status = kStatusOk;
   if (absl::Status s = SendControl(reply); !s.ok()) return s;
   const bool we_send = requester_direction == BandwidthDirection::kRx;
-  absl::Status s = RunBulk(*bulk_.context, /*peer_rank=*/0, we_send, region,
+  absl::Status s = RunBulk(*pairs_->bulk_pair.context, /*peer_rank=*/0, we_send, region,
                            params_.bandwidth_messages(), GlooTimeout(params_));
   if (!s.ok() || we_send) return s;
   reply.status = kStatusDone;

@@ -73,6 +73,31 @@ struct PairEndpoint {
   gloo::transport::Pair* pair = nullptr;
 };
 
+// Both pairs of one side of a link with the command pair's bound buffers.
+// Rank 0 is the requester (sends commands, receives replies), rank 1 the
+// responder (the reverse). Buffers exist before connecting so a message that
+// arrives early has a home.
+class ProbePairs {
+ public:
+  static absl::StatusOr<std::unique_ptr<ProbePairs>> Create(gloo::transport::Device& device,
+                                                            const v1::ProbeParameters& params,
+                                                            int rank);
+  ~ProbePairs();
+
+  std::string command_address() const;
+  std::string bulk_address() const;
+  // Connects both pairs, then puts the command pair in sync mode.
+  absl::Status Connect(const std::string& peer_command_address,
+                       const std::string& peer_bulk_address);
+
+  PairEndpoint command_pair, bulk_pair;
+  std::vector<char> command_buf, ping_buf, control_buf;
+  std::unique_ptr<gloo::transport::Buffer> command, ping, control;
+
+ private:
+  ProbePairs() = default;
+};
+
 enum class BandwidthDirection { kTx, kRx };
 
 struct BandwidthSample {
@@ -100,10 +125,9 @@ class ProbeSession {
   static absl::StatusOr<std::unique_ptr<ProbeSession>> Create(
       std::shared_ptr<gloo::transport::Device> device, const v1::ProbeParameters& params,
       const Clock* clock);
-  ~ProbeSession();
 
-  std::string command_address() const;
-  std::string bulk_address() const;
+  std::string command_address() const { return pairs_->command_address(); }
+  std::string bulk_address() const { return pairs_->bulk_address(); }
 
   // Connects both pairs to the peer's addresses from OpenProbePairResponse.
   absl::Status Connect(const std::string& peer_command_address,
@@ -129,10 +153,7 @@ class ProbeSession {
   v1::ProbeParameters params_;
   const Clock* clock_;
   uint64_t seq_ = 0;
-  PairEndpoint command_;
-  PairEndpoint bulk_;
-  std::vector<char> command_buf_, ping_buf_, control_buf_;
-  std::unique_ptr<gloo::transport::Buffer> command_out_, ping_in_, control_in_;
+  std::unique_ptr<ProbePairs> pairs_;
 };
 
 // The serving side of one peer link: answers a single requester's commands on
@@ -142,10 +163,8 @@ class ProbeResponder : public std::enable_shared_from_this<ProbeResponder> {
   static absl::StatusOr<std::shared_ptr<ProbeResponder>> Create(
       std::shared_ptr<gloo::transport::Device> device, const v1::ProbeParameters& params,
       const Clock* clock, BandwidthGate* gate, std::string peer_name);
-  ~ProbeResponder();
-
-  std::string command_address() const;
-  std::string bulk_address() const;
+  std::string command_address() const { return pairs_->command_address(); }
+  std::string bulk_address() const { return pairs_->bulk_address(); }
   const std::string& peer_name() const { return peer_name_; }
 
   // Starts the serving thread, which connects to the requester's pairs first.
@@ -172,10 +191,7 @@ class ProbeResponder : public std::enable_shared_from_this<ProbeResponder> {
   std::atomic<bool> finished_{false};
   absl::Mutex done_mu_;
   bool done_ ABSL_GUARDED_BY(done_mu_) = false;
-  PairEndpoint command_;
-  PairEndpoint bulk_;
-  std::vector<char> command_buf_, ping_buf_, control_buf_;
-  std::unique_ptr<gloo::transport::Buffer> command_in_, ping_out_, control_out_;
+  std::unique_ptr<ProbePairs> pairs_;
 };
 
 }  // namespace gloowatch
