@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/log.h"
+#include "daemon/transport.h"
 #include "daemon/version.h"
 #include "gloo/config.h"
 #include "gloo/transport/tcp/device.h"
@@ -59,15 +60,10 @@ std::string GlooVersionString() {
 Daemon::Daemon(Config config, const Clock* clock)
     : config_(std::move(config)), clock_(clock), started_at_(clock->Now()) {}
 
-Daemon::~Daemon() {
-  if (!Shutdown(absl::Seconds(10))) {
-    // A probe thread still inside a Gloo call would touch what we free.
-    GW_LOG(kError, "probe threads did not stop; exiting without cleanup");
-    std::_Exit(0);
-  }
-}
+Daemon::~Daemon() { Shutdown(absl::Seconds(2)); }
 
-absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock* clock) {
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock* clock,
+                                                      const TransportLaunch& launch) {
   std::unique_ptr<Daemon> d(new Daemon(std::move(config), clock));
   const Config& c = d->config_;
 
@@ -89,9 +85,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) == 0) d->hostname_ = host;
 
-  auto device = CreateGlooDevice(d->endpoint_);
-  if (!device.ok()) return device.status();
-  d->device_ = *std::move(device);
+  // Fail at start, with the reason, rather than in a restart loop of the
+  // transport process.
+  if (auto device = CreateGlooDevice(d->endpoint_); !device.ok()) return device.status();
 
   d->metrics_ = std::make_unique<Metrics>(
       Metrics::Identity{c.node, GLOOWATCH_VERSION, GlooVersionString(), d->endpoint_.interface,
@@ -112,8 +108,26 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
   d->status_service_ = std::make_unique<StatusService>(
       [self] { return self->Status(); },
       [self](const v1::ReportStepRequest& r) { return self->ReportStep(r); });
-  d->peer_service_ = std::make_unique<PeerService>(c.node, GLOOWATCH_VERSION, d->device_, &d->gate_,
-                                                   clock, peer_names);
+  TransportSupervisor::Options transport;
+  transport.executable = launch.executable;
+  transport.config_path = launch.config_path;
+  transport.log_level = launch.log_level;
+  transport.gloo_address = d->endpoint_.address;
+  transport.observer_for = [self](const std::string& peer) -> ProbeObserver* {
+    for (auto& tracker : self->trackers_) {
+      if (tracker->peer().name == peer) return tracker.get();
+    }
+    return nullptr;
+  };
+  transport.on_exit = [self](const std::string& why) {
+    self->metrics_->CountTransportRestart();
+    for (auto& tracker : self->trackers_) {
+      tracker->RecordFailure(v1::FAILURE_REASON_OTHER, why);
+    }
+  };
+  d->transport_ = std::make_unique<TransportSupervisor>(std::move(transport), clock);
+  d->peer_service_ =
+      std::make_unique<PeerService>(c.node, GLOOWATCH_VERSION, peer_names, d->transport_.get());
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int selected_port = 0;
@@ -132,36 +146,15 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
   GW_LOG(kInfo, "node %s: gRPC on %s, metrics on %s, %d peers", c.node, c.grpc_listen.ToString(),
          c.metrics_listen.ToString(), c.peers.size());
 
-  ProberContext context;
-  context.node = c.node;
-  context.version = GLOOWATCH_VERSION;
-  context.device = d->device_;
-  context.local_gloo_is_loopback = d->endpoint_.is_loopback;
-  context.gate = &d->gate_;
-  context.clock = clock;
-  for (auto& tracker : d->trackers_) {
-    d->probers_.push_back(std::make_unique<PeerProber>(context, c, tracker.get()));
-  }
-  for (auto& prober : d->probers_) prober->Start();
+  d->transport_->Start();
   return d;
 }
 
-bool Daemon::Shutdown(absl::Duration grace) {
-  if (shut_down_) return joined_;
+void Daemon::Shutdown(absl::Duration grace) {
+  if (shut_down_) return;
   shut_down_ = true;
-  for (auto& prober : probers_) prober->Stop();
-  if (peer_service_) peer_service_->StopAll();
   if (server_) server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
-  const absl::Time deadline = absl::Now() + grace;
-  bool all_joined = true;
-  for (auto& prober : probers_) {
-    all_joined = prober->Join(std::max(deadline - absl::Now(), absl::ZeroDuration())) && all_joined;
-  }
-  joined_ = all_joined;
-  if (!all_joined) {
-    GW_LOG(kInfo, "shutdown: some probe threads are still inside Gloo calls; not waiting");
-  }
-  return joined_;
+  if (transport_) transport_->Stop();
 }
 
 absl::Status Daemon::ReportStep(const v1::ReportStepRequest& request) {
@@ -209,12 +202,6 @@ v1::NodeStatus Daemon::Status() const {
   return s;
 }
 
-bool Daemon::Healthy() const {
-  const absl::Duration now = clock_->Monotonic();
-  for (const auto& prober : probers_) {
-    if (prober->Stalled(now)) return false;
-  }
-  return true;
-}
+bool Daemon::Healthy() const { return transport_->Healthy(); }
 
 }  // namespace gloowatch

@@ -10,11 +10,10 @@
 #include "daemon/config.h"
 #include "daemon/gloo_endpoint.h"
 #include "daemon/metrics.h"
-#include "daemon/peer_prober.h"
 #include "daemon/peer_tracker.h"
-#include "daemon/probe_link.h"
 #include "daemon/services.h"
 #include "daemon/training_reports.h"
+#include "daemon/transport.h"
 #include "proto/gloowatch.pb.h"
 
 namespace grpc {
@@ -23,23 +22,30 @@ class Server;
 
 namespace gloowatch {
 
+// How to start the transport process (this program, re-executed).
+struct TransportLaunch {
+  std::string executable;
+  std::string config_path;
+  std::string log_level;
+};
+
 class Daemon {
  public:
   // Binds every port and starts probing; any failure to bind or to find the
   // Gloo interface is returned, nothing is left running.
-  static absl::StatusOr<std::unique_ptr<Daemon>> Start(Config config, const Clock* clock);
+  static absl::StatusOr<std::unique_ptr<Daemon>> Start(Config config, const Clock* clock,
+                                                       const TransportLaunch& launch);
   ~Daemon();
 
   v1::NodeStatus Status() const;
   absl::Status ReportStep(const v1::ReportStepRequest& request);
   // Periodic chores (expiring stale training series); call about once a second.
   void Tick();
-  // Stops probing and serving, waiting at most `grace` for the probe threads;
-  // false when some are still inside a Gloo call (the process should exit
-  // rather than destroy the daemon).
-  bool Shutdown(absl::Duration grace);
-  // False when some probe thread is stuck (PeerProber::Stalled): the systemd
-  // watchdog ping is then withheld. Cheap; call every main-loop tick.
+  // Stops serving (in-flight calls get `grace`) and the transport process.
+  void Shutdown(absl::Duration grace);
+  // False when the transport process stopped answering or reports a stuck
+  // probe thread (PeerProber::Stalled): the systemd watchdog ping is then
+  // withheld. Cheap; call every main-loop tick.
   bool Healthy() const;
 
  private:
@@ -51,17 +57,14 @@ class Daemon {
   GlooEndpoint endpoint_;
   std::pair<uint32_t, uint32_t> ephemeral_ports_{0, 0};
   std::string hostname_;
-  std::shared_ptr<gloo::transport::Device> device_;
-  BandwidthGate gate_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<TrainingReports> training_;
   std::vector<std::unique_ptr<PeerTracker>> trackers_;
-  std::vector<std::unique_ptr<PeerProber>> probers_;
+  std::unique_ptr<TransportSupervisor> transport_;
   std::unique_ptr<StatusService> status_service_;
   std::unique_ptr<PeerService> peer_service_;
   std::unique_ptr<grpc::Server> server_;
   bool shut_down_ = false;
-  bool joined_ = false;
 };
 
 // "0.5.0 (Debian 0.0~git20220518)"-style description of the Gloo we run on.

@@ -16,6 +16,7 @@
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 #include "daemon/systemd_notify.h"
+#include "daemon/transport.h"
 #include "daemon/version.h"
 
 ABSL_FLAG(std::string, config, "/etc/gloowatch/gloowatchd.yaml", "Path of the YAML config");
@@ -23,6 +24,10 @@ ABSL_FLAG(std::string, check_config, "",
           "Validate this config file, print the result and exit (0 valid, 1 invalid)");
 ABSL_FLAG(bool, version, false, "Print the version and exit");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
+// Internal: set by the daemon when it re-executes itself as its transport
+// process (see daemon/transport.h).
+ABSL_FLAG(int, transport_fd, -1, "internal");
+ABSL_FLAG(std::string, gloo_address, "", "internal");
 
 namespace gloowatch {
 namespace {
@@ -72,6 +77,10 @@ int Run() {
     GW_LOG(kError, "%s", config.status().message());
     return kExitConfig;
   }
+  if (const int fd = absl::GetFlag(FLAGS_transport_fd); fd >= 0) {
+    signal(SIGPIPE, SIG_IGN);
+    return RunTransport(*config, absl::GetFlag(FLAGS_gloo_address), fd);
+  }
 
   // Signals are taken synchronously by this thread only; a peer that closes
   // a socket under us must not kill the process with SIGPIPE.
@@ -84,8 +93,9 @@ int Run() {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   const size_t peer_count = config->peers.size();
-  absl::StatusOr<std::unique_ptr<Daemon>> daemon =
-      Daemon::Start(*std::move(config), RealClock::Get());
+  absl::StatusOr<std::unique_ptr<Daemon>> daemon = Daemon::Start(
+      *std::move(config), RealClock::Get(),
+      {"/proc/self/exe", absl::GetFlag(FLAGS_config), absl::GetFlag(FLAGS_log_level)});
   if (!daemon.ok()) {
     GW_LOG(kError, "%s", daemon.status().message());
     return kExitUnavailable;
@@ -126,10 +136,7 @@ int Run() {
     }
     if (sig == SIGHUP) GW_LOG(kWarning, "SIGHUP: config reload is not supported yet; ignored");
   }
-  if (!(*daemon)->Shutdown(absl::Seconds(2))) {
-    std::fflush(stderr);
-    std::_Exit(0);
-  }
+  (*daemon)->Shutdown(absl::Seconds(2));
   daemon->reset();
   return 0;
 }

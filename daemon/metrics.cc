@@ -95,6 +95,11 @@ Metrics::Metrics(Identity identity)
                         .Name("gloowatch_training_communication_seconds_total")
                         .Help("Time reported training steps spent in communication")
                         .Register(r);
+  transport_restarts_ = &BuildCounter()
+                             .Name("gloowatch_transport_restarts_total")
+                             .Help("Restarts of the probe transport process after it died")
+                             .Register(r)
+                             .Add({{"node", identity_.node}});
   training_steps_ = &BuildCounter()
                          .Name("gloowatch_training_steps_total")
                          .Help("Number of reported training steps")

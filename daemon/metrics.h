@@ -92,6 +92,7 @@ class Metrics {
   void RecordTrainingStep(const std::string& job, int rank, double step_seconds,
                           double communication_seconds);
   void RemoveTrainingSeries(const std::string& job, int rank);
+  void CountTransportRestart() { transport_restarts_->Increment(); }
   const Identity& identity() const { return identity_; }
 
  private:
@@ -112,6 +113,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* training_step_;
   prometheus::Family<prometheus::Counter>* training_comm_;
   prometheus::Family<prometheus::Counter>* training_steps_;
+  prometheus::Counter* transport_restarts_;
 };
 
 }  // namespace gloowatch

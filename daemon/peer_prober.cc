@@ -113,15 +113,17 @@ v1::ProbeParameters MakeProbeParameters(const Config& config) {
   return p;
 }
 
-PeerProber::PeerProber(ProberContext context, const Config& config, PeerTracker* tracker)
+PeerProber::PeerProber(ProberContext context, const Config& config, PeerConfig peer,
+                       ProbeObserver* observer)
     : context_(std::move(context)),
       params_(MakeProbeParameters(config)),
       schedule_config_(config.schedule),
       probe_config_(config.probe),
       gloo_timeout_(config.gloo.timeout),
-      tracker_(tracker),
-      stub_(v1::Peer::NewStub(PeerChannel(tracker->peer().grpc))),
-      peer_is_loopback_(IsLoopbackHost(tracker->peer().grpc.host)),
+      peer_(std::move(peer)),
+      observer_(observer),
+      stub_(v1::Peer::NewStub(PeerChannel(peer_.grpc))),
+      peer_is_loopback_(IsLoopbackHost(peer_.grpc.host)),
       failure_log_(kFailureLogInterval, context_.clock) {}
 
 PeerProber::~PeerProber() {
@@ -178,11 +180,11 @@ bool PeerProber::SleepUntil(absl::Duration at) {
 
 void PeerProber::Fail(const absl::Status& status) {
   const v1::FailureReason reason = ReasonOf(status);
-  tracker_->RecordFailure(reason, std::string(status.message()));
+  observer_->RecordFailure(reason, std::string(status.message()));
   uint64_t suppressed = 0;
   if (failure_log_.Allow(ReasonName(reason), &suppressed)) {
-    GW_LOG(kWarning, "peer %s: %s: %s%s", tracker_->peer().name, ReasonName(reason),
-           status.message(), SuppressedSuffix(suppressed));
+    GW_LOG(kWarning, "peer %s: %s: %s%s", peer_.name, ReasonName(reason), status.message(),
+           SuppressedSuffix(suppressed));
   }
 }
 
@@ -193,7 +195,7 @@ absl::StatusOr<std::unique_ptr<ProbeSession>> PeerProber::Connect() {
   v1::OpenProbePairRequest request;
   request.set_protocol_version(kProbeProtocolVersion);
   request.set_from_node(context_.node);
-  request.set_to_node(tracker_->peer().name);
+  request.set_to_node(peer_.name);
   request.set_version(context_.version);
   request.set_gloo_address((*session)->command_address());
   request.set_bulk_gloo_address((*session)->bulk_address());
@@ -204,18 +206,16 @@ absl::StatusOr<std::unique_ptr<ProbeSession>> PeerProber::Connect() {
   const grpc::Status rpc_status = stub_->OpenProbePair(&rpc, request, &response);
   if (!rpc_status.ok()) {
     return WithReason(
-        absl::UnavailableError(absl::StrCat("OpenProbePair to ", tracker_->peer().grpc.ToString(),
-                                            ": ", rpc_status.error_message())),
+        absl::UnavailableError(absl::StrCat("OpenProbePair to ", peer_.grpc.ToString(), ": ",
+                                            rpc_status.error_message())),
         ClassifyGrpc(rpc_status.error_code(), rpc_status.error_message()));
   }
-  if (response.protocol_version() != kProbeProtocolVersion ||
-      response.node() != tracker_->peer().name) {
-    return WithReason(
-        absl::FailedPreconditionError(absl::StrCat(
-            "protocol: peer at ", tracker_->peer().grpc.ToString(), " answered as node '",
-            response.node(), "' protocol ", response.protocol_version(), ", expected '",
-            tracker_->peer().name, "' protocol ", kProbeProtocolVersion)),
-        v1::FAILURE_REASON_PROTOCOL);
+  if (response.protocol_version() != kProbeProtocolVersion || response.node() != peer_.name) {
+    return WithReason(absl::FailedPreconditionError(absl::StrCat(
+                          "protocol: peer at ", peer_.grpc.ToString(), " answered as node '",
+                          response.node(), "' protocol ", response.protocol_version(),
+                          ", expected '", peer_.name, "' protocol ", kProbeProtocolVersion)),
+                      v1::FAILURE_REASON_PROTOCOL);
   }
   // The classic Gloo misconfiguration: one side binds to loopback while the
   // other is on another host, so pairs can never connect.
@@ -240,7 +240,7 @@ absl::StatusOr<std::unique_ptr<ProbeSession>> PeerProber::Connect() {
                                                " (gRPC reached the peer; Gloo pairs use "
                                                "ephemeral ports: check firewalls)"));
   }
-  tracker_->SetUp(GlooAddressToString(response.gloo_address()), response.version());
+  observer_->SetUp(GlooAddressToString(response.gloo_address()), response.version());
   return session;
 }
 
@@ -249,20 +249,20 @@ absl::Status PeerProber::RunProbe(ProbeSchedule::Kind kind, ProbeSession& sessio
     case ProbeSchedule::Kind::kLatency: {
       auto rtts = session.Ping(static_cast<int>(probe_config_.latency_burst));
       if (!rtts.ok()) return rtts.status();
-      tracker_->RecordRtts(*rtts);
+      observer_->RecordRtts(*rtts);
       return absl::OkStatus();
     }
     case ProbeSchedule::Kind::kSkew: {
       auto samples = session.SyncBurst(static_cast<int>(probe_config_.skew_burst));
       if (!samples.ok()) return samples.status();
-      if (std::optional<OffsetEstimate> best = BestOffset(*samples)) tracker_->RecordOffset(*best);
+      if (std::optional<OffsetEstimate> best = BestOffset(*samples)) observer_->RecordOffset(*best);
       return absl::OkStatus();
     }
     case ProbeSchedule::Kind::kBandwidth:
       for (BandwidthDirection d : {BandwidthDirection::kTx, BandwidthDirection::kRx}) {
         auto sample = session.Bandwidth(d, *context_.gate);
         if (!sample.ok()) return sample.status();
-        tracker_->RecordBandwidth(d, *sample);
+        observer_->RecordBandwidth(d, *sample);
       }
       return absl::OkStatus();
     case ProbeSchedule::Kind::kKeepalive:
@@ -272,20 +272,20 @@ absl::Status PeerProber::RunProbe(ProbeSchedule::Kind kind, ProbeSession& sessio
 }
 
 void PeerProber::Run() {
-  const uint64_t seed = std::hash<std::string>()(context_.node + "/" + tracker_->peer().name);
+  const uint64_t seed = std::hash<std::string>()(context_.node + "/" + peer_.name);
   Backoff backoff(probe_config_.backoff_initial, probe_config_.backoff_max, seed);
   ProbeSchedule schedule(schedule_config_, gloo_timeout_ / 2, seed);
   std::mt19937_64 rng(seed);
   const Clock& clock = *context_.clock;
   bool stopping = false;
   while (!stopping) {
-    tracker_->SetConnecting();
+    observer_->SetConnecting();
     Progress(kStallTimeouts * gloo_timeout_);
     absl::StatusOr<std::unique_ptr<ProbeSession>> session = Connect();
     if (session.ok()) {
       if (backoff.failures() > 0) {
         const uint64_t unlogged = failure_log_.Reset();
-        GW_LOG(kInfo, "peer %s: up%s", tracker_->peer().name,
+        GW_LOG(kInfo, "peer %s: up%s", peer_.name,
                unlogged == 0 ? std::string()
                              : absl::StrCat(" (", unlogged, " repeated failures were not logged)"));
       }

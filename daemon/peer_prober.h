@@ -17,8 +17,8 @@
 #include "daemon/config.h"
 #include "daemon/estimators.h"
 #include "daemon/log.h"
-#include "daemon/peer_tracker.h"
 #include "daemon/probe_link.h"
+#include "daemon/probe_observer.h"
 #include "proto/gloowatch.grpc.pb.h"
 
 namespace gloo::transport {
@@ -67,7 +67,7 @@ v1::ProbeParameters MakeProbeParameters(const Config& config);
 
 class PeerProber {
  public:
-  PeerProber(ProberContext context, const Config& config, PeerTracker* tracker);
+  PeerProber(ProberContext context, const Config& config, PeerConfig peer, ProbeObserver* observer);
   ~PeerProber();
 
   void Start();
@@ -100,7 +100,8 @@ class PeerProber {
   const ScheduleConfig schedule_config_;
   const ProbeConfig probe_config_;
   const absl::Duration gloo_timeout_;
-  PeerTracker* const tracker_;
+  const PeerConfig peer_;
+  ProbeObserver* const observer_;
   std::unique_ptr<v1::Peer::Stub> stub_;
   bool peer_is_loopback_;
   // Monotonic nanoseconds: the last progress and when the current step

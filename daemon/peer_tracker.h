@@ -17,11 +17,12 @@
 #include "daemon/estimators.h"
 #include "daemon/metrics.h"
 #include "daemon/probe_link.h"
+#include "daemon/probe_observer.h"
 #include "proto/gloowatch.pb.h"
 
 namespace gloowatch {
 
-class PeerTracker {
+class PeerTracker final : public ProbeObserver {
  public:
   PeerTracker(PeerConfig peer, absl::Duration latency_window, absl::Duration failure_window,
               std::optional<double> link_speed_bytes_per_second,
@@ -29,13 +30,12 @@ class PeerTracker {
 
   const PeerConfig& peer() const { return peer_; }
 
-  void SetConnecting();
-  void SetUp(const std::string& gloo_address, const std::string& peer_version);
-  // Marks the peer down with a classified reason.
-  void RecordFailure(v1::FailureReason reason, const std::string& message);
-  void RecordRtts(const std::vector<absl::Duration>& rtts);
-  void RecordOffset(const OffsetEstimate& estimate);
-  void RecordBandwidth(BandwidthDirection direction, const BandwidthSample& sample);
+  void SetConnecting() override;
+  void SetUp(const std::string& gloo_address, const std::string& peer_version) override;
+  void RecordFailure(v1::FailureReason reason, const std::string& message) override;
+  void RecordRtts(const std::vector<absl::Duration>& rtts) override;
+  void RecordOffset(const OffsetEstimate& estimate) override;
+  void RecordBandwidth(BandwidthDirection direction, const BandwidthSample& sample) override;
 
   v1::PeerStatus Snapshot() const;
 

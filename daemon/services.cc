@@ -21,36 +21,34 @@ grpc::Status StatusService::ReportStep(grpc::ServerContext*, const v1::ReportSte
   return ToGrpc(report_(*request));
 }
 
-PeerService::PeerService(std::string node, std::string version,
-                         std::shared_ptr<gloo::transport::Device> device, BandwidthGate* gate,
-                         const Clock* clock, std::set<std::string> allowed_peers)
+ResponderRegistry::ResponderRegistry(std::string node, std::string version,
+                                     std::shared_ptr<gloo::transport::Device> device,
+                                     BandwidthGate* gate, const Clock* clock)
     : node_(std::move(node)),
       version_(std::move(version)),
       device_(std::move(device)),
       gate_(gate),
-      clock_(clock),
-      allowed_(std::move(allowed_peers)) {}
+      clock_(clock) {}
 
-PeerService::~PeerService() { StopAll(); }
+ResponderRegistry::~ResponderRegistry() { StopAll(); }
 
-void PeerService::SetAllowedPeers(std::set<std::string> peers) {
+void ResponderRegistry::Retain(const std::set<std::string>& peers) {
   absl::MutexLock lock(&mu_);
-  allowed_ = std::move(peers);
   for (auto& [name, list] : responders_) {
-    if (allowed_.count(name) == 0) {
+    if (peers.count(name) == 0) {
       for (auto& responder : list) responder->Stop();
     }
   }
 }
 
-void PeerService::StopAll() {
+void ResponderRegistry::StopAll() {
   absl::MutexLock lock(&mu_);
   for (auto& [name, list] : responders_) {
     for (auto& responder : list) responder->Stop();
   }
 }
 
-size_t PeerService::active_responders() {
+size_t ResponderRegistry::active_responders() {
   absl::MutexLock lock(&mu_);
   Reap();
   size_t n = 0;
@@ -58,7 +56,7 @@ size_t PeerService::active_responders() {
   return n;
 }
 
-void PeerService::Reap() {
+void ResponderRegistry::Reap() {
   for (auto it = responders_.begin(); it != responders_.end();) {
     auto& list = it->second;
     list.erase(
@@ -66,6 +64,50 @@ void PeerService::Reap() {
         list.end());
     it = list.empty() ? responders_.erase(it) : std::next(it);
   }
+}
+
+absl::StatusOr<v1::OpenProbePairResponse> ResponderRegistry::Open(
+    const v1::OpenProbePairRequest& request) {
+  const std::string& peer = request.from_node();
+  auto exhausted = [&] {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("'", peer, "' already has ", kMaxRespondersPerPeer,
+                     " probe pairs open or winding down; retry later"));
+  };
+  {
+    absl::MutexLock lock(&mu_);
+    Reap();
+    if (responders_[peer].size() >= kMaxRespondersPerPeer) return exhausted();
+  }
+  auto responder = ProbeResponder::Create(device_, request.parameters(), clock_, gate_, peer);
+  if (!responder.ok()) return responder.status();
+  v1::OpenProbePairResponse response;
+  response.set_protocol_version(kProbeProtocolVersion);
+  response.set_node(node_);
+  response.set_version(version_);
+  response.set_gloo_address((*responder)->command_address());
+  response.set_bulk_gloo_address((*responder)->bulk_address());
+  {
+    absl::MutexLock lock(&mu_);
+    auto& list = responders_[peer];
+    if (list.size() >= kMaxRespondersPerPeer) return exhausted();
+    list.push_back(*responder);
+  }
+  (*responder)->Start(request.gloo_address(), request.bulk_gloo_address());
+  GW_LOG(kDebug, "serving probe pair for %s", peer);
+  return response;
+}
+
+PeerService::PeerService(std::string node, std::string version, std::set<std::string> allowed_peers,
+                         ResponderOpener* opener)
+    : node_(std::move(node)),
+      version_(std::move(version)),
+      opener_(opener),
+      allowed_(std::move(allowed_peers)) {}
+
+void PeerService::SetAllowedPeers(std::set<std::string> peers) {
+  absl::MutexLock lock(&mu_);
+  allowed_ = std::move(peers);
 }
 
 grpc::Status PeerService::OpenProbePair(grpc::ServerContext*,
@@ -98,33 +140,10 @@ grpc::Status PeerService::OpenProbePair(grpc::ServerContext*,
                           absl::StrCat("'", request->from_node(),
                                        "' is not in the peer list of node '", node_, "'"));
     }
-    Reap();
-    if (responders_[request->from_node()].size() >= kMaxRespondersPerPeer) {
-      return grpc::Status(
-          grpc::StatusCode::RESOURCE_EXHAUSTED,
-          absl::StrCat("'", request->from_node(), "' already has ", kMaxRespondersPerPeer,
-                       " probe pairs open or winding down; retry later"));
-    }
   }
-  auto responder =
-      ProbeResponder::Create(device_, request->parameters(), clock_, gate_, request->from_node());
-  if (!responder.ok()) return ToGrpc(responder.status());
-  response->set_protocol_version(kProbeProtocolVersion);
-  response->set_node(node_);
-  response->set_version(version_);
-  response->set_gloo_address((*responder)->command_address());
-  response->set_bulk_gloo_address((*responder)->bulk_address());
-  {
-    absl::MutexLock lock(&mu_);
-    auto& list = responders_[request->from_node()];
-    if (list.size() >= kMaxRespondersPerPeer) {
-      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                          "too many concurrent opens for this peer; retry later");
-    }
-    list.push_back(*responder);
-  }
-  (*responder)->Start(request->gloo_address(), request->bulk_gloo_address());
-  GW_LOG(kDebug, "serving probe pair for %s", request->from_node());
+  absl::StatusOr<v1::OpenProbePairResponse> opened = opener_->Open(*request);
+  if (!opened.ok()) return ToGrpc(opened.status());
+  *response = *std::move(opened);
   return grpc::Status::OK;
 }
 

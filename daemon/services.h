@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "daemon/clock.h"
 #include "daemon/probe_link.h"
@@ -40,24 +41,31 @@ class StatusService final : public v1::Status::Service {
   ReportFn report_;
 };
 
-// Serves OpenProbePair: only configured peers may open pairs, and each peer
-// has at most kMaxRespondersPerPeer serving threads. A new open never stops a
-// live responder (a caller merely claiming a peer's name must not break that
-// peer's link); responders whose requester went away end at their own
-// timeout.
-class PeerService final : public v1::Peer::Service {
+// Creates and starts the serving side of a probe pair for a request the
+// PeerService accepted.
+class ResponderOpener {
  public:
-  PeerService(std::string node, std::string version,
-              std::shared_ptr<gloo::transport::Device> device, BandwidthGate* gate,
-              const Clock* clock, std::set<std::string> allowed_peers);
-  ~PeerService() override;
+  virtual ~ResponderOpener() = default;
+  virtual absl::StatusOr<v1::OpenProbePairResponse> Open(
+      const v1::OpenProbePairRequest& request) = 0;
+};
 
+// Responders in this process. Each peer has at most kMaxRespondersPerPeer
+// serving threads. A new open never stops a live responder (a caller merely
+// claiming a peer's name must not break that peer's link); responders whose
+// requester went away end at their own timeout.
+class ResponderRegistry final : public ResponderOpener {
+ public:
   static constexpr size_t kMaxRespondersPerPeer = 3;
 
-  grpc::Status OpenProbePair(grpc::ServerContext*, const v1::OpenProbePairRequest* request,
-                             v1::OpenProbePairResponse* response) override;
+  ResponderRegistry(std::string node, std::string version,
+                    std::shared_ptr<gloo::transport::Device> device, BandwidthGate* gate,
+                    const Clock* clock);
+  ~ResponderRegistry() override;
 
-  void SetAllowedPeers(std::set<std::string> peers);
+  absl::StatusOr<v1::OpenProbePairResponse> Open(const v1::OpenProbePairRequest& request) override;
+  // Stops every responder of peers not in `peers`.
+  void Retain(const std::set<std::string>& peers);
   // Stops every responder; they end at their next command or timeout.
   void StopAll();
   size_t active_responders();
@@ -71,9 +79,28 @@ class PeerService final : public v1::Peer::Service {
   BandwidthGate* gate_;
   const Clock* clock_;
   absl::Mutex mu_;
-  std::set<std::string> allowed_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<std::shared_ptr<ProbeResponder>>> responders_
       ABSL_GUARDED_BY(mu_);
+};
+
+// Serves OpenProbePair: checks who asks and what, then hands the request to
+// the opener. Only configured peers may open pairs.
+class PeerService final : public v1::Peer::Service {
+ public:
+  PeerService(std::string node, std::string version, std::set<std::string> allowed_peers,
+              ResponderOpener* opener);
+
+  grpc::Status OpenProbePair(grpc::ServerContext*, const v1::OpenProbePairRequest* request,
+                             v1::OpenProbePairResponse* response) override;
+
+  void SetAllowedPeers(std::set<std::string> peers);
+
+ private:
+  const std::string node_;
+  const std::string version_;
+  ResponderOpener* const opener_;
+  absl::Mutex mu_;
+  std::set<std::string> allowed_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gloowatch

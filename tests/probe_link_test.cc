@@ -47,8 +47,10 @@ v1::ProbeParameters SmallParameters() {
 class ProbeLinkTest : public ::testing::Test {
  protected:
   void StartServer(const Clock* server_clock) {
-    service_ = std::make_unique<PeerService>("server", "test", LoopbackDevice(), &server_gate_,
-                                             server_clock, std::set<std::string>{"client"});
+    registry_ = std::make_unique<ResponderRegistry>("server", "test", LoopbackDevice(),
+                                                    &server_gate_, server_clock);
+    service_ = std::make_unique<PeerService>("server", "test", std::set<std::string>{"client"},
+                                             registry_.get());
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -60,7 +62,7 @@ class ProbeLinkTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (service_) service_->StopAll();
+    if (registry_) registry_->StopAll();
     if (server_) server_->Shutdown(std::chrono::system_clock::now());
   }
 
@@ -83,10 +85,10 @@ class ProbeLinkTest : public ::testing::Test {
 
   bool WaitForResponders(size_t count, absl::Duration timeout) {
     const absl::Time deadline = absl::Now() + timeout;
-    while (service_->active_responders() != count && absl::Now() < deadline) {
+    while (registry_->active_responders() != count && absl::Now() < deadline) {
       absl::SleepFor(absl::Milliseconds(20));
     }
-    return service_->active_responders() == count;
+    return registry_->active_responders() == count;
   }
 
   std::unique_ptr<ProbeSession> Connected() {
@@ -105,6 +107,7 @@ class ProbeLinkTest : public ::testing::Test {
   std::shared_ptr<gloo::transport::Device> client_device_ = LoopbackDevice();
   BandwidthGate server_gate_;
   BandwidthGate client_gate_;
+  std::unique_ptr<ResponderRegistry> registry_;
   std::unique_ptr<PeerService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::Peer::Stub> stub_;
@@ -182,13 +185,13 @@ TEST_F(ProbeLinkTest, ResponderEndsWhenTheRequesterGoes) {
   std::unique_ptr<ProbeSession> session = Connected();
   ASSERT_NE(session, nullptr);
   ASSERT_TRUE(session->Ping(1).ok());
-  EXPECT_EQ(service_->active_responders(), 1u);
+  EXPECT_EQ(registry_->active_responders(), 1u);
   session.reset();
   const absl::Time deadline = absl::Now() + absl::Seconds(5);
-  while (service_->active_responders() > 0 && absl::Now() < deadline) {
+  while (registry_->active_responders() > 0 && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(20));
   }
-  EXPECT_EQ(service_->active_responders(), 0u);
+  EXPECT_EQ(registry_->active_responders(), 0u);
 }
 
 TEST_F(ProbeLinkTest, RejectsStrangersAndNonsense) {
@@ -227,10 +230,10 @@ TEST_F(ProbeLinkTest, RejectsStrangersAndNonsense) {
   // address and it ends by itself.
   Open(short_address, &response);
   const absl::Time deadline = absl::Now() + absl::Seconds(5);
-  while (service_->active_responders() > 0 && absl::Now() < deadline) {
+  while (registry_->active_responders() > 0 && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(20));
   }
-  EXPECT_EQ(service_->active_responders(), 0u);
+  EXPECT_EQ(registry_->active_responders(), 0u);
 }
 
 TEST_F(ProbeLinkTest, AnOpenClaimingAPeersNameNeitherBreaksItsLinkNorPilesUp) {
@@ -252,7 +255,7 @@ TEST_F(ProbeLinkTest, AnOpenClaimingAPeersNameNeitherBreaksItsLinkNorPilesUp) {
   }
   // The live responder plus two pending ones fill the per-peer quota.
   EXPECT_EQ(exhausted, 2);
-  EXPECT_EQ(service_->active_responders(), PeerService::kMaxRespondersPerPeer);
+  EXPECT_EQ(registry_->active_responders(), ResponderRegistry::kMaxRespondersPerPeer);
   auto rtts = session->Ping(5);
   EXPECT_TRUE(rtts.ok()) << rtts.status();
   strangers.clear();

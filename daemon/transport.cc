@@ -1,0 +1,398 @@
+#include "daemon/transport.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <exception>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/estimators.h"
+#include "daemon/log.h"
+#include "daemon/peer_prober.h"
+#include "daemon/probe_link.h"
+#include "daemon/version.h"
+#include "gloo/transport/tcp/device.h"
+
+namespace gloowatch {
+namespace {
+
+using transport::v1::FromTransport;
+using transport::v1::ToTransport;
+
+// Far above any message we send (addresses, a burst of RTTs).
+constexpr size_t kMaxMessageBytes = 1 << 20;
+
+// Reports a prober's observations to the daemon.
+class ChannelObserver final : public ProbeObserver {
+ public:
+  ChannelObserver(std::string peer, MessageChannel* channel)
+      : peer_(std::move(peer)), channel_(channel) {}
+
+  void SetConnecting() override {
+    FromTransport m = Event();
+    m.mutable_peer()->mutable_connecting();
+    channel_->Send(m);
+  }
+  void SetUp(const std::string& gloo_address, const std::string& peer_version) override {
+    FromTransport m = Event();
+    auto* up = m.mutable_peer()->mutable_up();
+    up->set_gloo_address(gloo_address);
+    up->set_peer_version(peer_version);
+    channel_->Send(m);
+  }
+  void RecordFailure(v1::FailureReason reason, const std::string& message) override {
+    FromTransport m = Event();
+    auto* failure = m.mutable_peer()->mutable_failure();
+    failure->set_reason(reason);
+    failure->set_message(message);
+    channel_->Send(m);
+  }
+  void RecordRtts(const std::vector<absl::Duration>& rtts) override {
+    FromTransport m = Event();
+    auto* out = m.mutable_peer()->mutable_rtts();
+    for (absl::Duration rtt : rtts) out->add_nanos(absl::ToInt64Nanoseconds(rtt));
+    channel_->Send(m);
+  }
+  void RecordOffset(const OffsetEstimate& e) override {
+    FromTransport m = Event();
+    auto* out = m.mutable_peer()->mutable_offset();
+    out->set_offset_nanos(absl::ToInt64Nanoseconds(e.offset));
+    out->set_delay_nanos(absl::ToInt64Nanoseconds(e.delay));
+    out->set_error_nanos(absl::ToInt64Nanoseconds(e.error));
+    channel_->Send(m);
+  }
+  void RecordBandwidth(BandwidthDirection direction, const BandwidthSample& sample) override {
+    FromTransport m = Event();
+    auto* out = m.mutable_peer()->mutable_bandwidth();
+    out->set_tx(direction == BandwidthDirection::kTx);
+    out->set_bytes_per_second(sample.bytes_per_second);
+    out->set_bytes(sample.bytes);
+    out->set_elapsed_nanos(absl::ToInt64Nanoseconds(sample.elapsed));
+    channel_->Send(m);
+  }
+
+ private:
+  FromTransport Event() const {
+    FromTransport m;
+    m.mutable_peer()->set_peer(peer_);
+    return m;
+  }
+
+  const std::string peer_;
+  MessageChannel* const channel_;
+};
+
+void Apply(const transport::v1::PeerEvent& e, ProbeObserver& observer) {
+  switch (e.event_case()) {
+    case transport::v1::PeerEvent::kConnecting:
+      observer.SetConnecting();
+      break;
+    case transport::v1::PeerEvent::kUp:
+      observer.SetUp(e.up().gloo_address(), e.up().peer_version());
+      break;
+    case transport::v1::PeerEvent::kFailure:
+      observer.RecordFailure(e.failure().reason(), e.failure().message());
+      break;
+    case transport::v1::PeerEvent::kRtts: {
+      std::vector<absl::Duration> rtts;
+      for (int64_t ns : e.rtts().nanos()) rtts.push_back(absl::Nanoseconds(ns));
+      observer.RecordRtts(rtts);
+      break;
+    }
+    case transport::v1::PeerEvent::kOffset:
+      observer.RecordOffset({absl::Nanoseconds(e.offset().offset_nanos()),
+                             absl::Nanoseconds(e.offset().delay_nanos()),
+                             absl::Nanoseconds(e.offset().error_nanos())});
+      break;
+    case transport::v1::PeerEvent::kBandwidth:
+      observer.RecordBandwidth(
+          e.bandwidth().tx() ? BandwidthDirection::kTx : BandwidthDirection::kRx,
+          {e.bandwidth().bytes_per_second(), e.bandwidth().bytes(),
+           absl::Nanoseconds(e.bandwidth().elapsed_nanos())});
+      break;
+    case transport::v1::PeerEvent::EVENT_NOT_SET:
+      break;
+  }
+}
+
+std::string DescribeExit(int status) {
+  if (WIFEXITED(status)) return absl::StrCat("exited with code ", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    return absl::StrCat("was killed by signal ", WTERMSIG(status), " (",
+                        strsignal(WTERMSIG(status)), ")");
+  }
+  return absl::StrCat("ended with status ", status);
+}
+
+}  // namespace
+
+// --- MessageChannel ----------------------------------------------------------
+
+MessageChannel::MessageChannel(int fd) : fd_(fd) {}
+
+MessageChannel::~MessageChannel() { close(fd_); }
+
+bool MessageChannel::Send(const google::protobuf::MessageLite& message) {
+  const std::string bytes = message.SerializeAsString();
+  absl::MutexLock lock(&send_mu_);
+  return send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+}
+
+bool MessageChannel::Receive(google::protobuf::MessageLite* message) {
+  std::vector<char> buf(kMaxMessageBytes);
+  while (true) {
+    const ssize_t n = recv(fd_, buf.data(), buf.size(), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    return message->ParseFromArray(buf.data(), static_cast<int>(n));
+  }
+}
+
+void MessageChannel::Shutdown() { shutdown(fd_, SHUT_RDWR); }
+
+// --- the transport process ---------------------------------------------------
+
+int RunTransport(const Config& config, const std::string& gloo_address, int fd) {
+  // The daemon's death must end us too, even if it could not tell us.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() == 1) return 0;
+  MessageChannel channel(fd);
+  std::shared_ptr<gloo::transport::Device> device;
+  try {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = gloo_address;
+    device = gloo::transport::tcp::CreateDevice(attr);
+  } catch (const std::exception& e) {
+    GW_LOG(kError, "transport: cannot create a Gloo device on %s: %s", gloo_address, e.what());
+    return 69;
+  }
+  BandwidthGate gate;
+  const Clock* clock = RealClock::Get();
+  ResponderRegistry registry(config.node, GLOOWATCH_VERSION, device, &gate, clock);
+
+  ProberContext context;
+  context.node = config.node;
+  context.version = GLOOWATCH_VERSION;
+  context.device = device;
+  context.local_gloo_is_loopback = IsLoopbackHost(gloo_address);
+  context.gate = &gate;
+  context.clock = clock;
+  std::vector<std::unique_ptr<ChannelObserver>> observers;
+  std::vector<std::unique_ptr<PeerProber>> probers;
+  for (const PeerConfig& peer : config.peers) {
+    observers.push_back(std::make_unique<ChannelObserver>(peer.name, &channel));
+    probers.push_back(std::make_unique<PeerProber>(context, config, peer, observers.back().get()));
+  }
+  for (auto& prober : probers) prober->Start();
+
+  std::thread heartbeat([&] {
+    while (true) {
+      FromTransport m;
+      const absl::Duration now = clock->Monotonic();
+      bool stalled = false;
+      for (const auto& prober : probers) stalled = stalled || prober->Stalled(now);
+      m.mutable_heartbeat()->set_stalled(stalled);
+      if (!channel.Send(m)) return;
+      absl::SleepFor(absl::Seconds(1));
+    }
+  });
+  heartbeat.detach();
+
+  ToTransport message;
+  while (channel.Receive(&message)) {
+    if (!message.has_open()) continue;
+    FromTransport reply;
+    transport::v1::OpenResult* result = reply.mutable_opened();
+    result->set_id(message.open().id());
+    absl::StatusOr<v1::OpenProbePairResponse> opened = registry.Open(message.open().request());
+    if (opened.ok()) {
+      *result->mutable_response() = *std::move(opened);
+    } else {
+      result->set_code(static_cast<int>(opened.status().code()));
+      result->set_message(std::string(opened.status().message()));
+    }
+    channel.Send(reply);
+  }
+  // The daemon is gone or stopping us. Threads may be inside Gloo calls:
+  // exit around them rather than tear down what they use.
+  std::fflush(stderr);
+  std::_Exit(0);
+}
+
+// --- TransportSupervisor -----------------------------------------------------
+
+TransportSupervisor::TransportSupervisor(Options options, const Clock* clock)
+    : options_(std::move(options)), clock_(clock) {}
+
+TransportSupervisor::~TransportSupervisor() { Stop(); }
+
+void TransportSupervisor::Start() {
+  thread_ = std::thread([this] { Supervise(); });
+}
+
+void TransportSupervisor::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_ && !thread_.joinable()) return;
+    stopping_ = true;
+    if (channel_) channel_->Shutdown();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+pid_t TransportSupervisor::Spawn(int fd) {
+  // Everything the child needs is built before fork: after it, only
+  // async-signal-safe calls.
+  std::vector<std::string> args = {options_.executable, "--transport_fd=3",
+                                   absl::StrCat("--config=", options_.config_path),
+                                   absl::StrCat("--gloo_address=", options_.gloo_address),
+                                   absl::StrCat("--log_level=", options_.log_level)};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (fd == 3) {
+      fcntl(3, F_SETFD, 0);  // dup2 onto itself would keep close-on-exec
+    } else {
+      dup2(fd, 3);
+    }
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+void TransportSupervisor::Supervise() {
+  Backoff backoff(options_.restart_initial, options_.restart_max);
+  while (true) {
+    int fds[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
+      GW_LOG(kError, "transport: socketpair: %s", strerror(errno));
+      absl::SleepFor(backoff.Next());
+      continue;
+    }
+    const pid_t pid = Spawn(fds[1]);
+    close(fds[1]);
+    auto channel = std::make_shared<MessageChannel>(fds[0]);
+    const absl::Duration started = clock_->Monotonic();
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) channel->Shutdown();
+      channel_ = channel;
+      pid_ = pid;
+      last_heartbeat_ = started;
+      stalled_ = false;
+    }
+    FromTransport message;
+    while (channel->Receive(&message)) Dispatch(message);
+
+    // The transport ended (or we are stopping): nothing it had open stays.
+    bool stopping;
+    {
+      absl::MutexLock lock(&mu_);
+      channel_.reset();
+      pid_ = -1;
+      for (auto& [id, pending] : pending_) {
+        pending.done = true;
+        pending.result.set_code(static_cast<int>(absl::StatusCode::kUnavailable));
+        pending.result.set_message("probe transport restarting");
+      }
+      stopping = stopping_;
+    }
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+    }
+    int status = 0;
+    if (pid > 0) waitpid(pid, &status, 0);
+    if (stopping) return;
+    const std::string why =
+        absl::StrCat("probe transport process ", pid, " ", DescribeExit(status));
+    GW_LOG(kError, "%s; restarting it", why);
+    {
+      absl::MutexLock lock(&mu_);
+      ++restarts_;
+    }
+    if (options_.on_exit) options_.on_exit(why);
+    // A transport that ran a good while before dying starts the backoff over.
+    if (clock_->Monotonic() - started > absl::Minutes(1)) backoff.Reset();
+    const absl::Duration wait = backoff.Next();
+    absl::MutexLock lock(&mu_);
+    mu_.AwaitWithTimeout(absl::Condition(&stopping_), wait);
+    if (stopping_) return;
+  }
+}
+
+void TransportSupervisor::Dispatch(const FromTransport& message) {
+  switch (message.kind_case()) {
+    case FromTransport::kPeer:
+      if (ProbeObserver* observer = options_.observer_for(message.peer().peer())) {
+        Apply(message.peer(), *observer);
+      }
+      break;
+    case FromTransport::kOpened: {
+      absl::MutexLock lock(&mu_);
+      auto it = pending_.find(message.opened().id());
+      if (it != pending_.end()) {
+        it->second.done = true;
+        it->second.result = message.opened();
+      }
+      break;
+    }
+    case FromTransport::kHeartbeat: {
+      absl::MutexLock lock(&mu_);
+      last_heartbeat_ = clock_->Monotonic();
+      stalled_ = message.heartbeat().stalled();
+      break;
+    }
+    case FromTransport::KIND_NOT_SET:
+      break;
+  }
+}
+
+absl::StatusOr<v1::OpenProbePairResponse> TransportSupervisor::Open(
+    const v1::OpenProbePairRequest& request) {
+  absl::MutexLock lock(&mu_);
+  if (!channel_) return absl::UnavailableError("probe transport restarting; retry");
+  const uint64_t id = ++next_id_;
+  Pending& pending = pending_[id];
+  ToTransport message;
+  message.mutable_open()->set_id(id);
+  *message.mutable_open()->mutable_request() = request;
+  if (!channel_->Send(message)) {
+    pending_.erase(id);
+    return absl::UnavailableError("probe transport restarting; retry");
+  }
+  const bool done = mu_.AwaitWithTimeout(absl::Condition(&pending.done), options_.open_timeout);
+  const transport::v1::OpenResult result = pending.result;
+  pending_.erase(id);
+  if (!done) return absl::DeadlineExceededError("probe transport did not answer in time");
+  if (result.code() != 0) {
+    return absl::Status(static_cast<absl::StatusCode>(result.code()), result.message());
+  }
+  return result.response();
+}
+
+bool TransportSupervisor::Healthy() const {
+  absl::MutexLock lock(&mu_);
+  if (!channel_) return true;
+  return !stalled_ && clock_->Monotonic() - last_heartbeat_ < absl::Seconds(10);
+}
+
+uint64_t TransportSupervisor::restarts() const {
+  absl::MutexLock lock(&mu_);
+  return restarts_;
+}
+
+pid_t TransportSupervisor::pid() const {
+  absl::MutexLock lock(&mu_);
+  return pid_;
+}
+
+}  // namespace gloowatch

@@ -1,0 +1,109 @@
+// Isolation of everything that touches Gloo in a child process.
+//
+// Gloo's TCP pairs accept the first connection on their listening port and
+// read it on Gloo's event-loop thread, where a GLOO_ENFORCE on unexpected
+// bytes throws with nothing to catch it: any host that can reach a pending
+// pair could abort the process. So the daemon (config, gRPC API, metrics,
+// peer state) runs no Gloo code; a transport process, restarted with backoff
+// when it dies, owns the Gloo device, the probers and the responders, and
+// reports what it measures over a socketpair.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "daemon/clock.h"
+#include "daemon/config.h"
+#include "daemon/probe_observer.h"
+#include "daemon/services.h"
+#include "google/protobuf/message_lite.h"
+#include "proto/transport.pb.h"
+
+namespace gloowatch {
+
+// One serialized message per SOCK_SEQPACKET packet.
+class MessageChannel {
+ public:
+  explicit MessageChannel(int fd);  // takes ownership
+  ~MessageChannel();
+  bool Send(const google::protobuf::MessageLite& message);
+  // False at end of stream or on error.
+  bool Receive(google::protobuf::MessageLite* message);
+  // Wakes a blocked Receive (which then returns false).
+  void Shutdown();
+
+ private:
+  const int fd_;
+  absl::Mutex send_mu_;
+};
+
+// The transport process: probes every peer of `config` from `gloo_address`
+// and serves responders the daemon asks for, until the daemon goes away.
+// Returns the process exit code.
+int RunTransport(const Config& config, const std::string& gloo_address, int fd);
+
+class TransportSupervisor final : public ResponderOpener {
+ public:
+  struct Options {
+    std::string executable;   // this program, re-executed as the transport
+    std::string config_path;  // the transport reads the same config
+    std::string gloo_address;
+    std::string log_level;
+    absl::Duration open_timeout = absl::Seconds(2);
+    absl::Duration restart_initial = absl::Milliseconds(500);
+    absl::Duration restart_max = absl::Seconds(30);
+    // The tracker of a peer, nullptr for names we do not know.
+    std::function<ProbeObserver*(const std::string& peer)> observer_for;
+    // Called after the transport died, with why; before the restart.
+    std::function<void(const std::string& why)> on_exit;
+  };
+
+  TransportSupervisor(Options options, const Clock* clock);
+  ~TransportSupervisor() override;
+
+  void Start();
+  void Stop();
+
+  absl::StatusOr<v1::OpenProbePairResponse> Open(const v1::OpenProbePairRequest& request) override;
+
+  // False when the transport is running but its heartbeats stopped or it
+  // reports a stalled prober. Restarting after a crash counts as healthy.
+  bool Healthy() const;
+  uint64_t restarts() const;
+  pid_t pid() const;
+
+ private:
+  struct Pending {
+    bool done = false;
+    transport::v1::OpenResult result;
+  };
+
+  void Supervise();
+  pid_t Spawn(int fd);
+  void Dispatch(const transport::v1::FromTransport& message);
+
+  const Options options_;
+  const Clock* const clock_;
+  std::thread thread_;
+
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::shared_ptr<MessageChannel> channel_ ABSL_GUARDED_BY(mu_);
+  pid_t pid_ ABSL_GUARDED_BY(mu_) = -1;
+  absl::Duration last_heartbeat_ ABSL_GUARDED_BY(mu_);
+  bool stalled_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t restarts_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace gloowatch
