@@ -675,6 +675,7 @@ absl::StatusOr<Config> ParseConfig(absl::string_view yaml, absl::string_view sou
     } else {
       Config config;
       config.source = std::string(source);
+      config.yaml = std::string(text);
       WalkMap(ctx, root, "", Schema(), config);
       if (ctx.errors.empty()) CheckCrossFields(ctx, config);
       if (ctx.errors.empty()) return config;

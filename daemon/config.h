@@ -70,6 +70,7 @@ struct Thresholds {
 
 struct Config {
   std::string source;  // file name the config came from, for messages
+  std::string yaml;    // the text it was parsed from
   std::string node;
   HostPort grpc_listen;
   HostPort metrics_listen;

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "daemon/log.h"
 #include "daemon/transport.h"
 #include "daemon/version.h"
@@ -65,7 +66,7 @@ Daemon::~Daemon() { Shutdown(absl::Seconds(2)); }
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock* clock,
                                                       const TransportLaunch& launch) {
   std::unique_ptr<Daemon> d(new Daemon(std::move(config), clock));
-  const Config& c = d->config_;
+  const Config c = d->config_;  // before any other thread runs
 
   EndpointRequest request;
   request.config_address = c.gloo.address;
@@ -95,11 +96,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
   if (absl::Status s = d->metrics_->Serve(c.metrics_listen.ToString()); !s.ok()) return s;
 
   std::set<std::string> peer_names;
-  for (const PeerConfig& peer : c.peers) {
-    peer_names.insert(peer.name);
-    d->trackers_.push_back(std::make_unique<PeerTracker>(
-        peer, c.probe.latency_window, c.thresholds.failure_window,
-        d->endpoint_.link_speed_bytes_per_second, d->metrics_->AddPeer(peer.name), clock));
+  {
+    absl::MutexLock lock(&d->mu_);
+    for (const PeerConfig& peer : c.peers) {
+      peer_names.insert(peer.name);
+      d->trackers_.push_back(d->MakeTracker(peer));
+    }
   }
 
   d->training_ =
@@ -110,17 +112,15 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
       [self](const v1::ReportStepRequest& r) { return self->ReportStep(r); });
   TransportSupervisor::Options transport;
   transport.executable = launch.executable;
-  transport.config_path = launch.config_path;
+  transport.config = c;
   transport.log_level = launch.log_level;
   transport.gloo_address = d->endpoint_.address;
-  transport.observer_for = [self](const std::string& peer) -> ProbeObserver* {
-    for (auto& tracker : self->trackers_) {
-      if (tracker->peer().name == peer) return tracker.get();
-    }
-    return nullptr;
+  transport.observer_for = [self](const std::string& peer) -> std::shared_ptr<ProbeObserver> {
+    return self->FindTracker(peer);
   };
   transport.on_exit = [self](const std::string& why) {
     self->metrics_->CountTransportRestart();
+    absl::MutexLock lock(&self->mu_);
     for (auto& tracker : self->trackers_) {
       tracker->RecordFailure(v1::FAILURE_REASON_OTHER, why);
     }
@@ -150,6 +150,68 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
   return d;
 }
 
+std::shared_ptr<PeerTracker> Daemon::MakeTracker(const PeerConfig& peer) const {
+  return std::make_shared<PeerTracker>(
+      peer, config_.probe.latency_window, config_.thresholds.failure_window,
+      endpoint_.link_speed_bytes_per_second, metrics_->AddPeer(peer.name), clock_);
+}
+
+std::shared_ptr<PeerTracker> Daemon::FindTracker(const std::string& peer) const {
+  absl::MutexLock lock(&mu_);
+  for (const auto& tracker : trackers_) {
+    if (tracker->peer().name == peer) return tracker;
+  }
+  return nullptr;
+}
+
+absl::Status Daemon::Reload(Config next) {
+  std::set<std::string> names;
+  {
+    absl::MutexLock lock(&mu_);
+    const Config& now = config_;
+    std::vector<std::string> restart_only;
+    if (next.node != now.node) restart_only.push_back("node");
+    if (next.grpc_listen.ToString() != now.grpc_listen.ToString()) {
+      restart_only.push_back("grpc_listen");
+    }
+    if (next.metrics_listen.ToString() != now.metrics_listen.ToString()) {
+      restart_only.push_back("metrics_listen");
+    }
+    if (next.gloo.address != now.gloo.address || next.gloo.interface != now.gloo.interface ||
+        next.gloo.link_speed_bytes_per_second != now.gloo.link_speed_bytes_per_second) {
+      restart_only.push_back("gloo.address/interface/link_speed");
+    }
+    if (next.probe.latency_window != now.probe.latency_window ||
+        next.thresholds.failure_window != now.thresholds.failure_window) {
+      restart_only.push_back("probe.latency_window/thresholds.failure_window");
+    }
+    if (!restart_only.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(next.source, ": changing ", absl::StrJoin(restart_only, ", "),
+                       " needs a restart; keeping the running config"));
+    }
+    config_ = next;
+    // Trackers of peers that stay keep their figures (and their series).
+    std::vector<std::shared_ptr<PeerTracker>> trackers;
+    for (const PeerConfig& peer : next.peers) {
+      names.insert(peer.name);
+      std::shared_ptr<PeerTracker> kept;
+      for (auto& tracker : trackers_) {
+        if (tracker->peer().name == peer.name &&
+            tracker->peer().grpc.ToString() == peer.grpc.ToString()) {
+          kept = tracker;
+        }
+      }
+      trackers.push_back(kept ? kept : MakeTracker(peer));
+    }
+    trackers_ = std::move(trackers);
+  }
+  peer_service_->SetAllowedPeers(names);
+  transport_->Reconfigure(next);
+  GW_LOG(kInfo, "reloaded %s: %d peers", next.source, next.peers.size());
+  return absl::OkStatus();
+}
+
 void Daemon::Shutdown(absl::Duration grace) {
   if (shut_down_) return;
   shut_down_ = true;
@@ -171,6 +233,7 @@ void Daemon::Tick() {
 }
 
 v1::NodeStatus Daemon::Status() const {
+  absl::MutexLock lock(&mu_);
   v1::NodeStatus s;
   s.set_node(config_.node);
   s.set_version(GLOOWATCH_VERSION);

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "daemon/clock.h"
 #include "daemon/config.h"
 #include "daemon/gloo_endpoint.h"
@@ -25,7 +27,6 @@ namespace gloowatch {
 // How to start the transport process (this program, re-executed).
 struct TransportLaunch {
   std::string executable;
-  std::string config_path;
   std::string log_level;
 };
 
@@ -41,6 +42,11 @@ class Daemon {
   absl::Status ReportStep(const v1::ReportStepRequest& request);
   // Periodic chores (expiring stale training series); call about once a second.
   void Tick();
+  // Applies a new config (SIGHUP): peers added, removed or changed and new
+  // schedules and thresholds, without touching healthy pairs. Refused, with
+  // the running config kept, when it changes what needs a restart (node name,
+  // listen addresses, the Gloo interface).
+  absl::Status Reload(Config config);
   // Stops serving (in-flight calls get `grace`) and the transport process.
   void Shutdown(absl::Duration grace);
   // False when the transport process stopped answering or reports a stuck
@@ -50,8 +56,11 @@ class Daemon {
 
  private:
   Daemon(Config config, const Clock* clock);
+  std::shared_ptr<PeerTracker> MakeTracker(const PeerConfig& peer) const;
+  std::shared_ptr<PeerTracker> FindTracker(const std::string& peer) const;
 
-  Config config_;
+  mutable absl::Mutex mu_;
+  Config config_ ABSL_GUARDED_BY(mu_);
   const Clock* clock_;
   absl::Time started_at_;
   GlooEndpoint endpoint_;
@@ -59,7 +68,9 @@ class Daemon {
   std::string hostname_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<TrainingReports> training_;
-  std::vector<std::unique_ptr<PeerTracker>> trackers_;
+  // In config order; shared so the transport's events can still land on a
+  // tracker that a reload just removed.
+  std::vector<std::shared_ptr<PeerTracker>> trackers_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<TransportSupervisor> transport_;
   std::unique_ptr<StatusService> status_service_;
   std::unique_ptr<PeerService> peer_service_;

@@ -72,14 +72,15 @@ int Run() {
     return 0;
   }
 
+  if (const int fd = absl::GetFlag(FLAGS_transport_fd); fd >= 0) {
+    signal(SIGPIPE, SIG_IGN);
+    return RunTransport(absl::GetFlag(FLAGS_gloo_address), fd);
+  }
+
   absl::StatusOr<Config> config = LoadConfigFile(absl::GetFlag(FLAGS_config));
   if (!config.ok()) {
     GW_LOG(kError, "%s", config.status().message());
     return kExitConfig;
-  }
-  if (const int fd = absl::GetFlag(FLAGS_transport_fd); fd >= 0) {
-    signal(SIGPIPE, SIG_IGN);
-    return RunTransport(*config, absl::GetFlag(FLAGS_gloo_address), fd);
   }
 
   // Signals are taken synchronously by this thread only; a peer that closes
@@ -94,8 +95,7 @@ int Run() {
 
   const size_t peer_count = config->peers.size();
   absl::StatusOr<std::unique_ptr<Daemon>> daemon = Daemon::Start(
-      *std::move(config), RealClock::Get(),
-      {"/proc/self/exe", absl::GetFlag(FLAGS_config), absl::GetFlag(FLAGS_log_level)});
+      *std::move(config), RealClock::Get(), {"/proc/self/exe", absl::GetFlag(FLAGS_log_level)});
   if (!daemon.ok()) {
     GW_LOG(kError, "%s", daemon.status().message());
     return kExitUnavailable;
@@ -134,7 +134,14 @@ int Run() {
         healthy = now_healthy;
       }
     }
-    if (sig == SIGHUP) GW_LOG(kWarning, "SIGHUP: config reload is not supported yet; ignored");
+    if (sig == SIGHUP) {
+      absl::StatusOr<Config> next = LoadConfigFile(absl::GetFlag(FLAGS_config));
+      absl::Status reloaded = next.ok() ? (*daemon)->Reload(*std::move(next)) : next.status();
+      if (!reloaded.ok()) {
+        GW_LOG(kError, "SIGHUP: reload refused, keeping the running config: %s",
+               reloaded.message());
+      }
+    }
   }
   (*daemon)->Shutdown(absl::Seconds(2));
   daemon->reset();

@@ -95,6 +95,14 @@ void ProbeSchedule::Done(Kind kind, absl::Duration now) {
   due_[static_cast<int>(Kind::kKeepalive)] = now + keepalive_;
 }
 
+void ProbeSchedule::SetConfig(const ScheduleConfig& config, absl::Duration now) {
+  config_ = config;
+  for (Kind kind : {Kind::kLatency, Kind::kSkew, Kind::kBandwidth}) {
+    absl::Duration& due = due_[static_cast<int>(kind)];
+    due = std::min(due, now + Jittered(Interval(kind), config_.jitter, rng_));
+  }
+}
+
 void ProbeSchedule::Defer(Kind kind, absl::Duration now, absl::Duration delay) {
   due_[static_cast<int>(kind)] = now + delay;
 }
@@ -170,11 +178,26 @@ void PeerProber::Progress(absl::Duration may_take) {
   stall_at_ns_.store(limit > INT64_MAX - now ? INT64_MAX : now + limit, std::memory_order_relaxed);
 }
 
+std::optional<ScheduleConfig> PeerProber::TakeScheduleUpdate() {
+  absl::MutexLock lock(&mu_);
+  std::optional<ScheduleConfig> update = std::move(new_schedule_);
+  new_schedule_.reset();
+  return update;
+}
+
+void PeerProber::UpdateSchedule(const ScheduleConfig& schedule) {
+  absl::MutexLock lock(&mu_);
+  new_schedule_ = schedule;
+}
+
 bool PeerProber::SleepUntil(absl::Duration at) {
   const absl::Duration wait = at - context_.clock->Monotonic();
   Progress(std::max(wait, absl::ZeroDuration()) + kStallTimeouts * gloo_timeout_);
   absl::MutexLock lock(&mu_);
-  if (wait > absl::ZeroDuration()) mu_.AwaitWithTimeout(absl::Condition(&stopping_), wait);
+  auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || new_schedule_.has_value();
+  };
+  if (wait > absl::ZeroDuration()) mu_.AwaitWithTimeout(absl::Condition(&woken), wait);
   return !stopping_;
 }
 
@@ -293,11 +316,15 @@ void PeerProber::Run() {
       schedule.Reset(clock.Monotonic());
       while (true) {
         absl::Duration at;
+        if (std::optional<ScheduleConfig> update = TakeScheduleUpdate()) {
+          schedule.SetConfig(*update, clock.Monotonic());
+        }
         const ProbeSchedule::Kind kind = schedule.Next(&at);
         if (!SleepUntil(at)) {
           stopping = true;
           break;
         }
+        if (clock.Monotonic() < at) continue;  // woken early by a schedule update
         absl::Duration may_take = kStallTimeouts * gloo_timeout_;
         if (kind == ProbeSchedule::Kind::kBandwidth) {
           // Each message of both directions may take up to one Gloo timeout.

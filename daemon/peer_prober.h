@@ -41,6 +41,9 @@ class ProbeSchedule {
   // `kind` ran at `now`: schedule its next run. Any command also counts as a
   // keepalive.
   void Done(Kind kind, absl::Duration now);
+  // New intervals from a reload: a probe now due later than one new interval
+  // from `now` is brought forward.
+  void SetConfig(const ScheduleConfig& config, absl::Duration now);
   // Try `kind` again after `delay` (bandwidth while a transfer is running).
   void Defer(Kind kind, absl::Duration now, absl::Duration delay);
 
@@ -71,6 +74,8 @@ class PeerProber {
   ~PeerProber();
 
   void Start();
+  // Applies new probe intervals without dropping the pairs.
+  void UpdateSchedule(const ScheduleConfig& schedule);
   // Asks the thread to stop; it does within one Gloo timeout.
   void Stop();
   // Joins the thread if it ended within `timeout`; true when joined.
@@ -91,6 +96,7 @@ class PeerProber {
   absl::Status RunProbe(ProbeSchedule::Kind kind, ProbeSession& session);
   // Sleeps until the monotonic time `at` or Stop(); false when stopping.
   bool SleepUntil(absl::Duration at);
+  std::optional<ScheduleConfig> TakeScheduleUpdate();
   void Fail(const absl::Status& status);
   // Records progress; the step that starts now may take up to `may_take`.
   void Progress(absl::Duration may_take);
@@ -113,6 +119,7 @@ class PeerProber {
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<ScheduleConfig> new_schedule_ ABSL_GUARDED_BY(mu_);
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <exception>
+#include <set>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -158,11 +159,111 @@ void MessageChannel::Shutdown() { shutdown(fd_, SHUT_RDWR); }
 
 // --- the transport process ---------------------------------------------------
 
-int RunTransport(const Config& config, const std::string& gloo_address, int fd) {
+namespace {
+
+// What changing a peer's config means for its running prober.
+bool NeedsNewPairs(const PeerConfig& a, const PeerConfig& b, const Config& old_config,
+                   const Config& new_config) {
+  return a.grpc.ToString() != b.grpc.ToString() ||
+         !(MakeProbeParameters(old_config).SerializeAsString() ==
+           MakeProbeParameters(new_config).SerializeAsString()) ||
+         old_config.probe.latency_burst != new_config.probe.latency_burst ||
+         old_config.probe.backoff_initial != new_config.probe.backoff_initial ||
+         old_config.probe.backoff_max != new_config.probe.backoff_max;
+}
+
+bool SameSchedule(const ScheduleConfig& a, const ScheduleConfig& b) {
+  return a.latency_interval == b.latency_interval && a.skew_interval == b.skew_interval &&
+         a.bandwidth_interval == b.bandwidth_interval && a.jitter == b.jitter;
+}
+
+// The probers of one transport process, changed in place on reload.
+class ProberSet {
+ public:
+  ProberSet(ProberContext context, MessageChannel* channel)
+      : context_(std::move(context)), channel_(channel) {}
+
+  void Apply(const Config& config) {
+    absl::MutexLock lock(&mu_);
+    std::map<std::string, Entry> next;
+    for (const PeerConfig& peer : config.peers) {
+      auto it = running_.find(peer.name);
+      if (it != running_.end() && !NeedsNewPairs(it->second.peer, peer, config_, config)) {
+        if (!SameSchedule(config_.schedule, config.schedule)) {
+          it->second.prober->UpdateSchedule(config.schedule);
+        }
+        next.emplace(peer.name, std::move(it->second));
+        running_.erase(it);
+        continue;
+      }
+      Entry entry;
+      entry.peer = peer;
+      entry.observer = std::make_unique<ChannelObserver>(peer.name, channel_);
+      entry.prober = std::make_unique<PeerProber>(context_, config, peer, entry.observer.get());
+      entry.prober->Start();
+      next.emplace(peer.name, std::move(entry));
+    }
+    // Gone or changed: stop, and keep until the thread has ended (it may be
+    // inside a Gloo call using its observer).
+    for (auto& [name, entry] : running_) {
+      entry.prober->Stop();
+      retired_.push_back(std::move(entry));
+    }
+    running_ = std::move(next);
+    config_ = config;
+  }
+
+  bool AnyStalled(absl::Duration now) {
+    absl::MutexLock lock(&mu_);
+    retired_.erase(std::remove_if(retired_.begin(), retired_.end(),
+                                  [](Entry& e) { return e.prober->Join(absl::ZeroDuration()); }),
+                   retired_.end());
+    for (const auto& [name, entry] : running_) {
+      if (entry.prober->Stalled(now)) return true;
+    }
+    return false;
+  }
+
+ private:
+  struct Entry {
+    PeerConfig peer;
+    std::unique_ptr<ChannelObserver> observer;
+    std::unique_ptr<PeerProber> prober;
+  };
+
+  const ProberContext context_;
+  MessageChannel* const channel_;
+  absl::Mutex mu_;
+  Config config_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Entry> running_ ABSL_GUARDED_BY(mu_);
+  std::vector<Entry> retired_ ABSL_GUARDED_BY(mu_);
+};
+
+absl::StatusOr<Config> ReadConfigure(const ToTransport& message) {
+  if (!message.has_configure()) {
+    return absl::InvalidArgumentError("expected a configure message first");
+  }
+  return ParseConfig(message.configure().yaml(), message.configure().source());
+}
+
+}  // namespace
+
+int RunTransport(const std::string& gloo_address, int fd) {
   // The daemon's death must end us too, even if it could not tell us.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() == 1) return 0;
+  // The daemon's thread that started us had its signals blocked.
+  sigset_t none;
+  sigemptyset(&none);
+  pthread_sigmask(SIG_SETMASK, &none, nullptr);
   MessageChannel channel(fd);
+  ToTransport message;
+  if (!channel.Receive(&message)) return 0;
+  absl::StatusOr<Config> config = ReadConfigure(message);
+  if (!config.ok()) {
+    GW_LOG(kError, "transport: %s", config.status().message());
+    return 78;
+  }
   std::shared_ptr<gloo::transport::Device> device;
   try {
     gloo::transport::tcp::attr attr;
@@ -174,38 +275,42 @@ int RunTransport(const Config& config, const std::string& gloo_address, int fd) 
   }
   BandwidthGate gate;
   const Clock* clock = RealClock::Get();
-  ResponderRegistry registry(config.node, GLOOWATCH_VERSION, device, &gate, clock);
+  ResponderRegistry registry(config->node, GLOOWATCH_VERSION, device, &gate, clock);
 
   ProberContext context;
-  context.node = config.node;
+  context.node = config->node;
   context.version = GLOOWATCH_VERSION;
   context.device = device;
   context.local_gloo_is_loopback = IsLoopbackHost(gloo_address);
   context.gate = &gate;
   context.clock = clock;
-  std::vector<std::unique_ptr<ChannelObserver>> observers;
-  std::vector<std::unique_ptr<PeerProber>> probers;
-  for (const PeerConfig& peer : config.peers) {
-    observers.push_back(std::make_unique<ChannelObserver>(peer.name, &channel));
-    probers.push_back(std::make_unique<PeerProber>(context, config, peer, observers.back().get()));
-  }
-  for (auto& prober : probers) prober->Start();
+  ProberSet probers(context, &channel);
+  probers.Apply(*config);
 
   std::thread heartbeat([&] {
     while (true) {
       FromTransport m;
-      const absl::Duration now = clock->Monotonic();
-      bool stalled = false;
-      for (const auto& prober : probers) stalled = stalled || prober->Stalled(now);
-      m.mutable_heartbeat()->set_stalled(stalled);
+      m.mutable_heartbeat()->set_stalled(probers.AnyStalled(clock->Monotonic()));
       if (!channel.Send(m)) return;
       absl::SleepFor(absl::Seconds(1));
     }
   });
   heartbeat.detach();
 
-  ToTransport message;
   while (channel.Receive(&message)) {
+    if (message.has_configure()) {
+      // The daemon validated it; a failure here would be a bug, not input.
+      absl::StatusOr<Config> next = ReadConfigure(message);
+      if (!next.ok()) {
+        GW_LOG(kError, "transport: reload: %s", next.status().message());
+        continue;
+      }
+      std::set<std::string> names;
+      for (const PeerConfig& peer : next->peers) names.insert(peer.name);
+      registry.Retain(names);
+      probers.Apply(*next);
+      continue;
+    }
     if (!message.has_open()) continue;
     FromTransport reply;
     transport::v1::OpenResult* result = reply.mutable_opened();
@@ -228,7 +333,17 @@ int RunTransport(const Config& config, const std::string& gloo_address, int fd) 
 // --- TransportSupervisor -----------------------------------------------------
 
 TransportSupervisor::TransportSupervisor(Options options, const Clock* clock)
-    : options_(std::move(options)), clock_(clock) {}
+    : options_(std::move(options)), clock_(clock) {
+  configure_.mutable_configure()->set_yaml(options_.config.yaml);
+  configure_.mutable_configure()->set_source(options_.config.source);
+}
+
+void TransportSupervisor::Reconfigure(const Config& config) {
+  absl::MutexLock lock(&mu_);
+  configure_.mutable_configure()->set_yaml(config.yaml);
+  configure_.mutable_configure()->set_source(config.source);
+  if (channel_) channel_->Send(configure_);
+}
 
 TransportSupervisor::~TransportSupervisor() { Stop(); }
 
@@ -250,7 +365,6 @@ pid_t TransportSupervisor::Spawn(int fd) {
   // Everything the child needs is built before fork: after it, only
   // async-signal-safe calls.
   std::vector<std::string> args = {options_.executable, "--transport_fd=3",
-                                   absl::StrCat("--config=", options_.config_path),
                                    absl::StrCat("--gloo_address=", options_.gloo_address),
                                    absl::StrCat("--log_level=", options_.log_level)};
   std::vector<char*> argv;
@@ -285,6 +399,7 @@ void TransportSupervisor::Supervise() {
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) channel->Shutdown();
+      channel->Send(configure_);
       channel_ = channel;
       pid_ = pid;
       last_heartbeat_ = started;
@@ -332,7 +447,7 @@ void TransportSupervisor::Supervise() {
 void TransportSupervisor::Dispatch(const FromTransport& message) {
   switch (message.kind_case()) {
     case FromTransport::kPeer:
-      if (ProbeObserver* observer = options_.observer_for(message.peer().peer())) {
+      if (std::shared_ptr<ProbeObserver> observer = options_.observer_for(message.peer().peer())) {
         Apply(message.peer(), *observer);
       }
       break;

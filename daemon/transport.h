@@ -46,23 +46,23 @@ class MessageChannel {
   absl::Mutex send_mu_;
 };
 
-// The transport process: probes every peer of `config` from `gloo_address`
-// and serves responders the daemon asks for, until the daemon goes away.
-// Returns the process exit code.
-int RunTransport(const Config& config, const std::string& gloo_address, int fd);
+// The transport process: takes its config from the daemon, probes every peer
+// from `gloo_address` and serves the responders the daemon asks for, until
+// the daemon goes away. Returns the process exit code.
+int RunTransport(const std::string& gloo_address, int fd);
 
 class TransportSupervisor final : public ResponderOpener {
  public:
   struct Options {
-    std::string executable;   // this program, re-executed as the transport
-    std::string config_path;  // the transport reads the same config
+    std::string executable;  // this program, re-executed as the transport
+    Config config;           // sent to every transport process started
     std::string gloo_address;
     std::string log_level;
     absl::Duration open_timeout = absl::Seconds(2);
     absl::Duration restart_initial = absl::Milliseconds(500);
     absl::Duration restart_max = absl::Seconds(30);
-    // The tracker of a peer, nullptr for names we do not know.
-    std::function<ProbeObserver*(const std::string& peer)> observer_for;
+    // The tracker of a peer, null for names we do not know.
+    std::function<std::shared_ptr<ProbeObserver>(const std::string& peer)> observer_for;
     // Called after the transport died, with why; before the restart.
     std::function<void(const std::string& why)> on_exit;
   };
@@ -72,6 +72,8 @@ class TransportSupervisor final : public ResponderOpener {
 
   void Start();
   void Stop();
+  // Sends an accepted reload to the running transport (and to later ones).
+  void Reconfigure(const Config& config);
 
   absl::StatusOr<v1::OpenProbePairResponse> Open(const v1::OpenProbePairRequest& request) override;
 
@@ -104,6 +106,7 @@ class TransportSupervisor final : public ResponderOpener {
   uint64_t restarts_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
+  transport::v1::ToTransport configure_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gloowatch

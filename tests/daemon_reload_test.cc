@@ -1,0 +1,134 @@
+// SIGHUP re-reads the config: peers come and go and schedules change without
+// dropping healthy pairs; a bad new config is refused and the old one kept.
+#include <signal.h>
+
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/support/daemon_process.h"
+
+namespace gloowatch::testing {
+namespace {
+
+constexpr char kSchedule[] = R"(gloo:
+  address: 127.0.0.1
+  timeout: 2s
+schedule:
+  latency_interval: 500ms
+  skew_interval: 1s
+  bandwidth_interval: 30s
+probe:
+  bandwidth_bytes: 8MiB
+  bandwidth_message_bytes: 1MiB
+  backoff_initial: 200ms
+  backoff_max: 1s
+)";
+
+std::vector<std::string> PeerNames(const v1::NodeStatus& status) {
+  std::vector<std::string> names;
+  for (const auto& p : status.peers()) names.push_back(p.name());
+  return names;
+}
+
+bool Up(const v1::NodeStatus& status, const std::string& peer) {
+  const v1::PeerStatus* p = FindPeer(status, peer);
+  return p != nullptr && p->state() == v1::PEER_STATE_UP;
+}
+
+double LatencyProbes(int metrics_port, const std::string& peer) {
+  auto body = HttpGet(metrics_port, "/metrics");
+  if (!body.ok()) return -1;
+  return FindMetric(ParseMetrics(*body), "gloowatch_peer_probes_total",
+                    {{"node", "node-a"}, {"peer", peer}, {"kind", "latency"}})
+      .value_or(-1);
+}
+
+class DaemonReloadTest : public ::testing::Test {
+ protected:
+  DaemonReloadTest() : cluster_(4, kSchedule) {}
+  void WriteConfigA(const std::vector<int>& peers, const std::string& schedule) {
+    std::vector<NodeSpec> specs = {cluster_.node(0)};
+    for (int i : peers) specs.push_back(cluster_.node(i));
+    std::ofstream(cluster_.config_path(0)) << LoopbackConfig(cluster_.node(0), specs, schedule);
+  }
+  v1::NodeStatus StatusA() {
+    auto s = GetStatus(cluster_.grpc(0));
+    return s.ok() ? *s : v1::NodeStatus();
+  }
+  LoopbackCluster cluster_;
+};
+
+TEST_F(DaemonReloadTest, PeersAndSchedulesChangeWithoutDroppingHealthyPairs) {
+  WriteConfigA({1, 2}, kSchedule);
+  for (int i = 0; i < 4; ++i) cluster_.Start(i);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const v1::NodeStatus s = StatusA();
+        return Up(s, "node-b") && Up(s, "node-c");
+      },
+      absl::Seconds(20)))
+      << cluster_.process(0)->Log();
+  const v1::NodeStatus before = StatusA();
+  const std::string b_up_since = FindPeer(before, "node-b")->up_since().ShortDebugString();
+  const uint64_t b_failures = FindPeer(before, "node-b")->probes_failed();
+
+  // Drop node-c, add node-d, probe latency faster.
+  std::string faster = kSchedule;
+  faster.replace(faster.find("latency_interval: 500ms"), 23, "latency_interval: 100ms");
+  WriteConfigA({1, 3}, faster);
+  cluster_.process(0)->Signal(SIGHUP);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const v1::NodeStatus s = StatusA();
+        return PeerNames(s) == std::vector<std::string>{"node-b", "node-d"} && Up(s, "node-d");
+      },
+      absl::Seconds(20)))
+      << cluster_.process(0)->Log();
+  const v1::NodeStatus after = StatusA();
+  // The pair to node-b was never dropped.
+  EXPECT_TRUE(Up(after, "node-b"));
+  EXPECT_EQ(FindPeer(after, "node-b")->up_since().ShortDebugString(), b_up_since);
+  EXPECT_EQ(FindPeer(after, "node-b")->probes_failed(), b_failures);
+  // node-c's series are gone from node-a's metrics.
+  auto body = HttpGet(cluster_.node(0).metrics_port, "/metrics");
+  ASSERT_TRUE(body.ok());
+  EXPECT_EQ(body->find("peer=\"node-c\""), std::string::npos);
+  // 100 ms instead of 500 ms: at least 3x the latency probes over 3 s.
+  const double start = LatencyProbes(cluster_.node(0).metrics_port, "node-b");
+  absl::SleepFor(absl::Seconds(3));
+  const double done = LatencyProbes(cluster_.node(0).metrics_port, "node-b") - start;
+  EXPECT_GE(done, 18) << "latency probes in 3 s after the reload";
+}
+
+TEST_F(DaemonReloadTest, InvalidOrRestartOnlyChangesAreRefusedAndTheOldConfigKept) {
+  WriteConfigA({1}, kSchedule);
+  cluster_.Start(0);
+  cluster_.Start(1);
+  ASSERT_TRUE(WaitFor([&] { return Up(StatusA(), "node-b"); }, absl::Seconds(20)));
+
+  std::ofstream(cluster_.config_path(0)) << "node: node-a\nlantency: 1\n";
+  cluster_.process(0)->Signal(SIGHUP);
+  ASSERT_TRUE(WaitFor(
+      [&] { return cluster_.process(0)->Log().find("reload refused") != std::string::npos; },
+      absl::Seconds(5)));
+  EXPECT_NE(cluster_.process(0)->Log().find("lantency"), std::string::npos);
+
+  NodeSpec moved = cluster_.node(0);
+  moved.grpc_port = FreePort();
+  std::ofstream(cluster_.config_path(0)) << LoopbackConfig(moved, {cluster_.node(1)}, kSchedule);
+  cluster_.process(0)->Signal(SIGHUP);
+  ASSERT_TRUE(WaitFor(
+      [&] { return cluster_.process(0)->Log().find("needs a restart") != std::string::npos; },
+      absl::Seconds(5)));
+  EXPECT_NE(cluster_.process(0)->Log().find("grpc_listen"), std::string::npos);
+
+  // Still serving on the old port, still probing node-b.
+  EXPECT_TRUE(cluster_.process(0)->running());
+  const v1::NodeStatus s = StatusA();
+  EXPECT_EQ(PeerNames(s), std::vector<std::string>{"node-b"});
+  EXPECT_TRUE(Up(s, "node-b"));
+}
+
+}  // namespace
+}  // namespace gloowatch::testing
