@@ -131,6 +131,13 @@ absl::Status CheckInterface(absl::string_view s) {
   return absl::OkStatus();
 }
 
+absl::Status CheckPath(absl::string_view s) {
+  if (s.empty() || s.size() > 4096 || s.find('\0') != absl::string_view::npos) {
+    return Bad(Quote(s), " is not a file path");
+  }
+  return absl::OkStatus();
+}
+
 // ---- Parse state and the schema walker ------------------------------------
 
 struct Ctx {
@@ -444,6 +451,13 @@ const std::vector<Field<Config>>& Schema() {
                 Dur(&Thresholds::failure_window, absl::ZeroDuration(), kMaxDuration)},
                {"communication_share", false, Fraction(&Thresholds::communication_share, 0, 1)},
            })},
+      {"tls", false,
+       Section(&Config::tls,
+               std::vector<Field<TlsConfig>>{
+                   {"ca", false, Text(&TlsConfig::ca_file, "a file path", CheckPath)},
+                   {"cert", false, Text(&TlsConfig::cert_file, "a file path", CheckPath)},
+                   {"key", false, Text(&TlsConfig::key_file, "a file path", CheckPath)},
+               })},
       {"peers", false,
        List(&Config::peers,
             std::vector<Field<PeerConfig>>{
@@ -464,6 +478,11 @@ void CheckCrossFields(Ctx& ctx, const Config& c) {
   if (!c.gloo.address.empty() && !c.gloo.interface.empty()) {
     ctx.Error("gloo.interface", absl::StrCat("set gloo.address (line ", LineOf(ctx, "gloo.address"),
                                              ") or gloo.interface, not both"));
+  }
+  const TlsConfig& tls = c.tls;
+  if ((tls.ca_file.empty() || tls.cert_file.empty() || tls.key_file.empty()) &&
+      !(tls.ca_file.empty() && tls.cert_file.empty() && tls.key_file.empty())) {
+    ctx.Error("tls", "set all of tls.ca, tls.cert and tls.key, or none");
   }
   const ProbeConfig& p = c.probe;
   if (p.bandwidth_bytes % p.bandwidth_message_bytes != 0) {

@@ -60,6 +60,14 @@ struct ProbeConfig {
   absl::Duration backoff_max = absl::Seconds(30);
 };
 
+// Mutual TLS for the gRPC API and the peer-to-peer RPCs: all three or none.
+struct TlsConfig {
+  std::string ca_file;    // PEM CA bundle that signs every node's and client's certificate
+  std::string cert_file;  // this node's certificate (also its client certificate)
+  std::string key_file;   // its private key
+  bool enabled() const { return !cert_file.empty(); }
+};
+
 struct Thresholds {
   absl::Duration latency = absl::Milliseconds(2);
   double bandwidth_link_ratio = 0.8;
@@ -78,6 +86,7 @@ struct Config {
   ScheduleConfig schedule;
   ProbeConfig probe;
   Thresholds thresholds;
+  TlsConfig tls;
   std::vector<PeerConfig> peers;
 };
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/log.h"
+#include "daemon/tls.h"
 #include "daemon/transport.h"
 #include "daemon/version.h"
 #include "gloo/config.h"
@@ -128,11 +129,18 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
   d->transport_ = std::make_unique<TransportSupervisor>(std::move(transport), clock);
   d->peer_service_ =
       std::make_unique<PeerService>(c.node, GLOOWATCH_VERSION, peer_names, d->transport_.get());
+  absl::StatusOr<TlsMaterial> tls = LoadTls(c.tls);
+  if (!tls.ok()) return tls.status();
+  if (!tls->enabled) {
+    GW_LOG(kWarning,
+           "TLS is NOT configured: anyone who can reach %s can read this node's status and "
+           "open probe pairs as one of its peers; set tls.ca, tls.cert and tls.key",
+           c.grpc_listen.ToString());
+  }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int selected_port = 0;
-  builder.AddListeningPort(c.grpc_listen.ToString(), grpc::InsecureServerCredentials(),
-                           &selected_port);
+  builder.AddListeningPort(c.grpc_listen.ToString(), MakeServerCredentials(*tls), &selected_port);
   builder.RegisterService(d->status_service_.get());
   builder.RegisterService(d->peer_service_.get());
   // Without SO_REUSEPORT a second daemon on the same port fails to bind

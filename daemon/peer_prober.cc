@@ -39,12 +39,14 @@ v1::FailureReason ReasonOf(const absl::Status& status) {
 
 // gRPC's reconnect backoff defaults reach two minutes; a restarted peer
 // should be found within seconds.
-std::shared_ptr<grpc::Channel> PeerChannel(const HostPort& address) {
+std::shared_ptr<grpc::Channel> PeerChannel(const HostPort& address,
+                                           std::shared_ptr<grpc::ChannelCredentials> credentials) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  return grpc::CreateCustomChannel(address.ToString(), grpc::InsecureChannelCredentials(), args);
+  if (credentials == nullptr) credentials = grpc::InsecureChannelCredentials();
+  return grpc::CreateCustomChannel(address.ToString(), credentials, args);
 }
 
 }  // namespace
@@ -130,7 +132,7 @@ PeerProber::PeerProber(ProberContext context, const Config& config, PeerConfig p
       gloo_timeout_(config.gloo.timeout),
       peer_(std::move(peer)),
       observer_(observer),
-      stub_(v1::Peer::NewStub(PeerChannel(peer_.grpc))),
+      stub_(v1::Peer::NewStub(PeerChannel(peer_.grpc, context_.credentials))),
       peer_is_loopback_(IsLoopbackHost(peer_.grpc.host)),
       failure_log_(kFailureLogInterval, context_.clock) {}
 

@@ -19,6 +19,7 @@
 #include "daemon/log.h"
 #include "daemon/probe_link.h"
 #include "daemon/probe_observer.h"
+#include "grpcpp/security/credentials.h"
 #include "proto/gloowatch.grpc.pb.h"
 
 namespace gloo::transport {
@@ -63,6 +64,8 @@ struct ProberContext {
   bool local_gloo_is_loopback = false;
   BandwidthGate* gate = nullptr;
   const Clock* clock = nullptr;
+  // For the peers' gRPC API; plaintext when null.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
 };
 
 // Builds the probe parameters we send in OpenProbePair from the config.

@@ -17,6 +17,7 @@
 #include "daemon/log.h"
 #include "daemon/peer_prober.h"
 #include "daemon/probe_link.h"
+#include "daemon/tls.h"
 #include "daemon/version.h"
 #include "gloo/transport/tcp/device.h"
 
@@ -284,6 +285,12 @@ int RunTransport(const std::string& gloo_address, int fd) {
   context.local_gloo_is_loopback = IsLoopbackHost(gloo_address);
   context.gate = &gate;
   context.clock = clock;
+  absl::StatusOr<TlsMaterial> tls = LoadTls(config->tls);
+  if (!tls.ok()) {
+    GW_LOG(kError, "transport: %s", tls.status().message());
+    return 78;
+  }
+  context.credentials = MakeChannelCredentials(*tls);
   ProberSet probers(context, &channel);
   probers.Apply(*config);
 

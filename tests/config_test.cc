@@ -455,7 +455,7 @@ const ErrorCase kErrorCases[] = {
     // Unknown keys.
     {"UnknownTopLevel", B("nodes: x\n"), 4, "nodes", "did you mean 'node'"},
     {"UnknownTopLevelListsAllowed", B("zzz: 1\n"), 4, "zzz",
-     "allowed: node, grpc_listen, metrics_listen, gloo, schedule, probe, thresholds, peers"},
+     "allowed: node, grpc_listen, metrics_listen, gloo, schedule, probe, thresholds, tls, peers"},
     {"UnknownNestedSuggests", B("schedule:\n  lantency_interval: 5s\n"), 5,
      "schedule.lantency_interval", "unknown key 'lantency_interval'; did you mean 'latency_interval'"},
     {"UnknownGlooKey", B("gloo:\n  timout: 5s\n"), 5, "gloo.timout", "did you mean 'timeout'"},
@@ -532,6 +532,8 @@ const ErrorCase kErrorCases[] = {
      "probe.bandwidth_message_bytes", "must divide probe.bandwidth_bytes"},
     {"BandwidthNotMultipleOfDefaultMessage", Probe("bandwidth_bytes", "10MB"), 5,
      "probe.bandwidth_bytes", "must divide"},
+    {"TlsPartial", B("tls:\n  ca: /etc/gloowatch/ca.pem\n"), 5, "tls",
+     "set all of tls.ca, tls.cert and tls.key, or none"},
     {"TooManyBandwidthMessages",
      B("probe:\n  bandwidth_bytes: 1GiB\n  bandwidth_message_bytes: 64KiB\n"), 6,
      "probe.bandwidth_message_bytes", "at most 4096 messages"},

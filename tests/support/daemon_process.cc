@@ -123,8 +123,10 @@ bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout) {
   }
 }
 
-absl::StatusOr<v1::NodeStatus> GetStatus(const std::string& address, absl::Duration deadline) {
-  auto stub = v1::Status::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+absl::StatusOr<v1::NodeStatus> GetStatus(const std::string& address, absl::Duration deadline,
+                                         std::shared_ptr<grpc::ChannelCredentials> credentials) {
+  if (credentials == nullptr) credentials = grpc::InsecureChannelCredentials();
+  auto stub = v1::Status::NewStub(grpc::CreateChannel(address, credentials));
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
   v1::NodeStatus status;

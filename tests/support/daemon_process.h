@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "grpcpp/security/credentials.h"
 #include "proto/gloowatch.grpc.pb.h"
 
 namespace gloowatch::testing {
@@ -60,9 +61,10 @@ class Process {
 // Polls `condition` every 50 ms until it holds or `timeout` passes.
 bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout);
 
-// GetStatus on host:port with a deadline.
-absl::StatusOr<v1::NodeStatus> GetStatus(const std::string& address,
-                                         absl::Duration deadline = absl::Seconds(2));
+// GetStatus on host:port with a deadline (plaintext unless `credentials`).
+absl::StatusOr<v1::NodeStatus> GetStatus(
+    const std::string& address, absl::Duration deadline = absl::Seconds(2),
+    std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
 // Plain HTTP/1.0 GET on 127.0.0.1:port; the body.
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path);

@@ -1,0 +1,133 @@
+// Mutual TLS: daemons with certificates from one CA probe each other; a
+// client or peer without a trusted certificate gets nothing.
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/tls.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "tests/support/daemon_process.h"
+
+namespace gloowatch::testing {
+namespace {
+
+// A CA and a certificate for 127.0.0.1 signed by it, written by openssl.
+struct Pki {
+  std::string ca, cert, key;
+};
+
+bool Run(const std::string& command) {
+  return std::system((command + " 2>/dev/null").c_str()) == 0;
+}
+
+Pki MakePki(const TempDir& dir, const std::string& name) {
+  const std::string p = absl::StrCat(dir.path(), "/", name);
+  const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+  dir.Write(name + ".ext", "subjectAltName=IP:127.0.0.1\n");
+  const bool ok =
+      Run(absl::StrCat("openssl req -x509 ", ec, " -keyout ", p, "-ca.key -out ", p,
+                       "-ca.pem -days 2 -subj /CN=", name, "-ca")) &&
+      Run(absl::StrCat("openssl req ", ec, " -keyout ", p, ".key -out ", p,
+                       ".csr -subj /CN=", name)) &&
+      Run(absl::StrCat("openssl x509 -req -in ", p, ".csr -CA ", p, "-ca.pem -CAkey ", p,
+                       "-ca.key -CAcreateserial -days 2 -out ", p, ".pem -extfile ", p, ".ext"));
+  EXPECT_TRUE(ok) << "openssl failed";
+  return {p + "-ca.pem", p + ".pem", p + ".key"};
+}
+
+std::shared_ptr<grpc::ChannelCredentials> Credentials(const Pki& pki) {
+  auto tls = LoadTls({pki.ca, pki.cert, pki.key});
+  EXPECT_TRUE(tls.ok()) << tls.status();
+  return MakeChannelCredentials(*tls);
+}
+
+std::string TlsYaml(const Pki& pki) {
+  return absl::StrCat("gloo: {address: 127.0.0.1, timeout: 2s}\n",
+                      "schedule: {latency_interval: 500ms, skew_interval: 1s, "
+                      "bandwidth_interval: 30s}\n",
+                      "probe: {bandwidth_bytes: 8MiB, bandwidth_message_bytes: 1MiB, "
+                      "backoff_initial: 200ms, backoff_max: 1s}\n",
+                      "tls: {ca: ", pki.ca, ", cert: ", pki.cert, ", key: ", pki.key, "}\n");
+}
+
+class DaemonTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    pki_ = MakePki(dir_, "cluster");
+    rogue_ = MakePki(dir_, "rogue");
+  }
+  TempDir dir_;
+  Pki pki_, rogue_;
+};
+
+TEST_F(DaemonTlsTest, TrustedPeersProbeEachOtherAndStrangersAreRefused) {
+  LoopbackCluster cluster(2, TlsYaml(pki_));
+  cluster.Start(0);
+  cluster.Start(1);
+  auto trusted = Credentials(pki_);
+  auto peer_up = [&](int node, const std::string& peer) {
+    auto s = GetStatus(cluster.grpc(node), absl::Seconds(2), trusted);
+    return s.ok() && FindPeer(*s, peer)->state() == v1::PEER_STATE_UP &&
+           FindPeer(*s, peer)->latency().p50_seconds() > 0;
+  };
+  ASSERT_TRUE(
+      WaitFor([&] { return peer_up(0, "node-b") && peer_up(1, "node-a"); }, absl::Seconds(20)))
+      << cluster.process(0)->Log();
+  EXPECT_EQ(cluster.process(0)->Log().find("TLS is NOT configured"), std::string::npos);
+
+  // Plaintext and a certificate from another CA: no status.
+  auto plain = GetStatus(cluster.grpc(0), absl::Seconds(2));
+  EXPECT_FALSE(plain.ok());
+  auto rogue_status = GetStatus(cluster.grpc(0), absl::Seconds(2), Credentials(rogue_));
+  EXPECT_FALSE(rogue_status.ok());
+
+  // A stranger claiming to be node-b cannot even reach OpenProbePair.
+  auto stub = v1::Peer::NewStub(grpc::CreateChannel(cluster.grpc(0), Credentials(rogue_)));
+  v1::OpenProbePairRequest request;
+  request.set_protocol_version(1);
+  request.set_from_node("node-b");
+  request.set_to_node("node-a");
+  request.set_gloo_address("x");
+  request.set_bulk_gloo_address("x");
+  v1::OpenProbePairResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+  const grpc::Status s = stub->OpenProbePair(&context, request, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  EXPECT_TRUE(peer_up(0, "node-b"));
+}
+
+TEST_F(DaemonTlsTest, PeerWithAnUntrustedCertificateCannotRegister) {
+  // node-b presents a certificate node-a's CA did not sign.
+  LoopbackCluster cluster(2, TlsYaml(pki_));
+  std::string b_config = LoopbackConfig(cluster.node(1), {cluster.node(0)}, TlsYaml(rogue_));
+  dir_.Write("b.yaml", b_config);
+  cluster.Start(0);
+  Process b({BinaryPath("gloowatchd"), "--config", dir_.path() + "/b.yaml"},
+            dir_.path() + "/b.log");
+  absl::SleepFor(absl::Seconds(4));
+  auto s = GetStatus(cluster.grpc(0), absl::Seconds(2), Credentials(pki_));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_NE(FindPeer(*s, "node-b")->state(), v1::PEER_STATE_UP);
+  EXPECT_EQ(FindPeer(*s, "node-b")->probes_ok(), 0u);
+  EXPECT_TRUE(b.running());
+}
+
+TEST(TlsConfigTest, UnreadableCertificateIsNamed) {
+  auto tls = LoadTls({"/nonexistent/ca.pem", "/nonexistent/c.pem", "/nonexistent/k.pem"});
+  ASSERT_FALSE(tls.ok());
+  EXPECT_THAT(std::string(tls.status().message()), ::testing::HasSubstr("tls.ca"));
+  EXPECT_THAT(std::string(tls.status().message()), ::testing::HasSubstr("/nonexistent/ca.pem"));
+}
+
+TEST(TlsConfigTest, PlaintextDaemonWarnsLoudly) {
+  LoopbackCluster cluster(1, "gloo: {address: 127.0.0.1}\n");
+  cluster.Start(0);
+  EXPECT_TRUE(WaitFor(
+      [&] { return cluster.process(0)->Log().find("TLS is NOT configured") != std::string::npos; },
+      absl::Seconds(10)));
+}
+
+}  // namespace
+}  // namespace gloowatch::testing
