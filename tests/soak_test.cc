@@ -1,0 +1,126 @@
+// Endurance: four daemons on loopback probing each other on short intervals
+// for GLOOWATCH_SOAK_SECONDS (default 600). No probe may fail on these
+// healthy links, and memory, threads and file descriptors must stay flat.
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "tests/support/daemon_process.h"
+
+namespace gloowatch::testing {
+namespace {
+
+constexpr char kSchedule[] = R"(gloo:
+  address: 127.0.0.1
+  timeout: 5s
+schedule:
+  latency_interval: 200ms
+  skew_interval: 1s
+  bandwidth_interval: 5s
+probe:
+  bandwidth_bytes: 16MiB
+  bandwidth_message_bytes: 4MiB
+)";
+
+struct Usage {
+  double rss_mib = 0;
+  int fds = 0;
+  int threads = 0;
+};
+
+// The daemon plus its transport process.
+Usage Measure(pid_t daemon) {
+  std::vector<pid_t> pids = {daemon};
+  const std::string tasks = absl::StrCat("/proc/", daemon, "/task");
+  for (const auto& task : std::filesystem::directory_iterator(tasks)) {
+    std::ifstream in(task.path() / "children");
+    pid_t child;
+    while (in >> child) pids.push_back(child);
+  }
+  Usage u;
+  for (pid_t pid : pids) {
+    std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+    std::string line;
+    while (std::getline(status, line)) {
+      std::vector<std::string> f = absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+      int64_t v = 0;
+      if (f.size() >= 2 && f[0] == "VmRSS:" && absl::SimpleAtoi(f[1], &v)) u.rss_mib += v / 1024.0;
+      if (f.size() >= 2 && f[0] == "Threads:" && absl::SimpleAtoi(f[1], &v)) u.threads += v;
+    }
+    std::error_code ec;
+    for (auto it = std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/fd"), ec);
+         !ec && it != std::filesystem::directory_iterator(); ++it) {
+      ++u.fds;
+    }
+  }
+  return u;
+}
+
+TEST(SoakTest, HealthyLinksNeverFailAndResourcesStayFlat) {
+  int seconds = 600;
+  if (const char* env = std::getenv("GLOOWATCH_SOAK_SECONDS"))
+    (void)absl::SimpleAtoi(env, &seconds);
+  LoopbackCluster cluster(4, kSchedule);
+  for (int i = 0; i < 4; ++i) cluster.Start(i);
+  auto all_up = [&] {
+    for (int i = 0; i < 4; ++i) {
+      auto s = GetStatus(cluster.grpc(i));
+      if (!s.ok()) return false;
+      for (const auto& p : s->peers()) {
+        if (p.state() != v1::PEER_STATE_UP || !p.bandwidth().has_rx_bytes_per_second()) {
+          return false;
+        }
+      }
+    }
+    return true;
+  };
+  ASSERT_TRUE(WaitFor(all_up, absl::Seconds(30)));
+  // Warm-up: allocator pools, gRPC and the first transfers settle.
+  absl::SleepFor(absl::Seconds(std::min(60, seconds / 5)));
+  std::vector<Usage> start;
+  for (int i = 0; i < 4; ++i) start.push_back(Measure(cluster.process(i)->pid()));
+  const absl::Time end = absl::Now() + absl::Seconds(seconds);
+  while (absl::Now() < end) {
+    absl::SleepFor(std::min(absl::Seconds(10), end - absl::Now()));
+    for (int i = 0; i < 4; ++i) ASSERT_TRUE(cluster.process(i)->running());
+  }
+  std::cout << "soak: " << seconds << " s after warm-up, 4 daemons, 3 peers each\n";
+  for (int i = 0; i < 4; ++i) {
+    SCOPED_TRACE(cluster.node(i).name);
+    const Usage now = Measure(cluster.process(i)->pid());
+    auto status = GetStatus(cluster.grpc(i));
+    ASSERT_TRUE(status.ok());
+    uint64_t probes = 0;
+    for (const auto& p : status->peers()) {
+      EXPECT_EQ(p.state(), v1::PEER_STATE_UP) << p.name();
+      EXPECT_EQ(p.probes_failed(), 0u) << p.name() << ": " << p.last_failure().ShortDebugString();
+      probes += p.probes_ok();
+    }
+    std::cout << absl::StrCat("  ", cluster.node(i).name, ": probes ", probes, ", RSS ",
+                              start[i].rss_mib, " -> ", now.rss_mib, " MiB, fds ", start[i].fds,
+                              " -> ", now.fds, ", threads ", start[i].threads, " -> ", now.threads,
+                              "\n");
+    EXPECT_GT(probes, static_cast<uint64_t>(seconds) * 3);
+    EXPECT_LT(now.rss_mib, start[i].rss_mib * 1.15 + 4) << "memory grew";
+    EXPECT_LE(now.fds, start[i].fds + 4) << "file descriptors grew";
+    EXPECT_LE(now.threads, start[i].threads + 4) << "threads grew";
+    auto body = HttpGet(cluster.node(i).metrics_port, "/metrics");
+    ASSERT_TRUE(body.ok());
+    for (const auto& [series, value] : ParseMetrics(*body)) {
+      if (series.rfind("gloowatch_peer_probe_failures_total", 0) == 0) {
+        EXPECT_EQ(value, 0) << series;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gloowatch::testing
