@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Builds the .deb with CPack from an already built tree, inspects it, and
+# runs the packaged binaries from an extracted copy (nothing is installed on
+# this machine). Usage: package_test.sh BUILD_DIR
+set -euo pipefail
+build=$1
+for tool in cpack dpkg-deb; do
+  command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed"; exit 77; }
+done
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/gloowatch-package-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+err() { echo "FAIL: $*"; fail=1; }
+
+# -B keeps the package and CPack's staging tree out of the build directory.
+cpack -G DEB --config "$build/CPackConfig.cmake" -B "$tmp/out" > "$tmp/cpack.log" 2>&1 ||
+  { cat "$tmp/cpack.log"; find "$tmp/out" -name '*.log' -exec tail -40 {} \; ; exit 1; }
+debs=("$tmp"/out/gloowatch_*.deb)
+[ -f "${debs[0]}" ] || { cat "$tmp/cpack.log"; echo "FAIL: no gloowatch_*.deb"; exit 1; }
+deb=${debs[0]}
+echo "built $(basename "$deb") ($(du -h "$deb" | cut -f1))"
+
+info=$(dpkg-deb -I "$deb")
+field() { printf '%s\n' "$info" | sed -n "s/^ $1: //p"; }
+[ "$(field Package)" = gloowatch ] || err "Package: $(field Package)"
+depends=$(field Depends)
+echo "Depends: $depends"
+for dep in 'libgloo0' 'libgrpc++' 'libprometheus-cpp-pull' 'libsystemd0' 'init-system-helpers'; do
+  case "$depends" in *"$dep"*) ;; *) err "Depends lacks $dep" ;; esac
+done
+[ -n "$(field Maintainer)" ] || err "no Maintainer"
+
+contents=$(dpkg-deb -c "$deb" | awk '{print $NF}')
+for path in ./usr/sbin/gloowatchd ./usr/bin/gloowatch ./usr/bin/gloowatch-report \
+    ./usr/lib/systemd/system/gloowatchd.service ./etc/gloowatch/gloowatchd.yaml \
+    ./usr/share/gloowatch/deploy/prometheus/gloowatch-alerts.yml \
+    ./usr/share/gloowatch/deploy/prometheus/prometheus.yml \
+    ./usr/share/gloowatch/deploy/grafana/gloowatch-dashboard.json \
+    ./usr/share/doc/gloowatch/operations.md ./usr/share/doc/gloowatch/metrics.md; do
+  printf '%s\n' "$contents" | grep -qxF "$path" || err "package lacks $path"
+done
+if printf '%s\n' "$contents" | grep -q '^\./tmp\|^\./home\|^\./work\|^\./usr/local'; then
+  err "package contains build-machine paths:"; printf '%s\n' "$contents" | grep '^\./tmp\|^\./home\|^\./work\|^\./usr/local'
+fi
+
+# Control files: the config is a conffile, the maintainer scripts are
+# executable shell scripts that register the unit the Debian way.
+dpkg-deb -e "$deb" "$tmp/control"
+grep -qxF /etc/gloowatch/gloowatchd.yaml "$tmp/control/conffiles" || err "conffiles: $(cat "$tmp/control/conffiles")"
+for script in postinst prerm postrm; do
+  [ -x "$tmp/control/$script" ] || { err "$script missing or not executable"; continue; }
+  sh -n "$tmp/control/$script" || err "$script: syntax error"
+done
+grep -q 'deb-systemd-helper enable' "$tmp/control/postinst" || err "postinst does not enable the unit"
+grep -q 'daemon-reload' "$tmp/control/postinst" || err "postinst does not daemon-reload"
+grep -q 'deb-systemd-helper purge' "$tmp/control/postrm" || err "postrm does not purge"
+
+# The maintainer scripts' calls, with stubs in front of PATH (nothing on
+# this machine is touched; the systemctl branches need /run/systemd/system).
+mkdir -p "$tmp/stubs"
+for stub in deb-systemd-helper deb-systemd-invoke systemctl; do
+  printf '#!/bin/sh\necho "%s $*" >> "%s"\n' "$stub" "$tmp/calls" > "$tmp/stubs/$stub"
+  chmod +x "$tmp/stubs/$stub"
+done
+PATH="$tmp/stubs:$PATH" sh "$tmp/control/postinst" configure > "$tmp/postinst.out" ||
+  err "postinst configure failed"
+for call in 'deb-systemd-helper unmask gloowatchd.service' \
+    'deb-systemd-helper --quiet was-enabled gloowatchd.service' \
+    'deb-systemd-helper enable gloowatchd.service'; do
+  grep -qxF "$call" "$tmp/calls" || err "postinst configure did not run: $call"
+done
+if [ -d /run/systemd/system ]; then
+  grep -qxF 'systemctl --system daemon-reload' "$tmp/calls" || err "postinst did not daemon-reload"
+fi
+: > "$tmp/calls"
+PATH="$tmp/stubs:$PATH" sh "$tmp/control/postinst" configure 0.0.9 > /dev/null || err "postinst upgrade failed"
+if [ -d /run/systemd/system ]; then
+  grep -qxF 'deb-systemd-invoke try-restart gloowatchd.service' "$tmp/calls" ||
+    err "postinst upgrade did not try-restart"
+fi
+: > "$tmp/calls"
+PATH="$tmp/stubs:$PATH" sh "$tmp/control/postrm" remove || err "postrm remove failed"
+if [ -x /usr/bin/deb-systemd-helper ]; then
+  grep -qxF 'deb-systemd-helper mask gloowatchd.service' "$tmp/calls" || err "postrm remove did not mask"
+fi
+
+# Run what was packaged.
+dpkg-deb -x "$deb" "$tmp/root"
+version=$("$tmp/root/usr/sbin/gloowatchd" --version) || err "gloowatchd --version failed"
+echo "$version"
+case "$version" in "gloowatchd "*) ;; *) err "unexpected --version output: $version" ;; esac
+"$tmp/root/usr/sbin/gloowatchd" --check-config "$tmp/root/etc/gloowatch/gloowatchd.yaml" ||
+  err "the packaged config does not pass --check-config"
+addresses=$(sed 's/#.*//' "$tmp/root/etc/gloowatch/gloowatchd.yaml" |
+  grep -E '(grpc_listen|metrics_listen|grpc|address):' || true)
+if printf '%s\n' "$addresses" | grep -v '127\.0\.0\.1'; then
+  err "the packaged config listens or points outside 127.0.0.1"
+fi
+"$tmp/root/usr/bin/gloowatch" --help > /dev/null 2>&1 || [ $? -eq 64 ] || err "gloowatch --help failed"
+
+[ "$fail" -eq 0 ] && echo "OK: package"
+exit "$fail"

@@ -1,0 +1,181 @@
+// docs/metrics.md documents exactly what a real daemon exports: every
+// gloowatch_* family in a /metrics scrape (its # TYPE line) is in the doc's
+// table with the same type and labels, and every family in the table is in
+// the scrape.
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "gtest/gtest.h"
+#include "tests/support/daemon_process.h"
+
+namespace gloowatch::testing {
+namespace {
+
+struct Family {
+  std::string type;
+  std::set<std::string> labels;
+  int samples = 0;
+};
+
+// The doc table: | `name` | type | unit | labels | meaning |
+std::map<std::string, Family> DocumentedFamilies(std::string* error) {
+  const std::string file = __FILE__;
+  const std::string path = file.substr(0, file.rfind('/') + 1) + "../docs/metrics.md";
+  std::ifstream in(path);
+  if (!in) {
+    *error = "cannot read " + path;
+    return {};
+  }
+  std::map<std::string, Family> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!absl::StartsWith(line, "| `gloowatch_")) continue;
+    std::vector<std::string> cells = absl::StrSplit(line, '|');
+    // "", name, type, unit, labels, meaning, ""
+    if (cells.size() < 6) {
+      *error = "malformed row: " + line;
+      continue;
+    }
+    std::string name(absl::StripAsciiWhitespace(cells[1]));
+    name = std::string(absl::StripSuffix(absl::StripPrefix(name, "`"), "`"));
+    Family f;
+    f.type = std::string(absl::StripAsciiWhitespace(cells[2]));
+    for (absl::string_view label : absl::StrSplit(cells[4], ',', absl::SkipWhitespace())) {
+      f.labels.insert(std::string(absl::StripAsciiWhitespace(label)));
+    }
+    if (!out.emplace(name, f).second) *error = "listed twice: " + name;
+  }
+  return out;
+}
+
+// # TYPE lines and the label names of each family's samples.
+std::map<std::string, Family> ScrapedFamilies(const std::string& text) {
+  std::map<std::string, Family> out;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (absl::ConsumePrefix(&line, "# TYPE ")) {
+      std::vector<std::string> parts = absl::StrSplit(line, ' ');
+      if (parts.size() == 2 && absl::StartsWith(parts[0], "gloowatch_")) {
+        out[parts[0]].type = parts[1];
+      }
+      continue;
+    }
+    if (line.empty() || line[0] == '#') continue;
+    const size_t brace = line.find('{');
+    std::string name(line.substr(0, std::min(brace, line.find(' '))));
+    if (out.count(name) == 0) {
+      for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+        if (absl::EndsWith(name, suffix)) {
+          const std::string base = name.substr(0, name.size() - strlen(suffix));
+          if (out.count(base) != 0 && out[base].type == "histogram") name = base;
+        }
+      }
+    }
+    auto it = out.find(name);
+    if (it == out.end()) continue;
+    ++it->second.samples;
+    if (brace == absl::string_view::npos) continue;
+    const absl::string_view labels = line.substr(brace + 1, line.rfind('}') - brace - 1);
+    // name="value",... ; values never contain '=' followed by '"' at a label
+    // boundary in our output, so splitting on '",' is enough.
+    for (absl::string_view pair : absl::StrSplit(labels, absl::ByString("\","))) {
+      const std::string key(pair.substr(0, pair.find('=')));
+      if (!key.empty() && key != "le") it->second.labels.insert(key);
+    }
+  }
+  return out;
+}
+
+constexpr char kYaml[] = R"(gloo:
+  address: 127.0.0.1
+  timeout: 2s
+  link_speed: 10Gbps
+schedule:
+  latency_interval: 500ms
+  skew_interval: 1s
+  bandwidth_interval: 30s
+probe:
+  bandwidth_bytes: 8MiB
+  bandwidth_message_bytes: 1MiB
+)";
+
+TEST(MetricsDocTest, EveryExportedFamilyIsDocumentedAndViceVersa) {
+  std::string doc_error;
+  const std::map<std::string, Family> documented = DocumentedFamilies(&doc_error);
+  ASSERT_TRUE(doc_error.empty()) << doc_error;
+  ASSERT_GE(documented.size(), 15u);
+
+  LoopbackCluster cluster(2, kYaml);
+  cluster.Start(0);
+  cluster.Start(1);
+  ASSERT_TRUE(WaitFor([&] { return GetStatus(cluster.grpc(0)).ok(); }, absl::Seconds(10)));
+
+  // A training step, so that the training families have series.
+  bool training = true;
+  for (int step = 0; step < 2; ++step) {
+    const std::string log = absl::StrCat(cluster.dir().path(), "/report.log");
+    Process cli({BinaryPath("client/gloowatch"), "report-step", "--daemon", cluster.grpc(0),
+                 "--job", "doc-job", "--rank", "0", "--step", std::to_string(step),
+                 "--step-seconds", "0.5", "--comm-seconds", "0.1"},
+                log);
+    if (cli.Wait(absl::Seconds(10)) != 0) {
+      const std::string out = cli.Log();
+      if (absl::StrContains(out, "UNIMPLEMENTED") || absl::StrContains(out, "not available")) {
+        training = false;  // ReportStep not wired: see below
+        break;
+      }
+      FAIL() << "gloowatch report-step failed:\n" << out;
+    }
+  }
+
+  // Wait until every documented family has samples (lazy gauges appear with
+  // their first measurement: bandwidth comes within ~5 s).
+  std::map<std::string, Family> scraped;
+  std::string body;
+  auto complete = [&] {
+    auto got = HttpGet(cluster.node(0).metrics_port, "/metrics");
+    if (!got.ok()) return false;
+    body = *got;
+    scraped = ScrapedFamilies(body);
+    for (const auto& [name, f] : documented) {
+      if (!training && absl::StartsWith(name, "gloowatch_training_")) continue;
+      auto it = scraped.find(name);
+      if (it == scraped.end() || it->second.samples == 0) return false;
+    }
+    return true;
+  };
+  const bool all = WaitFor(complete, absl::Seconds(30));
+  for (const auto& [name, f] : documented) {
+    if (!training && absl::StartsWith(name, "gloowatch_training_")) continue;
+    auto it = scraped.find(name);
+    if (it == scraped.end() || it->second.samples == 0) {
+      ADD_FAILURE() << "documented in docs/metrics.md but not exported: " << name;
+      continue;
+    }
+    EXPECT_EQ(it->second.type, f.type) << name << ": type in the scrape vs docs/metrics.md";
+    EXPECT_EQ(absl::StrJoin(it->second.labels, ", "), absl::StrJoin(f.labels, ", "))
+        << name << ": labels in the scrape vs docs/metrics.md";
+  }
+  for (const auto& [name, f] : scraped) {
+    EXPECT_EQ(documented.count(name), 1u)
+        << "exported but not documented in docs/metrics.md: " << name << " (" << f.type << ")";
+  }
+  if (!all) ADD_FAILURE() << "scrape:\n" << body << "\nnode-a log:\n" << cluster.process(0)->Log();
+  if (!training) {
+    GTEST_SKIP() << "ReportStep answers UNIMPLEMENTED: the gloowatch_training_* families were "
+                    "not checked against the scrape";
+  }
+}
+
+}  // namespace
+}  // namespace gloowatch::testing
