@@ -1,8 +1,15 @@
 // Three real gloowatchd processes on loopback, probing each other over real
 // Gloo pairs; checked through gRPC and /metrics.
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/support/daemon_process.h"
 
@@ -184,6 +191,68 @@ TEST_F(DaemonClusterTest, KilledPeerIsReportedDownAndComesBackAfterRestart) {
     if (!WaitFor([&] { return AllUp(cluster_, i, PeersOf(i)); }, absl::Seconds(30))) {
       Dump();
       FAIL() << cluster_.node(i).name << " did not see everyone up after the restart";
+    }
+  }
+}
+
+// The standard gRPC health service answers SERVING for the whole server.
+TEST_F(DaemonClusterTest, GrpcHealthServiceReportsServing) {
+  auto channel = grpc::CreateChannel(cluster_.grpc(0), grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  grpc::ByteBuffer response;
+  grpc::Status status = grpc::Status::CANCELLED;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        grpc::ClientContext context;
+        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+        grpc::Slice empty;  // HealthCheckRequest{service: ""} encodes to no bytes
+        grpc::ByteBuffer request(&empty, 1);
+        absl::Notification done;
+        stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
+                       &response, [&](grpc::Status s) {
+                         status = s;
+                         done.Notify();
+                       });
+        done.WaitForNotification();
+        return status.ok();
+      },
+      absl::Seconds(10)))
+      << status.error_message();
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(response.Dump(&slices).ok());
+  std::string bytes;
+  for (const auto& slice : slices)
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  EXPECT_EQ(bytes, std::string("\x08\x01", 2));  // status: SERVING
+}
+
+// No privilege is needed to probe: two daemons running as nobody measure
+// each other.
+TEST(UnprivilegedDaemonTest, ProbesAsNobody) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to switch to the nobody user";
+  LoopbackCluster cluster(2, kFastSchedule);
+  chmod(cluster.dir().path().c_str(), 0755);
+  for (int i = 0; i < 2; ++i) chmod(cluster.config_path(i).c_str(), 0644);
+  std::vector<std::unique_ptr<Process>> daemons;
+  for (int i = 0; i < 2; ++i) {
+    daemons.push_back(std::make_unique<Process>(
+        std::vector<std::string>{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                 BinaryPath("gloowatchd"), "--config", cluster.config_path(i)},
+        absl::StrCat(cluster.dir().path(), "/nobody-", i, ".log")));
+  }
+  auto measured = [&](int node, const std::string& peer) {
+    auto s = GetStatus(cluster.grpc(node));
+    return s.ok() && FullyMeasured(*FindPeer(*s, peer));
+  };
+  EXPECT_TRUE(
+      WaitFor([&] { return measured(0, "node-b") && measured(1, "node-a"); }, absl::Seconds(30)))
+      << daemons[0]->Log();
+  // Really running as nobody.
+  std::ifstream status(absl::StrCat("/proc/", daemons[0]->pid(), "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Uid:", 0) == 0) {
+      EXPECT_NE(line.find("65534"), std::string::npos) << line;
     }
   }
 }
