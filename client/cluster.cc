@@ -114,12 +114,23 @@ ClusterPicture BuildCluster(std::vector<FetchResult> fetched) {
   c.fetched = std::move(fetched);
   std::set<std::string> names;
   std::map<std::string, size_t> report_of;
+  // An unreachable daemon given only by address (--daemons) is named after
+  // the peer that answering daemons know at that address, so it is not shown
+  // twice (once as "host:port", once as the peer name).
+  std::map<std::string, std::string> peer_name_at;
+  for (const auto& f : c.fetched) {
+    if (!f.status) continue;
+    for (const auto& p : f.status->peers()) peer_name_at.emplace(p.grpc_address(), p.name());
+  }
   for (const auto& f : c.fetched) {
     NodeReport n;
     n.address = f.target.endpoint.ToString();
     n.reachable = f.status.has_value();
     n.status = f.status ? &*f.status : nullptr;
     n.name = f.status ? f.status->node() : f.target.name;
+    if (!f.status && f.target.name == n.address) {
+      if (auto it = peer_name_at.find(n.address); it != peer_name_at.end()) n.name = it->second;
+    }
     if (!n.reachable) {
       n.error = f.error;
       n.health = Health::kFailed;

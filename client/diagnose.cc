@@ -410,7 +410,7 @@ DiagnoseReport RunDiagnose(const DiagnoseOptions& o) {
   std::vector<Check> checks;
   std::vector<FetchResult> daemons;
   if (!o.daemons.empty()) {
-    daemons = FetchAll(o.daemons, o.deadline);
+    daemons = FetchAll(o.daemons, o.deadline, o.credentials);
     checks.push_back(CheckDaemonsReachable(daemons));
   }
   std::vector<std::string> hosts;

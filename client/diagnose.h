@@ -55,6 +55,7 @@ struct DiagnoseOptions {
   std::string ifname;  // --ifname; empty: GLOO_SOCKET_IFNAME from env
   std::string training_config;
   absl::Duration deadline = absl::Seconds(3);
+  std::shared_ptr<grpc::ChannelCredentials> credentials;  // plaintext when null
   ScanOptions scan;
   std::map<std::string, std::string> env;
 };

@@ -38,7 +38,8 @@ const char* CodeName(grpc::StatusCode code) {
   }
 }
 
-std::unique_ptr<v1::Status::Stub> MakeStub(const Endpoint& ep) {
+std::unique_ptr<v1::Status::Stub> MakeStub(
+    const Endpoint& ep, const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
   grpc::ChannelArguments args;
   // Without this a refused connection is retried with backoff until the
   // deadline; we want "refused" reported as such, fast.
@@ -47,8 +48,8 @@ std::unique_ptr<v1::Status::Stub> MakeStub(const Endpoint& ep) {
   // Daemons are reached directly; an http_proxy in the environment must not
   // turn "unreachable" into a proxy error.
   args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
-  return v1::Status::NewStub(
-      grpc::CreateCustomChannel(ep.ToString(), grpc::InsecureChannelCredentials(), args));
+  return v1::Status::NewStub(grpc::CreateCustomChannel(
+      ep.ToString(), credentials ? credentials : grpc::InsecureChannelCredentials(), args));
 }
 
 void SetDeadline(grpc::ClientContext* ctx, absl::Duration d) {
@@ -58,8 +59,8 @@ void SetDeadline(grpc::ClientContext* ctx, absl::Duration d) {
 
 }  // namespace
 
-std::vector<FetchResult> FetchAll(const std::vector<DaemonTarget>& targets,
-                                  absl::Duration deadline) {
+std::vector<FetchResult> FetchAll(const std::vector<DaemonTarget>& targets, absl::Duration deadline,
+                                  const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
   std::vector<FetchResult> results(targets.size());
   std::vector<std::thread> threads;
   threads.reserve(targets.size());
@@ -68,7 +69,7 @@ std::vector<FetchResult> FetchAll(const std::vector<DaemonTarget>& targets,
       FetchResult& r = results[i];
       r.target = targets[i];
       const absl::Time start = absl::Now();
-      auto stub = MakeStub(targets[i].endpoint);
+      auto stub = MakeStub(targets[i].endpoint, credentials);
       grpc::ClientContext ctx;
       SetDeadline(&ctx, deadline);
       v1::NodeStatus status;
@@ -89,8 +90,9 @@ std::vector<FetchResult> FetchAll(const std::vector<DaemonTarget>& targets,
 }
 
 absl::Status SendReportStep(const Endpoint& daemon, const v1::ReportStepRequest& request,
-                            absl::Duration deadline) {
-  auto stub = MakeStub(daemon);
+                            absl::Duration deadline,
+                            const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
+  auto stub = MakeStub(daemon, credentials);
   grpc::ClientContext ctx;
   SetDeadline(&ctx, deadline);
   v1::ReportStepResponse response;

@@ -28,6 +28,7 @@
 #include "client/flags.h"
 #include "client/render.h"
 #include "client/targets.h"
+#include "daemon/tls.h"
 
 ABSL_FLAG(bool, json, false, "Print JSON instead of a table.");
 ABSL_FLAG(std::string, color, "auto", "Colour: auto (only on a TTY), always, never.");
@@ -35,6 +36,9 @@ ABSL_FLAG(std::string, daemons, "", "Comma-separated daemon gRPC addresses host:
 ABSL_FLAG(std::string, config, "", "Daemon config YAML: ask the node and all its peers.");
 ABSL_FLAG(std::string, cluster, "", "Cluster YAML: nodes: [{name, grpc}].");
 ABSL_FLAG(absl::Duration, deadline, absl::Seconds(3), "Per-call gRPC deadline.");
+ABSL_FLAG(std::string, tls_ca, "", "CA bundle (PEM) that signed the daemons' certificates.");
+ABSL_FLAG(std::string, tls_cert, "", "Client certificate (PEM) for daemons that run mutual TLS.");
+ABSL_FLAG(std::string, tls_key, "", "Private key (PEM) of --tls_cert.");
 ABSL_FLAG(double, watch, 0, "Repeat every SECONDS (health); 0 = once.");
 ABSL_FLAG(int, watch_count, 0, "Stop --watch after N rounds; 0 = until interrupted.");
 ABSL_FLAG(std::string, report_path, "", "diagnose: where to write the JSON report (required).");
@@ -51,8 +55,12 @@ ABSL_FLAG(std::string, daemon, "127.0.0.1:7601", "report-step: the local daemon.
 ABSL_FLAG(std::string, job, "", "report-step: job name.");
 ABSL_FLAG(int, rank, -1, "report-step: rank (>= 0).");
 ABSL_FLAG(int64_t, step, -1, "report-step: step number (>= 0).");
-ABSL_FLAG(double, step_seconds, -1, "report-step: wall time of the step.");
-ABSL_FLAG(double, comm_seconds, -1, "report-step: time spent in collectives during the step.");
+// NaN = not given: a negative value is given, and rejected by the daemon with
+// its own message.
+ABSL_FLAG(double, step_seconds, std::numeric_limits<double>::quiet_NaN(),
+          "report-step: wall time of the step.");
+ABSL_FLAG(double, comm_seconds, std::numeric_limits<double>::quiet_NaN(),
+          "report-step: time spent in collectives during the step.");
 
 namespace gloowatch::client {
 namespace {
@@ -127,6 +135,19 @@ int InputError(const absl::Status& s) {
                                                                             : kExitDataErr;
 }
 
+// --tls_ca/--tls_cert/--tls_key: all three for mutual TLS, or none.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials() {
+  TlsConfig files{absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert),
+                  absl::GetFlag(FLAGS_tls_key)};
+  const int set = !files.ca_file.empty() + !files.cert_file.empty() + !files.key_file.empty();
+  if (set != 0 && set != 3) {
+    return absl::InvalidArgumentError("give all of --tls_ca, --tls_cert and --tls_key, or none");
+  }
+  absl::StatusOr<TlsMaterial> tls = LoadTls(files);
+  if (!tls.ok()) return tls.status();
+  return MakeChannelCredentials(*tls);
+}
+
 int RunDiagnoseCommand(const std::vector<std::string>& args) {
   if (!args.empty()) return Usage(absl::StrCat("diagnose takes no arguments, got '", args[0], "'"));
   DiagnoseOptions o;
@@ -142,6 +163,9 @@ int RunDiagnoseCommand(const std::vector<std::string>& args) {
   o.ifname = absl::GetFlag(FLAGS_ifname);
   o.training_config = absl::GetFlag(FLAGS_training_config);
   o.deadline = absl::GetFlag(FLAGS_deadline);
+  auto credentials = Credentials();
+  if (!credentials.ok()) return InputError(credentials.status());
+  o.credentials = *credentials;
   o.scan.connect_timeout = absl::GetFlag(FLAGS_connect_timeout);
   o.scan.total_timeout = absl::GetFlag(FLAGS_scan_timeout);
   o.scan.concurrency = absl::GetFlag(FLAGS_scan_concurrency);
@@ -171,6 +195,8 @@ int RunHealth(const std::vector<std::string>& args) {
   if (deadline <= absl::ZeroDuration() || deadline > absl::Minutes(10)) {
     return Usage("--deadline must be in (0, 10m]");
   }
+  auto credentials = Credentials();
+  if (!credentials.ok()) return InputError(credentials.status());
   const double watch = absl::GetFlag(FLAGS_watch);
   if (watch < 0 || std::isnan(watch)) return Usage("--watch must be >= 0 seconds");
   const int rounds = absl::GetFlag(FLAGS_watch_count);
@@ -178,7 +204,7 @@ int RunHealth(const std::vector<std::string>& args) {
   int code = kExitOk;
   for (int round = 0;; ++round) {
     const absl::Time start = absl::Now();
-    ClusterPicture c = BuildCluster(FetchAll(*targets, deadline));
+    ClusterPicture c = BuildCluster(FetchAll(*targets, deadline, *credentials));
     code = c.ExitCode();
     if (absl::GetFlag(FLAGS_json)) {
       std::cout << HealthToJson(c).dump(watch > 0 ? -1 : 2) << std::endl;  // NDJSON when watching
@@ -202,15 +228,19 @@ int RunReportStep(const std::vector<std::string>& args) {
   if (absl::GetFlag(FLAGS_job).empty()) return Usage("report-step needs --job");
   if (absl::GetFlag(FLAGS_rank) < 0) return Usage("report-step needs --rank >= 0");
   if (absl::GetFlag(FLAGS_step) < 0) return Usage("report-step needs --step >= 0");
-  if (absl::GetFlag(FLAGS_step_seconds) < 0) return Usage("report-step needs --step-seconds");
-  if (absl::GetFlag(FLAGS_comm_seconds) < 0) return Usage("report-step needs --comm-seconds");
+  if (std::isnan(absl::GetFlag(FLAGS_step_seconds)))
+    return Usage("report-step needs --step-seconds");
+  if (std::isnan(absl::GetFlag(FLAGS_comm_seconds)))
+    return Usage("report-step needs --comm-seconds");
   v1::ReportStepRequest r;
   r.set_job(absl::GetFlag(FLAGS_job));
   r.set_rank(absl::GetFlag(FLAGS_rank));
   r.set_step(static_cast<uint64_t>(absl::GetFlag(FLAGS_step)));
   r.set_step_seconds(absl::GetFlag(FLAGS_step_seconds));
   r.set_communication_seconds(absl::GetFlag(FLAGS_comm_seconds));
-  absl::Status s = SendReportStep(*daemon, r, absl::GetFlag(FLAGS_deadline));
+  auto credentials = Credentials();
+  if (!credentials.ok()) return InputError(credentials.status());
+  absl::Status s = SendReportStep(*daemon, r, absl::GetFlag(FLAGS_deadline), *credentials);
   if (s.ok()) return kExitOk;
   std::cerr << "gloowatch report-step: " << daemon->ToString() << ": " << s.message() << "\n";
   return absl::IsInvalidArgument(s) || absl::IsResourceExhausted(s) ? kExitDataErr

@@ -230,6 +230,10 @@ absl::StatusOr<std::unique_ptr<ProbeSession>> PeerProber::Connect() {
   rpc.set_deadline(absl::ToChronoTime(absl::Now() + gloo_timeout_));
   const grpc::Status rpc_status = stub_->OpenProbePair(&rpc, request, &response);
   if (!rpc_status.ok()) {
+    // A fresh channel next time: a channel that saw the peer refuse keeps
+    // failing fast through gRPC's reconnect backoff ("tcp handshaker
+    // shutdown") for seconds after the peer is back.
+    stub_ = v1::Peer::NewStub(PeerChannel(peer_.grpc, context_.credentials));
     return WithReason(
         absl::UnavailableError(absl::StrCat("OpenProbePair to ", peer_.grpc.ToString(), ": ",
                                             rpc_status.error_message())),

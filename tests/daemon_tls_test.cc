@@ -96,6 +96,21 @@ TEST_F(DaemonTlsTest, TrustedPeersProbeEachOtherAndStrangersAreRefused) {
   const grpc::Status s = stub->OpenProbePair(&context, request, &response);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
   EXPECT_TRUE(peer_up(0, "node-b"));
+
+  // The operator's client: in with the cluster's certificate, out without.
+  const std::string daemons = absl::StrCat(cluster.grpc(0), ",", cluster.grpc(1));
+  Process with_tls({BinaryPath("client/gloowatch"), "health", "--daemons", daemons, "--tls_ca",
+                    pki_.ca, "--tls_cert", pki_.cert, "--tls_key", pki_.key},
+                   dir_.path() + "/health-tls.log");
+  EXPECT_EQ(with_tls.Wait(absl::Seconds(20)), 0) << with_tls.Log();
+  Process without({BinaryPath("client/gloowatch"), "health", "--daemons", daemons},
+                  dir_.path() + "/health-plain.log");
+  EXPECT_EQ(without.Wait(absl::Seconds(20)), 2) << without.Log();
+  Process half(
+      {BinaryPath("client/gloowatch"), "health", "--daemons", daemons, "--tls_ca", pki_.ca},
+      dir_.path() + "/health-half.log");
+  EXPECT_GE(half.Wait(absl::Seconds(20)).value_or(0), 64) << half.Log();
+  EXPECT_NE(half.Log().find("--tls_cert"), std::string::npos) << half.Log();
 }
 
 TEST_F(DaemonTlsTest, PeerWithAnUntrustedCertificateCannotRegister) {

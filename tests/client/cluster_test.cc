@@ -138,6 +138,21 @@ TEST(Cluster, UnreachableReportedRestShown) {
   EXPECT_EQ(j["nodes"][1]["error"], "timeout: no answer within 3s");
 }
 
+TEST(Cluster, UnreachableGivenByAddressTakesThePeerName) {
+  // `--daemons 127.0.0.1:1,127.0.0.1:9`: the target has no name but its
+  // address; a knows the peer at that address as "b".
+  FetchResult a = Node("a", 1);
+  Peer(a, "b", 0.0003, 0.95, 0.0)->set_grpc_address("127.0.0.1:9");
+  ClusterPicture p = BuildCluster({a, Unreachable("127.0.0.1:9")});
+  EXPECT_EQ(p.nodes, (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(p.node_reports.size(), 2u);
+  EXPECT_EQ(p.node_reports[1].name, "b");
+  EXPECT_EQ(p.node_reports[1].address, "127.0.0.1:9");
+  // An explicit name (--cluster, --config) is kept even if it differs.
+  ClusterPicture q = BuildCluster({a, Unreachable("other")});
+  EXPECT_EQ(q.node_reports[1].name, "other");
+}
+
 TEST(Cluster, OneSidedLink) {
   FetchResult a = Node("a", 1), b = Node("b", 2);
   Peer(a, "b", 0.0003, 0.95, 0.0);
