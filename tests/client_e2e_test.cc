@@ -29,21 +29,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using json = nlohmann::json;
 
-// As in daemon_cluster_test: every kind of probe within seconds.
-constexpr char kFastSchedule[] = R"(gloo:
-  address: 127.0.0.1
-  timeout: 2s
-schedule:
-  latency_interval: 500ms
-  skew_interval: 1s
-  bandwidth_interval: 30s
-probe:
-  bandwidth_bytes: 8MiB
-  bandwidth_message_bytes: 1MiB
-  backoff_initial: 200ms
-  backoff_max: 1s
-)";
-
 // Generous: a loaded 2-core machine with concurrent builds.
 constexpr absl::Duration kCliTimeout = absl::Seconds(30);
 
@@ -337,7 +322,7 @@ void ExpectHealthyCluster(const LoopbackCluster& cluster, const json& j) {
 class HealthyClusterTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    cluster_ = new LoopbackCluster(3, kFastSchedule);
+    cluster_ = new LoopbackCluster(3, FastLoopbackYaml());
     for (int i = 0; i < 3; ++i) cluster_->Start(i);
     // First bandwidth transfers are serialised per node: allow for that.
     ready_ = WaitFor([] { return ClusterReady(*cluster_, FullyMeasured); }, absl::Seconds(90));
@@ -391,7 +376,7 @@ TEST_F(HealthyClusterTest, HealthConfigAsksTheNodeAndItsPeers) {
 
 class BrokenClusterTest : public ::testing::Test {
  protected:
-  BrokenClusterTest() : cluster_(3, kFastSchedule) {}
+  BrokenClusterTest() : cluster_(3, FastLoopbackYaml()) {}
   void SetUp() override {
     for (int i = 0; i < 3; ++i) cluster_.Start(i);
     ASSERT_TRUE(WaitFor([&] { return ClusterReady(cluster_, LatencyMeasured); }, absl::Seconds(60)))
@@ -520,7 +505,7 @@ TEST_F(BrokenClusterTest, HungDaemonTimesOutWithinTheDeadline) {
 // --- degraded: latency over a (silly) threshold ----------------------------
 
 TEST(DegradedClusterTest, LatencyOverThresholdNamesEveryOffendingLink) {
-  LoopbackCluster cluster(3, absl::StrCat(kFastSchedule, "thresholds:\n  latency: 1us\n"));
+  LoopbackCluster cluster(3, absl::StrCat(FastLoopbackYaml(), "thresholds:\n  latency: 1us\n"));
   for (int i = 0; i < 3; ++i) cluster.Start(i);
   ASSERT_TRUE(WaitFor([&] { return ClusterReady(cluster, LatencyMeasured); }, absl::Seconds(60)))
       << Logs(cluster);

@@ -16,21 +16,6 @@
 namespace gloowatch::testing {
 namespace {
 
-// Fast schedules so the test sees every kind of probe within seconds.
-constexpr char kFastSchedule[] = R"(gloo:
-  address: 127.0.0.1
-  timeout: 2s
-schedule:
-  latency_interval: 500ms
-  skew_interval: 1s
-  bandwidth_interval: 30s
-probe:
-  bandwidth_bytes: 8MiB
-  bandwidth_message_bytes: 1MiB
-  backoff_initial: 200ms
-  backoff_max: 1s
-)";
-
 bool FullyMeasured(const v1::PeerStatus& p) {
   return p.state() == v1::PEER_STATE_UP && p.latency().p50_seconds() > 0 &&
          p.bandwidth().has_tx_bytes_per_second() && p.bandwidth().has_rx_bytes_per_second() &&
@@ -49,7 +34,7 @@ bool AllUp(const LoopbackCluster& cluster, int node, const std::vector<std::stri
 
 class DaemonClusterTest : public ::testing::Test {
  protected:
-  DaemonClusterTest() : cluster_(3, kFastSchedule) {}
+  DaemonClusterTest() : cluster_(3, FastLoopbackYaml()) {}
   void SetUp() override {
     for (int i = 0; i < 3; ++i) cluster_.Start(i);
   }
@@ -230,7 +215,7 @@ TEST_F(DaemonClusterTest, GrpcHealthServiceReportsServing) {
 // each other.
 TEST(UnprivilegedDaemonTest, ProbesAsNobody) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to switch to the nobody user";
-  LoopbackCluster cluster(2, kFastSchedule);
+  LoopbackCluster cluster(2, FastLoopbackYaml());
   chmod(cluster.dir().path().c_str(), 0755);
   for (int i = 0; i < 2; ++i) chmod(cluster.config_path(i).c_str(), 0644);
   std::vector<std::unique_ptr<Process>> daemons;

@@ -11,20 +11,6 @@
 namespace gloowatch::testing {
 namespace {
 
-constexpr char kSchedule[] = R"(gloo:
-  address: 127.0.0.1
-  timeout: 2s
-schedule:
-  latency_interval: 500ms
-  skew_interval: 1s
-  bandwidth_interval: 30s
-probe:
-  bandwidth_bytes: 8MiB
-  bandwidth_message_bytes: 1MiB
-  backoff_initial: 200ms
-  backoff_max: 1s
-)";
-
 std::vector<std::string> PeerNames(const v1::NodeStatus& status) {
   std::vector<std::string> names;
   for (const auto& p : status.peers()) names.push_back(p.name());
@@ -46,7 +32,7 @@ double LatencyProbes(int metrics_port, const std::string& peer) {
 
 class DaemonReloadTest : public ::testing::Test {
  protected:
-  DaemonReloadTest() : cluster_(4, kSchedule) {}
+  DaemonReloadTest() : cluster_(4, FastLoopbackYaml()) {}
   void WriteConfigA(const std::vector<int>& peers, const std::string& schedule) {
     std::vector<NodeSpec> specs = {cluster_.node(0)};
     for (int i : peers) specs.push_back(cluster_.node(i));
@@ -60,7 +46,7 @@ class DaemonReloadTest : public ::testing::Test {
 };
 
 TEST_F(DaemonReloadTest, PeersAndSchedulesChangeWithoutDroppingHealthyPairs) {
-  WriteConfigA({1, 2}, kSchedule);
+  WriteConfigA({1, 2}, FastLoopbackYaml());
   for (int i = 0; i < 4; ++i) cluster_.Start(i);
   ASSERT_TRUE(WaitFor(
       [&] {
@@ -74,7 +60,7 @@ TEST_F(DaemonReloadTest, PeersAndSchedulesChangeWithoutDroppingHealthyPairs) {
   const uint64_t b_failures = FindPeer(before, "node-b")->probes_failed();
 
   // Drop node-c, add node-d, probe latency faster.
-  std::string faster = kSchedule;
+  std::string faster = FastLoopbackYaml();
   faster.replace(faster.find("latency_interval: 500ms"), 23, "latency_interval: 100ms");
   WriteConfigA({1, 3}, faster);
   cluster_.process(0)->Signal(SIGHUP);
@@ -102,7 +88,7 @@ TEST_F(DaemonReloadTest, PeersAndSchedulesChangeWithoutDroppingHealthyPairs) {
 }
 
 TEST_F(DaemonReloadTest, InvalidOrRestartOnlyChangesAreRefusedAndTheOldConfigKept) {
-  WriteConfigA({1}, kSchedule);
+  WriteConfigA({1}, FastLoopbackYaml());
   cluster_.Start(0);
   cluster_.Start(1);
   ASSERT_TRUE(WaitFor([&] { return Up(StatusA(), "node-b"); }, absl::Seconds(20)));
@@ -116,7 +102,8 @@ TEST_F(DaemonReloadTest, InvalidOrRestartOnlyChangesAreRefusedAndTheOldConfigKep
 
   NodeSpec moved = cluster_.node(0);
   moved.grpc_port = FreePort();
-  std::ofstream(cluster_.config_path(0)) << LoopbackConfig(moved, {cluster_.node(1)}, kSchedule);
+  std::ofstream(cluster_.config_path(0))
+      << LoopbackConfig(moved, {cluster_.node(1)}, FastLoopbackYaml());
   cluster_.process(0)->Signal(SIGHUP);
   ASSERT_TRUE(WaitFor(
       [&] { return cluster_.process(0)->Log().find("needs a restart") != std::string::npos; },

@@ -96,26 +96,13 @@ std::map<std::string, Family> ScrapedFamilies(const std::string& text) {
   return out;
 }
 
-constexpr char kYaml[] = R"(gloo:
-  address: 127.0.0.1
-  timeout: 2s
-  link_speed: 10Gbps
-schedule:
-  latency_interval: 500ms
-  skew_interval: 1s
-  bandwidth_interval: 30s
-probe:
-  bandwidth_bytes: 8MiB
-  bandwidth_message_bytes: 1MiB
-)";
-
 TEST(MetricsDocTest, EveryExportedFamilyIsDocumentedAndViceVersa) {
   std::string doc_error;
   const std::map<std::string, Family> documented = DocumentedFamilies(&doc_error);
   ASSERT_TRUE(doc_error.empty()) << doc_error;
   ASSERT_GE(documented.size(), 15u);
 
-  LoopbackCluster cluster(2, kYaml);
+  LoopbackCluster cluster(2, FastLoopbackYaml("10Gbps"));
   cluster.Start(0);
   cluster.Start(1);
   ASSERT_TRUE(WaitFor([&] { return GetStatus(cluster.grpc(0)).ok(); }, absl::Seconds(10)));

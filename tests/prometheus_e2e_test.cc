@@ -173,25 +173,9 @@ std::string UrlEncode(const std::string& s) {
   return out;
 }
 
-// Fast schedules, and a link speed so that link ratios are exported.
-constexpr char kClusterYaml[] = R"(gloo:
-  address: 127.0.0.1
-  timeout: 2s
-  link_speed: 10Gbps
-schedule:
-  latency_interval: 500ms
-  skew_interval: 1s
-  bandwidth_interval: 30s
-probe:
-  bandwidth_bytes: 8MiB
-  bandwidth_message_bytes: 1MiB
-  backoff_initial: 200ms
-  backoff_max: 1s
-)";
-
 class PrometheusE2ETest : public ::testing::Test {
  protected:
-  PrometheusE2ETest() : cluster_(3, kClusterYaml), prom_port_(FreePort()) {}
+  PrometheusE2ETest() : cluster_(3, FastLoopbackYaml("10Gbps")), prom_port_(FreePort()) {}
 
   void SetUp() override {
     if (access(kPrometheus, X_OK) != 0) GTEST_SKIP() << kPrometheus << " is not installed";

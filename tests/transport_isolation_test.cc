@@ -21,20 +21,6 @@
 namespace gloowatch::testing {
 namespace {
 
-constexpr char kFastSchedule[] = R"(gloo:
-  address: 127.0.0.1
-  timeout: 2s
-schedule:
-  latency_interval: 500ms
-  skew_interval: 1s
-  bandwidth_interval: 30s
-probe:
-  bandwidth_bytes: 8MiB
-  bandwidth_message_bytes: 1MiB
-  backoff_initial: 200ms
-  backoff_max: 1s
-)";
-
 std::string GlooAddressBytes(const char* ip, int port) {
   sockaddr_storage ss{};
   auto* in = reinterpret_cast<sockaddr_in*>(&ss);
@@ -72,7 +58,7 @@ double Restarts(int metrics_port, const std::string& node) {
 }
 
 TEST(TransportIsolationTest, GlooLoopAbortCostsATransportRestartNotTheDaemon) {
-  LoopbackCluster cluster(2, kFastSchedule);
+  LoopbackCluster cluster(2, FastLoopbackYaml());
   cluster.Start(0);
   cluster.Start(1);
   ASSERT_TRUE(WaitFor([&] { return PeerUp(cluster.grpc(0), "node-b"); }, absl::Seconds(20)));
@@ -125,7 +111,7 @@ TEST(TransportIsolationTest, GlooLoopAbortCostsATransportRestartNotTheDaemon) {
 }
 
 TEST(TransportIsolationTest, KilledTransportIsRestartedAndDaemonKeepsServing) {
-  LoopbackCluster cluster(2, kFastSchedule);
+  LoopbackCluster cluster(2, FastLoopbackYaml());
   cluster.Start(0);
   cluster.Start(1);
   ASSERT_TRUE(WaitFor([&] { return PeerUp(cluster.grpc(0), "node-b"); }, absl::Seconds(20)));

@@ -187,6 +187,15 @@ std::optional<double> FindMetric(const std::map<std::string, double>& metrics,
   return std::nullopt;
 }
 
+std::string FastLoopbackYaml(const std::string& link_speed) {
+  return absl::StrCat("gloo:\n  address: 127.0.0.1\n  timeout: 2s\n",
+                      link_speed.empty() ? "" : absl::StrCat("  link_speed: ", link_speed, "\n"),
+                      "schedule:\n  latency_interval: 500ms\n  skew_interval: 1s\n"
+                      "  bandwidth_interval: 30s\n"
+                      "probe:\n  bandwidth_bytes: 8MiB\n  bandwidth_message_bytes: 1MiB\n"
+                      "  backoff_initial: 200ms\n  backoff_max: 1s\n");
+}
+
 std::string LoopbackConfig(const NodeSpec& self, const std::vector<NodeSpec>& peers,
                            const std::string& extra_yaml) {
   std::string yaml =

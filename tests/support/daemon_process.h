@@ -77,6 +77,11 @@ std::optional<double> FindMetric(const std::map<std::string, double>& metrics,
                                  const std::string& name,
                                  const std::map<std::string, std::string>& labels);
 
+// Config keys for daemons on loopback with short schedules, so a test sees
+// every kind of probe within seconds; `link_speed` (e.g. "10Gbps") makes link
+// ratios appear.
+std::string FastLoopbackYaml(const std::string& link_speed = "");
+
 // A daemon config for node `name` on loopback with fast schedules.
 struct NodeSpec {
   std::string name;
