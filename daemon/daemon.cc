@@ -9,24 +9,18 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/log.h"
+#include "daemon/proto_time.h"
 #include "daemon/tls.h"
 #include "daemon/transport.h"
 #include "daemon/version.h"
 #include "gloo/config.h"
 #include "gloo/transport/tcp/device.h"
-#include "google/protobuf/util/time_util.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 
 namespace gloowatch {
 namespace {
-
-using google::protobuf::util::TimeUtil;
-
-google::protobuf::Timestamp ToProto(absl::Time t) {
-  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
-}
 
 // A job that stops reporting for this long is dropped from the metrics, and
 // at most this many (job, rank) series exist, so a misbehaving client cannot
@@ -258,8 +252,8 @@ v1::NodeStatus Daemon::Status() const {
   g->set_link_speed_note(endpoint_.link_speed_note);
   g->set_mtu(endpoint_.mtu);
   g->set_warning(endpoint_.warning);
-  *s.mutable_started_at() = ToProto(started_at_);
-  *s.mutable_now() = ToProto(clock_->Now());
+  *s.mutable_started_at() = ToProtoTimestamp(started_at_);
+  *s.mutable_now() = ToProtoTimestamp(clock_->Now());
   for (const auto& tracker : trackers_) *s.add_peers() = tracker->Snapshot();
   v1::Thresholds* t = s.mutable_thresholds();
   t->set_latency_seconds(absl::ToDoubleSeconds(config_.thresholds.latency));

@@ -3,16 +3,10 @@
 #include <algorithm>
 
 #include "daemon/failure.h"
-#include "google/protobuf/util/time_util.h"
+#include "daemon/proto_time.h"
 
 namespace gloowatch {
 namespace {
-
-using google::protobuf::util::TimeUtil;
-
-google::protobuf::Timestamp ToProto(absl::Time t) {
-  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
-}
 
 // Entries older than the window go; the deque never holds more than this so
 // a flapping peer cannot grow memory.
@@ -42,7 +36,8 @@ void PeerTracker::SetConnecting() {
 
 void PeerTracker::SetUp(const std::string& gloo_address, const std::string& peer_version) {
   absl::MutexLock lock(&mu_);
-  if (status_.state() != v1::PEER_STATE_UP) *status_.mutable_up_since() = ToProto(clock_->Now());
+  if (status_.state() != v1::PEER_STATE_UP)
+    *status_.mutable_up_since() = ToProtoTimestamp(clock_->Now());
   status_.set_state(v1::PEER_STATE_UP);
   ever_up_ = true;
   status_.set_gloo_address(gloo_address);
@@ -58,7 +53,7 @@ void PeerTracker::RecordFailure(v1::FailureReason reason, const std::string& mes
   v1::Failure* failure = status_.mutable_last_failure();
   failure->set_reason(reason);
   failure->set_message(message);
-  *failure->mutable_time() = ToProto(now);
+  *failure->mutable_time() = ToProtoTimestamp(now);
   (*status_.mutable_failures_by_reason())[std::string(ReasonName(reason))]++;
   status_.set_probes_failed(status_.probes_failed() + 1);
   // Until a peer has been up once, failures mean "not started yet" (the state
@@ -98,7 +93,7 @@ void PeerTracker::RecordOffset(const OffsetEstimate& estimate) {
   v1::ClockFigures* clock = status_.mutable_clock();
   clock->set_offset_seconds(absl::ToDoubleSeconds(estimate.offset));
   clock->set_error_seconds(absl::ToDoubleSeconds(estimate.error));
-  *clock->mutable_measured_at() = ToProto(clock_->Now());
+  *clock->mutable_measured_at() = ToProtoTimestamp(clock_->Now());
   metrics_->SetClockOffset(clock->offset_seconds(), clock->error_seconds());
   metrics_->CountProbe(PeerMetrics::Probe::kSkew);
   status_.set_probes_ok(status_.probes_ok() + 1);
@@ -121,7 +116,7 @@ void PeerTracker::RecordBandwidth(BandwidthDirection direction, const BandwidthS
     if (bw->has_rx_bytes_per_second()) slowest = std::min(slowest, bw->rx_bytes_per_second());
     bw->set_link_ratio(slowest / *link_speed_);
   }
-  *bw->mutable_measured_at() = ToProto(clock_->Now());
+  *bw->mutable_measured_at() = ToProtoTimestamp(clock_->Now());
   metrics_->SetBandwidth(tx, sample.bytes_per_second, ratio);
   metrics_->CountProbe(PeerMetrics::Probe::kBandwidth);
   status_.set_probes_ok(status_.probes_ok() + 1);

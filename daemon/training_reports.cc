@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "daemon/proto_time.h"
 
 namespace gloowatch {
 namespace {
@@ -24,14 +25,6 @@ absl::Status ValidateJob(const std::string& job) {
     }
   }
   return absl::OkStatus();
-}
-
-google::protobuf::Timestamp ToProto(absl::Time t) {
-  google::protobuf::Timestamp ts;
-  const int64_t ns = absl::ToUnixNanos(t);
-  ts.set_seconds(ns / 1000000000);
-  ts.set_nanos(static_cast<int32_t>(ns % 1000000000));
-  return ts;
 }
 
 }  // namespace
@@ -101,7 +94,7 @@ std::vector<v1::TrainingJobStatus> TrainingReports::Snapshot() const {
       comm += x.communication_seconds;
     }
     if (step > 0) j.set_communication_share(comm / step);
-    *j.mutable_last_report() = ToProto(s.last_report);
+    *j.mutable_last_report() = ToProtoTimestamp(s.last_report);
     out.push_back(std::move(j));
   }
   return out;
