@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs every gloowatch benchmark and prints their tables, then one summary of
+# each figure against its target ("met" or "SHORT"). Needs root for the
+# network-namespace parts; takes the build directory (default: build).
+# Usage: bash bench/run.sh [BUILD_DIR]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+for bin in gloowatchd client/gloowatch bench/topology_sim bench/status_loadgen; do
+  [ -x "$build/$bin" ] || { echo "bench: $build/$bin is missing: build first (cmake --build $build -j2)"; exit 1; }
+done
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+echo "== machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)," \
+  "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), kernel $(uname -r)"
+status=0
+run() {
+  local name=$1
+  shift
+  echo
+  echo "== $name"
+  "$@" 2>&1 | tee "$out/$name.log"
+  local rc=${PIPESTATUS[0]}
+  [ "$rc" -eq 0 ] || { echo "bench: $name exited $rc"; status=1; }
+}
+run accuracy bash bench/accuracy.sh "$build"
+run overhead bash bench/overhead.sh "$build"
+run aggregation bash bench/aggregation.sh "$build"
+run topology "$build/bench/topology_sim"
+
+echo
+echo "== summary: every figure with a target"
+cat "$out"/*.log | grep -E '(^|[^[:alnum:]])(met|SHORT)([^[:alnum:]]|$)' || true
+short=$(cat "$out"/*.log | grep -cE '(^|[^[:alnum:]])SHORT([^[:alnum:]]|$)')
+echo "figures short of their target: $short"
+exit "$status"
