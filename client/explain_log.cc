@@ -1,12 +1,13 @@
 #include "client/explain_log.h"
 
 #include <algorithm>
-#include <regex>
+#include <memory>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "re2/re2.h"
 
 namespace gloowatch::client {
 namespace {
@@ -96,17 +97,19 @@ constexpr LogSignature kSignatures[] = {
      "Look for the first error in the log."},
 };
 
-// Long lines are cut before matching: std::regex is backtracking and we must
-// stay fast on arbitrary input.
+// RE2 matches in linear time, so a huge or binary file costs a scan, not a
+// backtracking blow-up; long lines are still cut, as no message is that long.
 constexpr size_t kMaxLineBytes = 8192;
 constexpr size_t kExampleBytes = 300;
 
-const std::vector<std::regex>& CompiledSignatures() {
+const std::vector<std::unique_ptr<RE2>>& CompiledSignatures() {
   static const auto* compiled = [] {
-    auto* v = new std::vector<std::regex>;
-    for (const auto& s : kSignatures) {
-      v->emplace_back(s.regex, std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
-    }
+    RE2::Options options;
+    options.set_case_sensitive(false);
+    options.set_log_errors(false);
+    options.set_encoding(RE2::Options::EncodingLatin1);  // logs may hold any bytes
+    auto* v = new std::vector<std::unique_ptr<RE2>>;
+    for (const auto& s : kSignatures) v->push_back(std::make_unique<RE2>(s.regex, options));
     return v;
   }();
   return *compiled;
@@ -125,6 +128,8 @@ std::string Printable(absl::string_view s) {
 
 absl::Span<const LogSignature> LogSignatures() { return kSignatures; }
 
+bool SignatureCompiles(size_t index) { return CompiledSignatures().at(index)->ok(); }
+
 LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
   LogExplanation e;
   e.source = std::string(source);
@@ -137,7 +142,7 @@ LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
     if (line.size() > kMaxLineBytes) line.resize(kMaxLineBytes);
     absl::string_view view = absl::StripTrailingAsciiWhitespace(line);
     for (size_t i = 0; i < regexes.size(); ++i) {
-      if (!std::regex_search(view.begin(), view.end(), regexes[i])) continue;
+      if (!RE2::PartialMatch(re2::StringPiece(view.data(), view.size()), *regexes[i])) continue;
       SignatureHit& h = by_sig[i];
       if (h.count++ == 0) {
         h.first_line = e.lines;

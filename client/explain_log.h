@@ -2,6 +2,7 @@
 // cause and a fix. The signature table is data (kSignatures in the .cc).
 #pragma once
 
+#include <cstddef>
 #include <istream>
 #include <string>
 #include <vector>
@@ -14,13 +15,15 @@ namespace gloowatch::client {
 
 struct LogSignature {
   const char* id;
-  const char* regex;  // ECMAScript, matched case-insensitively anywhere in a line
+  const char* regex;  // RE2 syntax, matched case-insensitively anywhere in a line
   const char* cause;
   const char* fix;
 };
 
 // In priority order: a line counts for the first signature that matches it.
 absl::Span<const LogSignature> LogSignatures();
+// Whether LogSignatures()[index].regex is a valid RE2 pattern.
+bool SignatureCompiles(size_t index);
 
 struct SignatureHit {
   std::string id;

@@ -1,7 +1,6 @@
 #include "client/explain_log.h"
 
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -35,9 +34,10 @@ LogExplanation ExplainFixture() {
 
 TEST(SignatureTable, WellFormed) {
   std::set<std::string> ids;
-  for (const auto& s : LogSignatures()) {
+  for (size_t i = 0; i < LogSignatures().size(); ++i) {
+    const LogSignature& s = LogSignatures()[i];
     EXPECT_TRUE(ids.insert(s.id).second) << "duplicate id " << s.id;
-    EXPECT_NO_THROW(std::regex(s.regex, std::regex::ECMAScript | std::regex::icase)) << s.id;
+    EXPECT_TRUE(SignatureCompiles(i)) << s.id;
     EXPECT_GT(std::string(s.cause).size(), 10u) << s.id;
     EXPECT_GT(std::string(s.fix).size(), 10u) << s.id;
   }
