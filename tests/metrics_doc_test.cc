@@ -30,8 +30,7 @@ struct Family {
 
 // The doc table: | `name` | type | unit | labels | meaning |
 std::map<std::string, Family> DocumentedFamilies(std::string* error) {
-  const std::string file = __FILE__;
-  const std::string path = file.substr(0, file.rfind('/') + 1) + "../docs/metrics.md";
+  const std::string path = SourcePath("docs/metrics.md");
   std::ifstream in(path);
   if (!in) {
     *error = "cannot read " + path;

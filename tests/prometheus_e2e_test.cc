@@ -32,11 +32,6 @@ using nlohmann::json;
 
 constexpr char kPrometheus[] = "/usr/bin/prometheus";
 
-std::string SourcePath(const std::string& relative) {
-  const std::string file = __FILE__;
-  return file.substr(0, file.rfind('/') + 1) + "../" + relative;
-}
-
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;

@@ -56,6 +56,11 @@ std::string BinaryPath(const std::string& name) {
   return absl::StrCat(dir ? dir : ".", "/", name);
 }
 
+std::string SourcePath(const std::string& relative) {
+  const char* dir = std::getenv("GLOOWATCH_SOURCE_DIR");
+  return absl::StrCat(dir ? dir : ".", "/", relative);
+}
+
 Process::Process(std::vector<std::string> argv, std::string log_path,
                  std::map<std::string, std::string> extra_env)
     : log_path_(std::move(log_path)) {

@@ -36,6 +36,11 @@ class TempDir {
 // Path of a binary built by this project (env GLOOWATCH_BIN_DIR).
 std::string BinaryPath(const std::string& name);
 
+// Absolute path of a file in the source tree (env GLOOWATCH_SOURCE_DIR, set
+// by ctest): __FILE__ may be relative, and a path handed to another program
+// (a Prometheus config's rule_files) must not depend on our working directory.
+std::string SourcePath(const std::string& relative);
+
 // A child process, killed with SIGKILL by the destructor if still running.
 class Process {
  public:
