@@ -65,6 +65,8 @@ class TransportSupervisor final : public ResponderOpener {
     std::function<std::shared_ptr<ProbeObserver>(const std::string& peer)> observer_for;
     // Called after the transport died, with why; before the restart.
     std::function<void(const std::string& why)> on_exit;
+    // Time the transport's bandwidth transfers took since the last call.
+    std::function<void(absl::Duration)> on_bandwidth_transfer;
   };
 
   TransportSupervisor(Options options, const Clock* clock);
@@ -103,6 +105,8 @@ class TransportSupervisor final : public ResponderOpener {
   pid_t pid_ ABSL_GUARDED_BY(mu_) = -1;
   absl::Duration last_heartbeat_ ABSL_GUARDED_BY(mu_);
   bool stalled_ ABSL_GUARDED_BY(mu_) = false;
+  // The running transport's last reported transfer time (its total so far).
+  int64_t reported_transfer_nanos_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t restarts_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
