@@ -194,3 +194,4 @@ print(f"bandwidth probes: {b1 - b0:.3f} s in transfers in the {wall:.0f} s windo
 print("  a transfer of d seconds closes the node's gate for d / budget (100 d at 1%): on a loopback shared by")
 print("  32 daemons transfers are slow, so a 60 s window can fall entirely inside one closure.")
 print("  budget: " + verdict(since_start <= 0.01 * 1.1 or share <= 0.01 * 1.1, "over the 1% budget (10% tolerance)"))
+EOF

@@ -36,7 +36,7 @@ class MessageChannel {
   explicit MessageChannel(int fd);  // takes ownership
   ~MessageChannel();
   bool Send(const google::protobuf::MessageLite& message);
-  // False at end of stream or on error.
+  // False at end of stream or on error. One receiving thread at a time.
   bool Receive(google::protobuf::MessageLite* message);
   // Wakes a blocked Receive (which then returns false).
   void Shutdown();
@@ -44,6 +44,7 @@ class MessageChannel {
  private:
   const int fd_;
   absl::Mutex send_mu_;
+  const std::unique_ptr<char[]> receive_buf_;
 };
 
 // The transport process: takes its config from the daemon, probes every peer
