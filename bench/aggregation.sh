@@ -9,7 +9,8 @@
 #
 #   bash bench/aggregation.sh [BUILD_DIR]
 # Env: AGG_SIZES (default "16 64 256"), AGG_RUNS (default 7),
-#      AGG_BASE_PORT (default 24000; uses BASE .. BASE+largest size-1).
+#      AGG_BASE_PORT (default 24000; uses BASE .. BASE+largest size-1),
+#      AGG_FULL_MESH_MAX (default 64: larger clusters report a bounded peer set).
 # Target: 256 daemons in < 2 s, time growing linearly with N. A figure that
 # misses it is printed with SHORT.
 set -euo pipefail
@@ -23,6 +24,7 @@ done
 sizes=${AGG_SIZES:-16 64 256}
 runs=${AGG_RUNS:-7}
 base=${AGG_BASE_PORT:-24000}
+mesh_max=${AGG_FULL_MESH_MAX:-64}
 
 work=$(mktemp -d)
 lg=""
@@ -45,7 +47,7 @@ for n in $sizes; do
     fi
   done
   : > "$work/loadgen.out"
-  "$loadgen" --nodes "$n" --base_port "$base" > "$work/loadgen.out" 2> "$work/loadgen.err" &
+  "$loadgen" --nodes "$n" --base_port "$base" --full_mesh_max "$mesh_max" > "$work/loadgen.out" 2> "$work/loadgen.err" &
   lg=$!
   for ((w = 0; w < 100; w++)); do
     grep -q ready "$work/loadgen.out" 2>/dev/null && break
@@ -53,7 +55,7 @@ for n in $sizes; do
     sleep 0.1
   done
   grep -q ready "$work/loadgen.out" || { echo "aggregation: load generator not ready" >&2; exit 1; }
-  "$loadgen" --nodes "$n" --base_port "$base" --print_expected > "$work/expected.txt"
+  "$loadgen" --nodes "$n" --base_port "$base" --full_mesh_max "$mesh_max" --print_expected > "$work/expected.txt"
   daemons=$(seq "$base" $((base + n - 1)) | sed 's/^/127.0.0.1:/' | paste -sd,)
   times=()
   for ((r = 0; r < runs; r++)); do

@@ -162,6 +162,13 @@ int Main() {
     }
     return 0;
   }
+  // Blocked before gRPC starts its threads, so they inherit the mask and
+  // SIGTERM/SIGINT reach the sigwait below.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   FakeCluster service(nodes, base_port, full_mesh_max);
   grpc::ServerBuilder builder;
   std::vector<int> selected(nodes, 0);
@@ -181,11 +188,6 @@ int Main() {
   std::printf("ready\n");
   std::fflush(stdout);
   // Until SIGTERM/SIGINT.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   int sig = 0;
   sigwait(&signals, &sig);
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
