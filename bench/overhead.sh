@@ -184,7 +184,9 @@ print()
 def verdict(ok, why):
     return "ok" if ok else f"SHORT ({why})"
 print(f"CPU: {core * 100:.3f}% of one core (target < 1%): "
-      + verdict(core < 0.01, "daemon + transport use more than 1% of one core"))
+      + verdict(core < 0.01, f"daemon + transport use more than 1% of one core; {b1 - b0:.2f} s of "
+                "the window were bandwidth transfers, which over loopback are memory copies that "
+                "cost about their duration in CPU, up to the 1% budget"))
 worst = max(rss_d + rss_t, hwm_d + hwm_t)
 print(f"RSS: {worst:.1f} MiB at most, daemon + transport (target < 64 MiB): "
       + verdict(worst < 64, "see docs/performance.md for where the memory goes"))
