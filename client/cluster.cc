@@ -100,13 +100,8 @@ int ClusterPicture::ExitCode() const {
 }
 
 const v1::PeerStatus* ClusterPicture::View(size_t i, size_t j) const {
-  for (const auto& n : node_reports) {
-    if (n.name != nodes[i] || n.status == nullptr) continue;
-    for (const auto& p : n.status->peers()) {
-      if (p.name() == nodes[j]) return &p;
-    }
-  }
-  return nullptr;
+  auto it = views.find(static_cast<uint64_t>(i) * nodes.size() + j);
+  return it == views.end() ? nullptr : it->second;
 }
 
 ClusterPicture BuildCluster(std::vector<FetchResult> fetched) {
@@ -144,6 +139,16 @@ ClusterPicture BuildCluster(std::vector<FetchResult> fetched) {
     c.node_reports.push_back(std::move(n));
   }
   c.nodes.assign(names.begin(), names.end());
+  // The first report of a node that lists the peer wins.
+  auto index_of = [&](const std::string& name) {
+    return static_cast<uint64_t>(std::lower_bound(c.nodes.begin(), c.nodes.end(), name) -
+                                 c.nodes.begin());
+  };
+  for (const auto& n : c.node_reports) {
+    if (!n.status) continue;
+    const uint64_t row = index_of(n.name) * c.nodes.size();
+    for (const auto& p : n.status->peers()) c.views.emplace(row + index_of(p.name()), &p);
+  }
 
   // Links from both ends.
   std::map<std::pair<std::string, std::string>, LinkReport> links;

@@ -2,8 +2,10 @@
 // and links against the thresholds the daemons report.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "client/env_audit.h"  // Severity
@@ -67,6 +69,10 @@ struct ClusterPicture {
 
   // view(i, j): node i's PeerStatus for node j, or null.
   const v1::PeerStatus* View(size_t i, size_t j) const;
+
+  // i * nodes.size() + j -> View(i, j), built once: matrices ask for every
+  // (i, j), and a scan of every report per cell is cubic in the nodes.
+  std::unordered_map<uint64_t, const v1::PeerStatus*> views;
 };
 
 ClusterPicture BuildCluster(std::vector<FetchResult> fetched);

@@ -373,18 +373,20 @@ Handler<T> Count(uint32_t T::*member, uint32_t lo, uint32_t hi) {
 }
 
 template <typename T>
-Handler<T> Fraction(double T::*member, double lo, double hi) {
-  return Leaf(member, "a number", [lo, hi](absl::string_view s) -> absl::StatusOr<double> {
-    double x;
-    // The character filter keeps out inf, nan and hex floats.
-    if (!AllOf(s, "0123456789.eE+-") || !absl::SimpleAtod(s, &x)) {
-      return Bad(Quote(s), " is not a number");
-    }
-    if (!(x >= lo && x <= hi)) {
-      return Bad(Quote(s), " is out of range: must be >= ", lo, " and <= ", hi);
-    }
-    return x;
-  });
+Handler<T> Fraction(double T::*member, double lo, double hi, bool lo_inclusive = true) {
+  return Leaf(member, "a number",
+              [lo, hi, lo_inclusive](absl::string_view s) -> absl::StatusOr<double> {
+                double x;
+                // The character filter keeps out inf, nan and hex floats.
+                if (!AllOf(s, "0123456789.eE+-") || !absl::SimpleAtod(s, &x)) {
+                  return Bad(Quote(s), " is not a number");
+                }
+                if (!((lo_inclusive ? x >= lo : x > lo) && x <= hi)) {
+                  return Bad(Quote(s), " is out of range: must be ", lo_inclusive ? ">= " : "> ",
+                             lo, " and <= ", hi);
+                }
+                return x;
+              });
 }
 
 template <typename T>
@@ -421,6 +423,8 @@ const std::vector<Field<Config>>& Schema() {
                    {"bandwidth_interval", false,
                     Dur(&ScheduleConfig::bandwidth_interval, kMinInterval, kMaxInterval)},
                    {"jitter", false, Fraction(&ScheduleConfig::jitter, 0, 0.5)},
+                   {"bandwidth_budget", false,
+                    Fraction(&ScheduleConfig::bandwidth_budget, 0, 1, /*lo_inclusive=*/false)},
                })},
       {"probe", false,
        Section(

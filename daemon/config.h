@@ -44,6 +44,9 @@ struct ScheduleConfig {
   absl::Duration skew_interval = absl::Seconds(10);
   absl::Duration bandwidth_interval = absl::Seconds(60);
   double jitter = 0.1;  // +-fraction of each interval, in [0, 0.5]
+  // Fraction of wall time this node's link may spend in bandwidth transfers
+  // (ours and the peers' we serve), in (0, 1].
+  double bandwidth_budget = 0.01;
 };
 
 // Messages per bandwidth transfer the probe protocol allows.

@@ -120,6 +120,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
       tracker->RecordFailure(v1::FAILURE_REASON_OTHER, why);
     }
   };
+  transport.on_bandwidth_transfer = [self](absl::Duration took) {
+    self->metrics_->CountBandwidthTransferTime(absl::ToDoubleSeconds(took));
+  };
   d->transport_ = std::make_unique<TransportSupervisor>(std::move(transport), clock);
   d->peer_service_ =
       std::make_unique<PeerService>(c.node, GLOOWATCH_VERSION, peer_names, d->transport_.get());

@@ -100,6 +100,13 @@ Metrics::Metrics(Identity identity)
                              .Help("Restarts of the probe transport process after it died")
                              .Register(r)
                              .Add({{"node", identity_.node}});
+  bandwidth_transfer_ = &BuildCounter()
+                             .Name("gloowatch_bandwidth_probe_seconds_total")
+                             .Help(
+                                 "Time this node's link spent in bandwidth probe transfers, its "
+                                 "own and the peers' it served")
+                             .Register(r)
+                             .Add({{"node", identity_.node}});
   training_steps_ = &BuildCounter()
                          .Name("gloowatch_training_steps_total")
                          .Help("Number of reported training steps")

@@ -93,6 +93,7 @@ class Metrics {
                           double communication_seconds);
   void RemoveTrainingSeries(const std::string& job, int rank);
   void CountTransportRestart() { transport_restarts_->Increment(); }
+  void CountBandwidthTransferTime(double seconds) { bandwidth_transfer_->Increment(seconds); }
   const Identity& identity() const { return identity_; }
 
  private:
@@ -114,6 +115,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* training_comm_;
   prometheus::Family<prometheus::Counter>* training_steps_;
   prometheus::Counter* transport_restarts_;
+  prometheus::Counter* bandwidth_transfer_;
 };
 
 }  // namespace gloowatch

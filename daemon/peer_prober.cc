@@ -289,9 +289,12 @@ absl::Status PeerProber::RunProbe(ProbeSchedule::Kind kind, ProbeSession& sessio
     }
     case ProbeSchedule::Kind::kBandwidth:
       for (BandwidthDirection d : {BandwidthDirection::kTx, BandwidthDirection::kRx}) {
+        // After a deferral (busy, or the budget spent after tx) only rx is left.
+        if (d == BandwidthDirection::kTx && bandwidth_tx_done_) continue;
         auto sample = session.Bandwidth(d, *context_.gate);
         if (!sample.ok()) return sample.status();
         observer_->RecordBandwidth(d, *sample);
+        bandwidth_tx_done_ = d == BandwidthDirection::kTx;
       }
       return absl::OkStatus();
     case ProbeSchedule::Kind::kKeepalive:
@@ -320,6 +323,7 @@ void PeerProber::Run() {
       }
       backoff.Reset();
       schedule.Reset(clock.Monotonic());
+      bandwidth_tx_done_ = false;
       while (true) {
         absl::Duration at;
         if (std::optional<ScheduleConfig> update = TakeScheduleUpdate()) {
@@ -339,9 +343,14 @@ void PeerProber::Run() {
         Progress(may_take);
         absl::Status status = RunProbe(kind, **session);
         if (absl::IsUnavailable(status) && absl::StartsWith(status.message(), "busy:")) {
-          // Another transfer holds this node or the peer: not a link fault.
+          // Another transfer holds this node or the peer, or a bandwidth
+          // budget is spent: not a link fault. Retry at a random moment after
+          // our own budget allows, so our probers do not all retry at once.
           std::uniform_int_distribution<int> ms(500, 3000);
-          schedule.Defer(kind, clock.Monotonic(), absl::Milliseconds(ms(rng)));
+          const absl::Duration now = clock.Monotonic();
+          const absl::Duration wait =
+              std::max(context_.gate->open_at() - now, absl::ZeroDuration());
+          schedule.Defer(kind, now, wait + absl::Milliseconds(ms(rng)));
           continue;
         }
         if (!status.ok()) {

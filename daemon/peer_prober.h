@@ -117,6 +117,8 @@ class PeerProber {
   // counts as stalled (INT64_MAX while not running).
   std::atomic<int64_t> progress_ns_{0};
   std::atomic<int64_t> stall_at_ns_{INT64_MAX};
+  // The tx half of the current bandwidth probe ran; rx is still due.
+  bool bandwidth_tx_done_ = false;
   // The same failure reason is logged at most every 30 s.
   LogRateLimiter failure_log_;
 

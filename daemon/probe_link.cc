@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <thread>
@@ -153,10 +154,39 @@ absl::Status RunBulk(gloo::transport::Context& context, int peer_rank, bool send
 
 }  // namespace
 
+BandwidthGate::BandwidthGate(const Clock* clock, double budget) : clock_(clock), budget_(budget) {}
+
 std::optional<BandwidthGate::Lease> BandwidthGate::TryAcquire() {
-  bool expected = false;
-  if (!busy_.compare_exchange_strong(expected, true)) return std::nullopt;
+  absl::MutexLock lock(&mu_);
+  if (busy_ || clock_->Monotonic() < open_at_) return std::nullopt;
+  busy_ = true;
   return Lease(this);
+}
+
+void BandwidthGate::Lease::Start() { started_ = gate_->clock_->Monotonic(); }
+
+void BandwidthGate::Release(std::optional<absl::Duration> started) {
+  absl::MutexLock lock(&mu_);
+  busy_ = false;
+  if (!started) return;
+  const absl::Duration took = std::max(clock_->Monotonic() - *started, absl::ZeroDuration());
+  transfer_time_ += took;
+  open_at_ = std::max(open_at_, *started + took / budget_);
+}
+
+void BandwidthGate::SetBudget(double budget) {
+  absl::MutexLock lock(&mu_);
+  budget_ = budget;
+}
+
+absl::Duration BandwidthGate::open_at() const {
+  absl::MutexLock lock(&mu_);
+  return open_at_;
+}
+
+absl::Duration BandwidthGate::transfer_time() const {
+  absl::MutexLock lock(&mu_);
+  return transfer_time_;
 }
 
 absl::Status ValidateProbeParameters(const v1::ProbeParameters& p) {
@@ -370,7 +400,10 @@ absl::StatusOr<std::vector<TimestampSample>> ProbeSession::SyncBurst(int count) 
 absl::StatusOr<BandwidthSample> ProbeSession::Bandwidth(BandwidthDirection direction,
                                                         BandwidthGate& gate) {
   std::optional<BandwidthGate::Lease> lease = gate.TryAcquire();
-  if (!lease) return absl::UnavailableError("busy: another transfer involves this node");
+  if (!lease) {
+    return absl::UnavailableError(
+        "busy: another transfer involves this node, or its bandwidth budget is spent");
+  }
   const uint8_t op = direction == BandwidthDirection::kTx ? kOpBulkPush : kOpBulkPull;
   // Allocated (and touched) before the clock starts.
   std::vector<char> region(params_.bandwidth_message_bytes(), 0);
@@ -383,6 +416,7 @@ absl::StatusOr<BandwidthSample> ProbeSession::Bandwidth(BandwidthDirection direc
   if (reply.status != kStatusOk) {
     return absl::DataLossError("protocol: unexpected bulk reply status");
   }
+  lease->Start();
   const absl::Duration start = clock_->Monotonic();
   absl::Status s =
       RunBulk(*pairs_->bulk_pair.context, /*peer_rank=*/1, direction == BandwidthDirection::kTx,
@@ -498,6 +532,7 @@ absl::Status ProbeResponder::ServeBandwidth(BandwidthDirection requester_directi
   }
   std::vector<char> region(params_.bandwidth_message_bytes(), 0);
   reply.status = kStatusOk;
+  lease->Start();
   if (absl::Status s = SendControl(reply); !s.ok()) return s;
   const bool we_send = requester_direction == BandwidthDirection::kRx;
   absl::Status s = RunBulk(*pairs_->bulk_pair.context, /*peer_rank=*/0, we_send, region,

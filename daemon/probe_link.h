@@ -40,27 +40,52 @@ namespace gloowatch {
 inline constexpr uint32_t kProbeProtocolVersion = 1;
 
 // Allows at most one bandwidth transfer involving this node at a time,
-// whichever side started it.
+// whichever side started it, and keeps all of them within a share of wall
+// time (the budget): a transfer of duration d that started at t closes the
+// gate until t + d / budget. Our own transfers and the peers' we serve both
+// count, since both use this node's link. Thread-safe.
 class BandwidthGate {
  public:
   class Lease {
    public:
     explicit Lease(BandwidthGate* gate) : gate_(gate) {}
-    Lease(Lease&& other) noexcept : gate_(other.gate_) { other.gate_ = nullptr; }
+    Lease(Lease&& other) noexcept : gate_(other.gate_), started_(other.started_) {
+      other.gate_ = nullptr;
+    }
     Lease(const Lease&) = delete;
     Lease& operator=(const Lease&) = delete;
     ~Lease() {
-      if (gate_ != nullptr) gate_->busy_.store(false);
+      if (gate_ != nullptr) gate_->Release(started_);
     }
+    // The transfer itself begins now (both sides agreed): from here until the
+    // lease ends counts against the budget. A lease never started costs nothing.
+    void Start();
 
    private:
     BandwidthGate* gate_;
+    std::optional<absl::Duration> started_;
   };
-  // Empty when another transfer holds the gate.
+
+  // `budget` in (0, 1]; 1 only serializes transfers.
+  explicit BandwidthGate(const Clock* clock, double budget = 1.0);
+
+  // Empty when another transfer holds the gate or the budget is spent.
   std::optional<Lease> TryAcquire();
+  void SetBudget(double budget);
+  // When the budget next allows a transfer, on the clock's monotonic scale.
+  absl::Duration open_at() const;
+  // Time spent in transfers since the gate was created.
+  absl::Duration transfer_time() const;
 
  private:
-  std::atomic<bool> busy_{false};
+  void Release(std::optional<absl::Duration> started);
+
+  const Clock* const clock_;
+  mutable absl::Mutex mu_;
+  double budget_ ABSL_GUARDED_BY(mu_);
+  bool busy_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Duration open_at_ ABSL_GUARDED_BY(mu_) = -absl::InfiniteDuration();
+  absl::Duration transfer_time_ ABSL_GUARDED_BY(mu_);
 };
 
 // Validates probe parameters received from a peer (sizes we can serve

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <set>
@@ -136,7 +137,9 @@ std::string DescribeExit(int status) {
 
 // --- MessageChannel ----------------------------------------------------------
 
-MessageChannel::MessageChannel(int fd) : fd_(fd) {}
+// Uninitialized: only the pages messages actually reach become resident, and
+// no 1 MiB buffer is allocated and zeroed per message.
+MessageChannel::MessageChannel(int fd) : fd_(fd), receive_buf_(new char[kMaxMessageBytes]) {}
 
 MessageChannel::~MessageChannel() { close(fd_); }
 
@@ -147,12 +150,11 @@ bool MessageChannel::Send(const google::protobuf::MessageLite& message) {
 }
 
 bool MessageChannel::Receive(google::protobuf::MessageLite* message) {
-  std::vector<char> buf(kMaxMessageBytes);
   while (true) {
-    const ssize_t n = recv(fd_, buf.data(), buf.size(), 0);
+    const ssize_t n = recv(fd_, receive_buf_.get(), kMaxMessageBytes, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
-    return message->ParseFromArray(buf.data(), static_cast<int>(n));
+    return message->ParseFromArray(receive_buf_.get(), static_cast<int>(n));
   }
 }
 
@@ -274,8 +276,8 @@ int RunTransport(const std::string& gloo_address, int fd) {
     GW_LOG(kError, "transport: cannot create a Gloo device on %s: %s", gloo_address, e.what());
     return 69;
   }
-  BandwidthGate gate;
   const Clock* clock = RealClock::Get();
+  BandwidthGate gate(clock, config->schedule.bandwidth_budget);
   ResponderRegistry registry(config->node, GLOOWATCH_VERSION, device, &gate, clock);
 
   ProberContext context;
@@ -298,6 +300,8 @@ int RunTransport(const std::string& gloo_address, int fd) {
     while (true) {
       FromTransport m;
       m.mutable_heartbeat()->set_stalled(probers.AnyStalled(clock->Monotonic()));
+      m.mutable_heartbeat()->set_bandwidth_transfer_nanos(
+          absl::ToInt64Nanoseconds(gate.transfer_time()));
       if (!channel.Send(m)) return;
       absl::SleepFor(absl::Seconds(1));
     }
@@ -315,6 +319,7 @@ int RunTransport(const std::string& gloo_address, int fd) {
       std::set<std::string> names;
       for (const PeerConfig& peer : next->peers) names.insert(peer.name);
       registry.Retain(names);
+      gate.SetBudget(next->schedule.bandwidth_budget);
       probers.Apply(*next);
       continue;
     }
@@ -411,6 +416,7 @@ void TransportSupervisor::Supervise() {
       pid_ = pid;
       last_heartbeat_ = started;
       stalled_ = false;
+      reported_transfer_nanos_ = 0;
     }
     FromTransport message;
     while (channel->Receive(&message)) Dispatch(message);
@@ -468,9 +474,18 @@ void TransportSupervisor::Dispatch(const FromTransport& message) {
       break;
     }
     case FromTransport::kHeartbeat: {
-      absl::MutexLock lock(&mu_);
-      last_heartbeat_ = clock_->Monotonic();
-      stalled_ = message.heartbeat().stalled();
+      int64_t new_nanos = 0;
+      {
+        absl::MutexLock lock(&mu_);
+        last_heartbeat_ = clock_->Monotonic();
+        stalled_ = message.heartbeat().stalled();
+        const int64_t total = message.heartbeat().bandwidth_transfer_nanos();
+        new_nanos = std::max<int64_t>(total - reported_transfer_nanos_, 0);
+        reported_transfer_nanos_ = std::max(total, reported_transfer_nanos_);
+      }
+      if (new_nanos > 0 && options_.on_bandwidth_transfer) {
+        options_.on_bandwidth_transfer(absl::Nanoseconds(new_nanos));
+      }
       break;
     }
     case FromTransport::KIND_NOT_SET:

@@ -36,7 +36,7 @@ class MessageChannel {
   explicit MessageChannel(int fd);  // takes ownership
   ~MessageChannel();
   bool Send(const google::protobuf::MessageLite& message);
-  // False at end of stream or on error.
+  // False at end of stream or on error. One receiving thread at a time.
   bool Receive(google::protobuf::MessageLite* message);
   // Wakes a blocked Receive (which then returns false).
   void Shutdown();
@@ -44,6 +44,7 @@ class MessageChannel {
  private:
   const int fd_;
   absl::Mutex send_mu_;
+  const std::unique_ptr<char[]> receive_buf_;
 };
 
 // The transport process: takes its config from the daemon, probes every peer
@@ -65,6 +66,8 @@ class TransportSupervisor final : public ResponderOpener {
     std::function<std::shared_ptr<ProbeObserver>(const std::string& peer)> observer_for;
     // Called after the transport died, with why; before the restart.
     std::function<void(const std::string& why)> on_exit;
+    // Time the transport's bandwidth transfers took since the last call.
+    std::function<void(absl::Duration)> on_bandwidth_transfer;
   };
 
   TransportSupervisor(Options options, const Clock* clock);
@@ -103,6 +106,8 @@ class TransportSupervisor final : public ResponderOpener {
   pid_t pid_ ABSL_GUARDED_BY(mu_) = -1;
   absl::Duration last_heartbeat_ ABSL_GUARDED_BY(mu_);
   bool stalled_ ABSL_GUARDED_BY(mu_) = false;
+  // The running transport's last reported transfer time (its total so far).
+  int64_t reported_transfer_nanos_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t restarts_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);

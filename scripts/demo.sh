@@ -26,7 +26,8 @@ for i in 0 1 2; do
     echo "grpc_listen: 127.0.0.1:$(grpc_port "$i")"
     echo "metrics_listen: 127.0.0.1:$(metrics_port "$i")"
     echo "gloo: {address: 127.0.0.1, timeout: 2s}"
-    echo "schedule: {latency_interval: 1s, skew_interval: 2s, bandwidth_interval: 10s}"
+    # No bandwidth budget: the demo wants every figure within seconds.
+    echo "schedule: {latency_interval: 1s, skew_interval: 2s, bandwidth_interval: 10s, bandwidth_budget: 1}"
     echo "peers:"
     for j in 0 1 2; do
       [ "$i" = "$j" ] && continue

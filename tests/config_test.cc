@@ -95,6 +95,7 @@ TEST(ConfigTest, MinimalConfigParsesExactlyAsWritten) {
   // Everything not written keeps the header's defaults.
   const Config d;
   EXPECT_EQ(c.schedule.jitter, d.schedule.jitter);
+  EXPECT_EQ(c.schedule.bandwidth_budget, 0.01);
   EXPECT_EQ(c.probe.latency_message_bytes, d.probe.latency_message_bytes);
   EXPECT_EQ(c.probe.latency_burst, d.probe.latency_burst);
   EXPECT_EQ(c.probe.bandwidth_bytes, d.probe.bandwidth_bytes);
@@ -124,6 +125,7 @@ schedule:
   skew_interval: 1m
   bandwidth_interval: 1h30m
   jitter: 0.25
+  bandwidth_budget: 0.05
 probe:
   latency_message_bytes: 64KiB
   latency_burst: 10
@@ -157,6 +159,7 @@ peers:
   EXPECT_EQ(c.schedule.skew_interval, absl::Minutes(1));
   EXPECT_EQ(c.schedule.bandwidth_interval, absl::Minutes(90));
   EXPECT_DOUBLE_EQ(c.schedule.jitter, 0.25);
+  EXPECT_DOUBLE_EQ(c.schedule.bandwidth_budget, 0.05);
   EXPECT_EQ(c.probe.latency_message_bytes, 64u << 10);
   EXPECT_EQ(c.probe.latency_burst, 10u);
   EXPECT_EQ(c.probe.bandwidth_bytes, 1ull << 30);
@@ -507,6 +510,12 @@ const ErrorCase kErrorCases[] = {
      "<= 24h"},
     {"BandwidthIntervalTooShort", B("schedule:\n  bandwidth_interval: 99ms\n"), 5,
      "schedule.bandwidth_interval", ">= 100ms"},
+    {"BandwidthBudgetZero", B("schedule:\n  bandwidth_budget: 0\n"), 5,
+     "schedule.bandwidth_budget", "must be > 0 and <= 1"},
+    {"BandwidthBudgetOverOne", B("schedule:\n  bandwidth_budget: 1.5\n"), 5,
+     "schedule.bandwidth_budget", "must be > 0 and <= 1"},
+    {"BandwidthBudgetPercent", B("schedule:\n  bandwidth_budget: 1%\n"), 5,
+     "schedule.bandwidth_budget", "not a number"},
     // Sizes.
     {"SizeLowerCaseUnit", Probe("bandwidth_bytes", "64mib"), 5, "probe.bandwidth_bytes",
      "'64mib' is not a size"},

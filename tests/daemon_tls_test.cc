@@ -45,7 +45,7 @@ std::shared_ptr<grpc::ChannelCredentials> Credentials(const Pki& pki) {
 std::string TlsYaml(const Pki& pki) {
   return absl::StrCat("gloo: {address: 127.0.0.1, timeout: 2s}\n",
                       "schedule: {latency_interval: 500ms, skew_interval: 1s, "
-                      "bandwidth_interval: 30s}\n",
+                      "bandwidth_interval: 30s, bandwidth_budget: 1}\n",
                       "probe: {bandwidth_bytes: 8MiB, bandwidth_message_bytes: 1MiB, "
                       "backoff_initial: 200ms, backoff_max: 1s}\n",
                       "tls: {ca: ", pki.ca, ", cert: ", pki.cert, ", key: ", pki.key, "}\n");

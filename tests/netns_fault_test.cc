@@ -74,6 +74,7 @@ TEST_F(NetnsFaultTest, PeerCrashMidTransferAndRestart) {
   // Frequent, large transfers so one is running when we kill.
   options.extra_yaml =
       "schedule:\n  latency_interval: 500ms\n  skew_interval: 1s\n  bandwidth_interval: 3s\n"
+      "  bandwidth_budget: 1\n"
       "probe:\n  bandwidth_bytes: 128MiB\n  bandwidth_message_bytes: 1MiB\n"
       "  backoff_initial: 200ms\n  backoff_max: 1s\n";
   Make(options);

@@ -105,8 +105,8 @@ class ProbeLinkTest : public ::testing::Test {
   }
 
   std::shared_ptr<gloo::transport::Device> client_device_ = LoopbackDevice();
-  BandwidthGate server_gate_;
-  BandwidthGate client_gate_;
+  BandwidthGate server_gate_{RealClock::Get()};
+  BandwidthGate client_gate_{RealClock::Get()};
   std::unique_ptr<ResponderRegistry> registry_;
   std::unique_ptr<PeerService> service_;
   std::unique_ptr<grpc::Server> server_;
@@ -178,6 +178,30 @@ TEST_F(ProbeLinkTest, BusyGateDefersTransfersOnEitherSide) {
   // A refused transfer leaves the session in step.
   EXPECT_TRUE(session->Ping(2).ok());
   EXPECT_TRUE(session->Bandwidth(BandwidthDirection::kTx, client_gate_).ok());
+}
+
+TEST_F(ProbeLinkTest, BothSidesAccountATransferAndTheServersBudgetDefersTheNext) {
+  StartServer(RealClock::Get());
+  std::unique_ptr<ProbeSession> session = Connected();
+  ASSERT_NE(session, nullptr);
+  // A budget so small that the server's gate stays closed for the test.
+  server_gate_.SetBudget(1e-6);
+  auto sample = session->Bandwidth(BandwidthDirection::kTx, client_gate_);
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  // Each side counts the transfer from its own start to its own end: within
+  // a few milliseconds of the measured elapsed time.
+  for (BandwidthGate* gate : {&client_gate_, &server_gate_}) {
+    EXPECT_GT(gate->transfer_time(), absl::ZeroDuration());
+    EXPECT_LT(absl::AbsDuration(gate->transfer_time() - sample->elapsed), absl::Milliseconds(20));
+  }
+  auto refused = session->Bandwidth(BandwidthDirection::kRx, client_gate_);
+  EXPECT_TRUE(absl::IsUnavailable(refused.status())) << refused.status();
+  EXPECT_TRUE(absl::StartsWith(refused.status().message(), "busy:"));
+  EXPECT_NE(refused.status().message().find("peer"), absl::string_view::npos);
+  // A refusal is free: neither side counted it.
+  EXPECT_LT(absl::AbsDuration(client_gate_.transfer_time() - sample->elapsed),
+            absl::Milliseconds(20));
+  EXPECT_TRUE(session->Ping(2).ok());
 }
 
 TEST_F(ProbeLinkTest, ResponderEndsWhenTheRequesterGoes) {

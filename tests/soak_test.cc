@@ -25,6 +25,7 @@ schedule:
   latency_interval: 200ms
   skew_interval: 1s
   bandwidth_interval: 5s
+  bandwidth_budget: 1
 probe:
   bandwidth_bytes: 16MiB
   bandwidth_message_bytes: 4MiB

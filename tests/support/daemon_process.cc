@@ -196,7 +196,7 @@ std::string FastLoopbackYaml(const std::string& link_speed) {
   return absl::StrCat("gloo:\n  address: 127.0.0.1\n  timeout: 2s\n",
                       link_speed.empty() ? "" : absl::StrCat("  link_speed: ", link_speed, "\n"),
                       "schedule:\n  latency_interval: 500ms\n  skew_interval: 1s\n"
-                      "  bandwidth_interval: 30s\n"
+                      "  bandwidth_interval: 30s\n  bandwidth_budget: 1\n"
                       "probe:\n  bandwidth_bytes: 8MiB\n  bandwidth_message_bytes: 1MiB\n"
                       "  backoff_initial: 200ms\n  backoff_max: 1s\n");
 }

@@ -90,6 +90,7 @@ struct NetnsClusterOptions {
   // Everything else but node/listen/peers: schedules, probe sizes.
   std::string extra_yaml =
       "schedule:\n  latency_interval: 500ms\n  skew_interval: 1s\n  bandwidth_interval: 30s\n"
+      "  bandwidth_budget: 1\n"
       "probe:\n  bandwidth_bytes: 16MiB\n  bandwidth_message_bytes: 1MiB\n"
       "  backoff_initial: 200ms\n  backoff_max: 1s\n";
 };
