@@ -36,8 +36,7 @@ int64_t KernelNanos(clockid_t id) {
   long ret;
   __asm__ volatile("syscall"
                    : "=a"(ret)
-                   : "0"(static_cast<long>(SYS_clock_gettime)), "D"(static_cast<long>(id)),
-                     "S"(&ts)
+                   : "0"(static_cast<long>(SYS_clock_gettime)), "D"(static_cast<long>(id)), "S"(&ts)
                    : "rcx", "r11", "memory");
   (void)ret;
 #else
@@ -74,10 +73,9 @@ int main() {
   std::printf("realtime %lld\n", static_cast<long long>(MedianShift(
                                      [] { return LibcNanos(CLOCK_REALTIME); }, CLOCK_REALTIME)));
   std::printf("absl_now %lld\n",
-              static_cast<long long>(MedianShift(
-                  [] { return absl::ToUnixNanos(absl::Now()); }, CLOCK_REALTIME)));
-  std::printf("monotonic %lld\n",
-              static_cast<long long>(MedianShift([] { return LibcNanos(CLOCK_MONOTONIC); },
-                                                 CLOCK_MONOTONIC)));
+              static_cast<long long>(
+                  MedianShift([] { return absl::ToUnixNanos(absl::Now()); }, CLOCK_REALTIME)));
+  std::printf("monotonic %lld\n", static_cast<long long>(MedianShift(
+                                      [] { return LibcNanos(CLOCK_MONOTONIC); }, CLOCK_MONOTONIC)));
   return 0;
 }
