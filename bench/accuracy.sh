@@ -22,6 +22,7 @@ BUILD=${1:-build}
 GLOOWATCHD=$BUILD/gloowatchd
 SHIFT_PROBE=$BUILD/bench/clock_shift_probe
 CLIENT=$BUILD/client/gloowatch
+GLOO_PINGPONG=$BUILD/bench/gloo_pingpong
 FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 BUDGET_SECONDS=330
 
@@ -30,16 +31,16 @@ BIG_BYTES=$((1024 * 1024 * 1024))        # unshaped bandwidth: 1 GiB per transfe
 MESSAGE_BYTES=$((4 * 1024 * 1024))       # gloowatch's bulk message (the default)
 TBF_RATES=(200mbit 500mbit 1gbit)
 LATENCY_BYTES=14                         # sockperf's minimum message size
-LATENCY_SECONDS=5
+LATENCY_SECONDS=4
 CLOCK_SHIFTS=(-0.25 +0.002 +0.5 +5)      # seconds, libfaketime's relative syntax
 CLOCK_ERROR_TARGET_US=100
 BW_RATIO_TARGET=0.90
 LAT_RATIO_TARGET=1.30
 CAP_TOLERANCE=0.10
 
-for tool in "$GLOOWATCHD" "$CLIENT" "$SHIFT_PROBE"; do
+for tool in "$GLOOWATCHD" "$CLIENT" "$SHIFT_PROBE" "$GLOO_PINGPONG"; do
   if [[ ! -x $tool ]]; then
-    echo "accuracy: $tool not found: build it first (cmake --build $BUILD --target gloowatchd gloowatch clock_shift_probe)" >&2
+    echo "accuracy: $tool not found: build it first (cmake --build $BUILD --target gloowatchd gloowatch clock_shift_probe gloo_pingpong)" >&2
     exit 2
   fi
 done
@@ -180,12 +181,12 @@ LO_BASE=$(pick_loopback_ports)
 
 setup_veth() {
   if [[ $(id -u) -ne 0 ]]; then
-    VETH_SKIP_REASON="not root: veth/tbf comparisons skipped (they create network namespaces)"
+    VETH_SKIP_REASON="not root (the veth parts create network namespaces)"
     return 1
   fi
   for tool in ip tc; do
     command -v "$tool" > /dev/null || {
-      VETH_SKIP_REASON="$tool missing: veth comparisons skipped"
+      VETH_SKIP_REASON="$tool is missing"
       return 1
     }
   done
@@ -247,6 +248,9 @@ metrics_port() { if [[ $1 == lo ]]; then echo $((LO_BASE + 2 + $2)); else echo 9
 
 DAEMON_A=""
 DAEMON_B=""
+# Command prefixes that pin side A's and side B's processes to CPUs (latency).
+PIN_A=()
+PIN_B=()
 
 # start_pair PATHNAME YAML_EXTRA [ENV_FOR_A...]: daemons "a" (side A) and "b"
 # (side B) probing each other; waits until each sees the other up.
@@ -279,10 +283,10 @@ peers:
     grpc: $peer_ip:$pgport
 EOF
     if [[ $side == 0 ]]; then
-      spawn "$ns" env "$@" "$GLOOWATCHD" --config "$WORK/$name.yaml" > "$WORK/$name.log" 2>&1
+      spawn "$ns" "${PIN_A[@]}" env "$@" "$GLOOWATCHD" --config "$WORK/$name.yaml" > "$WORK/$name.log" 2>&1
       DAEMON_A=$SPAWNED
     else
-      spawn "$ns" "$GLOOWATCHD" --config "$WORK/$name.yaml" > "$WORK/$name.log" 2>&1
+      spawn "$ns" "${PIN_B[@]}" "$GLOOWATCHD" --config "$WORK/$name.yaml" > "$WORK/$name.log" 2>&1
       DAEMON_B=$SPAWNED
     fi
   done
@@ -442,25 +446,41 @@ bandwidth_vs_tbf() {
 
 # --- latency ---------------------------------------------------------------------
 
+# latency_case PATHNAME PATH_LABEL CPU_A CPU_B: both tools with side A's
+# process on CPU_A and side B's on CPU_B. Placement decides the figure on a
+# VM: a wake-up across CPUs costs an inter-processor interrupt, and a halted
+# virtual CPU wakes slowly, so the tools are always compared pinned alike.
 latency_case() {
-  local path=$1 pname=$2
+  local path=$1 pname=$2 cpu_a=$3 cpu_b=$4
   local -n p=$path
+  PIN_A=(taskset -c "$cpu_a")
+  PIN_B=(taskset -c "$cpu_b")
+  local placement="same CPU"
+  [[ $cpu_a != "$cpu_b" ]] && placement="CPUs $cpu_a/$cpu_b"
   local port out sp50 sp99 gw50 gw99
   if [[ $path == LO ]]; then port=$((LO_BASE + 4)); else port=11111; fi
-  spawn "${p[2]}" sockperf server --tcp -i "${p[3]}" -p "$port" > "$WORK/sockperf_server.log" 2>&1
-  local server=$SPAWNED
-  if wait_listen "${p[2]}" 5 "$port"; then
-    out=$(in_ns "${p[0]}" timeout $((LATENCY_SECONDS + 10)) sockperf ping-pong --tcp -i "${p[3]}" -p "$port" \
-      -m "$LATENCY_BYTES" -t "$LATENCY_SECONDS" --full-rtt 2>&1 | sed 's/\x1b\[[0-9;]*m//g')
-  fi
-  stop_pid "$server"
-  sp50=$(awk '/percentile 50.000 =/ { print $NF }' <<< "$out")
-  sp99=$(awk '/percentile 99.000 =/ { print $NF }' <<< "$out")
-  # --full-rtt prints "avg-rtt"; without it sockperf reports RTT/2 ("avg-latency").
-  if grep -q 'avg-latency' <<< "$out"; then
-    sp50=$(awk -v v="$sp50" 'BEGIN { if (v != "") print 2 * v }')
-    sp99=$(awk -v v="$sp99" 'BEGIN { if (v != "") print 2 * v }')
-  fi
+  # sockperf twice, before and after gloowatch (drift on a shared machine
+  # moves both); each figure is the mean of the two runs' percentiles.
+  sockperf_run() {
+    spawn "${p[2]}" "${PIN_B[@]}" sockperf server --tcp -i "${p[3]}" -p "$port" > "$WORK/sockperf_server.log" 2>&1
+    local server=$SPAWNED out=""
+    if wait_listen "${p[2]}" 5 "$port"; then
+      out=$(in_ns "${p[0]}" "${PIN_A[@]}" timeout $((LATENCY_SECONDS + 10)) sockperf ping-pong --tcp -i "${p[3]}" -p "$port" \
+        -m "$LATENCY_BYTES" -t "$((LATENCY_SECONDS / 2))" --full-rtt 2>&1 | sed 's/\x1b\[[0-9;]*m//g')
+    fi
+    stop_pid "$server"
+    local q50 q99
+    q50=$(awk '/percentile 50.000 =/ { print $NF }' <<< "$out")
+    q99=$(awk '/percentile 99.000 =/ { print $NF }' <<< "$out")
+    # --full-rtt prints "avg-rtt"; without it sockperf reports RTT/2 ("avg-latency").
+    if grep -q 'avg-latency' <<< "$out"; then
+      q50=$(awk -v v="$q50" 'BEGIN { if (v != "") print 2 * v }')
+      q99=$(awk -v v="$q99" 'BEGIN { if (v != "") print 2 * v }')
+    fi
+    [[ -n $q50 && -n $q99 ]] && echo "$q50 $q99" >> "$WORK/sockperf_runs"
+  }
+  : > "$WORK/sockperf_runs"
+  sockperf_run
   # gloowatch: A pings B in bursts of 1000 (the most a probe may send) every
   # 100 ms over its command pair, so its threads are nearly as busy as
   # sockperf's; B only answers (its own probes are rare), so the two do not
@@ -482,15 +502,38 @@ latency_case() {
     gw99=$(awk 'NF == 2 { print $2 * 1e6 }' "$readings" | median)
   fi
   stop_pair
-  log "latency $pname: sockperf RTT p50 ${sp50:-n/a} us p99 ${sp99:-n/a} us; gloowatch p50 ${gw50:-n/a} us p99 ${gw99:-n/a} us"
+  sockperf_run
+  sp50=$(awk '{ s += $1 } END { if (NR) print s / NR }' "$WORK/sockperf_runs")
+  sp99=$(awk '{ s += $2 } END { if (NR) print s / NR }' "$WORK/sockperf_runs")
+  log "latency $pname, $placement: sockperf runs (p50 p99 us): $(tr '\n' ';' < "$WORK/sockperf_runs")"
+  PIN_A=()
+  PIN_B=()
+  log "latency $pname, $placement: sockperf RTT p50 ${sp50:-n/a} us p99 ${sp99:-n/a} us; gloowatch p50 ${gw50:-n/a} us p99 ${gw99:-n/a} us"
+  # The floor: Gloo's sync pair alone (no daemon), back to back as sockperf
+  # runs and in gloowatch's bursts (1000 round trips, then ~100 ms idle).
+  local gloo_args=(--address "${p[1]}" --bytes "$LATENCY_BYTES" --seconds 3 --cpus "$cpu_a,$cpu_b")
+  [[ -n ${p[2]} ]] && gloo_args+=(--responder_address "${p[3]}" --responder_netns "${p[2]}")
+  local floor_b2b floor_burst
+  floor_b2b=$(in_ns "${p[0]}" timeout 15 "$GLOO_PINGPONG" "${gloo_args[@]}" 2> /dev/null)
+  floor_burst=$(in_ns "${p[0]}" timeout 15 "$GLOO_PINGPONG" "${gloo_args[@]}" --burst 1000 --gap_ms 100 2> /dev/null)
+  local fb50 fb99 fu50 fu99
+  fb50=$(awk '{ print $2 }' <<< "$floor_b2b")
+  fb99=$(awk '{ print $4 }' <<< "$floor_b2b")
+  fu50=$(awk '{ print $2 }' <<< "$floor_burst")
+  fu99=$(awk '{ print $4 }' <<< "$floor_burst")
+  log "latency $pname, $placement: Gloo alone back to back p50 ${fb50:-n/a} p99 ${fb99:-n/a} us; in bursts p50 ${fu50:-n/a} p99 ${fu99:-n/a} us"
   local r50 r99
   r50=$(ratio "$gw50" "$sp50")
   r99=$(ratio "$gw99" "$sp99")
   us() { awk -v v="$1" 'BEGIN { if (v == "") print "n/a"; else printf "%.1f us", v }'; }
-  add_row "latency p50 RTT, ${LATENCY_BYTES} B" "$pname" "$(us "$gw50")" "$(us "$sp50") sockperf" "${r50:-n/a}" \
+  add_row "latency p50 RTT, ${LATENCY_BYTES} B, $placement" "$pname" "$(us "$gw50")" "$(us "$sp50") sockperf" "${r50:-n/a}" \
     "<= $LAT_RATIO_TARGET" "$(verdict "$r50" '<=' "$LAT_RATIO_TARGET")"
-  add_row "latency p99 RTT, ${LATENCY_BYTES} B" "$pname" "$(us "$gw99")" "$(us "$sp99") sockperf" "${r99:-n/a}" \
+  add_row "latency p99 RTT, ${LATENCY_BYTES} B, $placement" "$pname" "$(us "$gw99")" "$(us "$sp99") sockperf" "${r99:-n/a}" \
     "(none)" "-"
+  add_row "  (Gloo pair alone, back to back)" "$pname" "-" "$(us "$fb50") p50, $(us "$fb99") p99" \
+    "$(ratio "$fb50" "$sp50")" "reference" "-"
+  add_row "  (Gloo pair alone, in bursts)" "$pname" "-" "$(us "$fu50") p50, $(us "$fu99") p99" \
+    "$(ratio "$fu50" "$sp50")" "reference" "-"
 }
 
 # --- clock offset ----------------------------------------------------------------
@@ -569,7 +612,15 @@ else
   add_row "bandwidth under tbf" veth - - - "cap +-10%" "skipped: $VETH_SKIP_REASON"
 fi
 if want latency; then
-  for entry in "${paths[@]}"; do latency_case "${entry%%:*}" "${entry#*:}"; done
+  # Both ends on one CPU, then (with two or more) on two different CPUs.
+  placements=("0 0")
+  (($(nproc) > 1)) && placements+=("0 1")
+  for entry in "${paths[@]}"; do
+    for cpus in "${placements[@]}"; do
+      read -r cpu_a cpu_b <<< "$cpus"
+      latency_case "${entry%%:*}" "${entry#*:}" "$cpu_a" "$cpu_b"
+    done
+  done
 fi
 if ! want clock; then
   :
