@@ -11,7 +11,8 @@
 #
 #   bash bench/accuracy.sh [BUILD_DIR]     (default: build)
 #   ACCURACY_ONLY=latency,clock bash bench/accuracy.sh   (a subset of
-#   bandwidth, tbf, latency, clock)
+#   bandwidth, tbf, latency, clock; ACCURACY_DEBUG=1 also logs the raw
+#   clock samples)
 #
 # Needs root for the veth parts (skipped with a message otherwise). Cleans up
 # every namespace and process it starts; bounded to 330 s. Prints one table;
