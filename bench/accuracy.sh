@@ -639,7 +639,11 @@ echo "== accuracy (gloowatch vs standard tools), $((SECONDS - START)) s, load $(
 {
   printf 'comparison\tpath\tgloowatch\treference\tratio/error\ttarget\tresult\n'
   for row in "${ROWS[@]}"; do printf '%s\n' "$row"; done
-} | column -t -s $'\t'
+} | awk -F'\t' '{ for (i = 1; i <= NF; i++) { cell[NR, i] = $i; if (length($i) > w[i]) w[i] = length($i) }
+  if (NF > cols) cols = NF }
+  END { for (r = 1; r <= NR; r++) { line = ""
+      for (i = 1; i <= cols; i++) line = line sprintf("%-*s  ", w[i], cell[r, i])
+      sub(/ +$/, "", line); print line } }'
 for note in "${NOTES[@]}"; do echo "note: $note"; done
 short=0
 for row in "${ROWS[@]}"; do [[ $row == *SHORT* ]] && short=$((short + 1)); done
