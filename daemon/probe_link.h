@@ -158,7 +158,8 @@ class ProbeSession {
   absl::Status Connect(const std::string& peer_command_address,
                        const std::string& peer_bulk_address);
 
-  // Small-message round trips; returns one duration per round trip.
+  // Small-message round trips; returns one duration per round trip. One
+  // uncounted warm-up round trip comes first.
   absl::StatusOr<std::vector<absl::Duration>> Ping(int count);
   // NTP-style four-timestamp exchanges.
   absl::StatusOr<std::vector<TimestampSample>> SyncBurst(int count);
@@ -173,6 +174,7 @@ class ProbeSession {
  private:
   ProbeSession(const v1::ProbeParameters& params, const Clock* clock);
   absl::Status SendCommand(uint8_t op);
+  absl::StatusOr<absl::Duration> RoundTrip();
   absl::Status AwaitControl(uint8_t op, struct ControlReply* reply);
 
   v1::ProbeParameters params_;
