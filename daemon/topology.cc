@@ -147,9 +147,14 @@ void Topology::GroupTargets(size_t self, std::vector<ProbeTarget>& out) const {
   // from epoch to epoch (continuous figures inside a rack).
   const size_t after = CeilDiv(config_.group_peers_max, 2);
   const size_t before = config_.group_peers_max / 2;
-  for (size_t d = 1; d <= after; ++d) out.push_back({group.begin + (j + d) % m, Selection::kGroup});
+  size_t up = j, down = j;
+  for (size_t d = 1; d <= after; ++d) {
+    up = up + 1 == m ? 0 : up + 1;
+    out.push_back({group.begin + up, Selection::kGroup});
+  }
   for (size_t d = 1; d <= before; ++d) {
-    out.push_back({group.begin + (j + m - d) % m, Selection::kGroup});
+    down = down == 0 ? m - 1 : down - 1;
+    out.push_back({group.begin + down, Selection::kGroup});
   }
 }
 
@@ -179,10 +184,10 @@ void Topology::CrossGroupTargets(size_t self, uint64_t epoch, std::vector<ProbeT
   }
 }
 
-std::vector<size_t> Topology::SampleOf(size_t self, uint64_t epoch) const {
-  std::vector<size_t> sample;
+template <typename Add>
+void Topology::ForEachSampled(size_t self, uint64_t epoch, Add add) const {
   const uint64_t n = nodes_.size();
-  if (n < 2) return sample;
+  if (n < 2) return;
   const uint64_t others = n - 1;
   const uint64_t count = std::min<uint64_t>(config_.sample_peers, others);
   const uint64_t cycle = SampleCycle();
@@ -191,39 +196,67 @@ std::vector<size_t> Topology::SampleOf(size_t self, uint64_t epoch) const {
   for (uint64_t u = 0; u < count; ++u) {
     // The last slice of a cycle wraps to its start, keeping the size constant.
     const uint64_t offset = permutation((first + u) % others);
-    sample.push_back(static_cast<size_t>((self + 1 + offset) % n));
+    add(static_cast<size_t>((self + 1 + offset) % n));
   }
+}
+
+std::vector<size_t> Topology::SampleOf(size_t self, uint64_t epoch) const {
+  std::vector<size_t> sample;
+  ForEachSampled(self, epoch, [&](size_t i) { sample.push_back(i); });
   return sample;
 }
 
 std::vector<ProbeTarget> Topology::Select(size_t self, uint64_t epoch) const {
   std::vector<ProbeTarget> out;
+  Select(self, epoch, &out);
+  return out;
+}
+
+bool Topology::InGroupPart(size_t self, size_t i) const {
+  if (i == self || group_of_[i] != group_of_[self]) return false;
+  const Group& group = groups_[group_of_[self]];
+  const size_t m = group.size;
+  if (m - 1 <= config_.group_peers_max) return true;
+  const size_t forward = (i - group.begin + m - (self - group.begin)) % m;  // 1 .. m-1
+  return forward <= CeilDiv(config_.group_peers_max, 2) ||
+         m - forward <= config_.group_peers_max / 2;
+}
+
+void Topology::Select(size_t self, uint64_t epoch, std::vector<ProbeTarget>* targets) const {
+  std::vector<ProbeTarget>& out = *targets;
+  out.clear();
   const size_t n = nodes_.size();
-  if (self >= n || n < 2) return out;
+  if (self >= n || n < 2) return;
   if (!sampled_) {
     out.reserve(n - 1);
     for (size_t i = 0; i < n; ++i) {
       if (i != self) out.push_back({i, Selection::kMesh});
     }
-    return out;
+    return;
   }
-  out.push_back({(self + 1) % n, Selection::kRing});
-  out.push_back({(self + n - 1) % n, Selection::kRing});
+  // Each part is free of repeats by construction (the group part lists
+  // distinct members, the cross-group part distinct groups, the sample a
+  // slice of a permutation), so a peer is dropped from a later part when an
+  // earlier one has it. No sort: simulations call this millions of times.
+  const size_t next = (self + 1) % n;
+  const size_t previous = (self + n - 1) % n;
+  out.push_back({next, Selection::kRing});
+  if (previous != next) out.push_back({previous, Selection::kRing});
+  const auto is_ring = [&](const ProbeTarget& t) { return t.index == next || t.index == previous; };
+  const size_t group_begin = out.size();
   GroupTargets(self, out);
+  out.erase(std::remove_if(out.begin() + group_begin, out.end(), is_ring), out.end());
+  const size_t cross_begin = out.size();
   CrossGroupTargets(self, epoch, out);
-  for (size_t i : SampleOf(self, epoch)) out.push_back({i, Selection::kSample});
-  // One entry per peer, under its first reason (the enum's order).
-  std::sort(out.begin(), out.end(), [](const ProbeTarget& a, const ProbeTarget& b) {
-    return std::tie(a.index, a.selection) < std::tie(b.index, b.selection);
+  out.erase(std::remove_if(out.begin() + cross_begin, out.end(), is_ring), out.end());
+  const size_t cross_end = out.size();
+  ForEachSampled(self, epoch, [&](size_t i) {
+    if (i == next || i == previous || InGroupPart(self, i)) return;
+    for (size_t c = cross_begin; c < cross_end; ++c) {
+      if (out[c].index == i) return;
+    }
+    out.push_back({i, Selection::kSample});
   });
-  out.erase(
-      std::unique(out.begin(), out.end(),
-                  [](const ProbeTarget& a, const ProbeTarget& b) { return a.index == b.index; }),
-      out.end());
-  out.erase(std::remove_if(out.begin(), out.end(),
-                           [self](const ProbeTarget& t) { return t.index == self; }),
-            out.end());
-  return out;
 }
 
 }  // namespace gloowatch

@@ -67,9 +67,14 @@ class Topology {
   // Group (index into the sorted groups) of the node at ring index `index`.
   size_t GroupOf(size_t index) const { return group_of_[index]; }
 
-  // The peers node `self` probes in `epoch`, sorted by ring index, each once.
-  // O(k log k) for k targets; k is bounded independent of size() when sampled.
+  // The peers node `self` probes in `epoch`, each once: ring, then group,
+  // cross_group and sample entries. O(k) for k targets (plus up to
+  // sample_peers * cross_group_peers_max comparisons); k is bounded
+  // independent of size() when sampled.
   std::vector<ProbeTarget> Select(size_t self, uint64_t epoch) const;
+  // The same into `out` (cleared first), reusing its memory: for simulations
+  // that call it millions of times.
+  void Select(size_t self, uint64_t epoch, std::vector<ProbeTarget>* out) const;
 
   // Epochs in one sample cycle: ceil((N-1) / sample_peers). Within one
   // cycle (epochs c*C .. c*C+C-1) each node samples every other node once.
@@ -90,6 +95,10 @@ class Topology {
   };
   void CrossGroupTargets(size_t self, uint64_t epoch, std::vector<ProbeTarget>& out) const;
   void GroupTargets(size_t self, std::vector<ProbeTarget>& out) const;
+  template <typename Add>
+  void ForEachSampled(size_t self, uint64_t epoch, Add add) const;
+  // Whether `i` is in the group part of `self`.
+  bool InGroupPart(size_t self, size_t i) const;
   // Rows of the round-robin deal of the other groups over group g's members.
   size_t CrossGroupRows(size_t g) const;
 
