@@ -308,7 +308,9 @@ int Run() {
     rows[1].push_back(Count(peers_full));
     rows[2].push_back(Count(peers_full * per_peer_per_minute));
     rows[3].push_back(Count(peers_full * per_peer_per_minute * n));
-    rows[4].push_back(absl::StrCat("first probe (", Duration(direct_detect), ")"));
+    rows[4].push_back(absl::StrCat(
+        "first probes (",
+        Duration(absl::ToDoubleSeconds(schedule.latency_interval) * (1 + schedule.jitter)), ")"));
     rows[5].push_back(rows[4].back());
     rows[6].push_back(Duration(direct_detect));
     rows[7].push_back("-");
