@@ -241,10 +241,11 @@ TEST(DaemonTopologyFullMeshTest, SmallClustersStayAFullMesh) {
 TEST(DaemonTopologyScaleTest, TenThousandNodeConfigProbesABoundedSelection) {
   LoopbackCluster cluster(2, "");
   std::vector<Member> members;
+  const int unused_port = FreePort();
   for (int i = 0; i < 9998; ++i) {
     // Nobody listens there: probes to these are refused at once (loopback).
     members.push_back({absl::StrFormat("f%05d", i), absl::StrFormat("rack%03d", i / 40),
-                       absl::StrFormat("127.0.%d.%d:7", 1 + i / 250, 1 + i % 250)});
+                       absl::StrFormat("127.0.%d.%d:%d", 1 + i / 250, 1 + i % 250, unused_port)});
   }
   for (int i = 0; i < 2; ++i) {
     members.push_back(
