@@ -139,8 +139,11 @@ TEST(TopologyTest, PeersPerNodeAreBoundedIndependentOfClusterSize) {
         most = std::max(most, peers.size());
         ASSERT_LE(peers.size(), bound) << t.node(self).name;
         ASSERT_GE(peers.size(), std::min<size_t>(n - 1, 2));
+        std::set<size_t> distinct;
         for (const ProbeTarget& p : peers) {
           ASSERT_NE(p.index, self);
+          ASSERT_LT(p.index, n);
+          ASSERT_TRUE(distinct.insert(p.index).second) << "listed twice: " << p.index;
           if (epoch == kEpoch) ++incoming[p.index];
         }
       }
