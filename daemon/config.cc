@@ -41,6 +41,8 @@ constexpr double kMaxLinkSpeed = 1e12;  // bytes/s (8 Tbps)
 constexpr absl::Duration kMinInterval = absl::Milliseconds(100);
 constexpr absl::Duration kMaxInterval = absl::Hours(24);
 constexpr absl::Duration kMaxDuration = absl::Hours(24 * 7);
+// Short rotations churn probe pairs; anything under a minute is for tests.
+constexpr absl::Duration kMinSampleRotation = absl::Seconds(2);
 
 template <typename... Args>
 absl::Status Bad(const Args&... args) {
@@ -401,6 +403,7 @@ Handler<T> Speed(double T::*member) {
 const std::vector<Field<Config>>& Schema() {
   static const auto* const kSchema = new std::vector<Field<Config>>{
       {"node", true, Text(&Config::node, "a name", CheckName)},
+      {"group", false, Text(&Config::group, "a name", CheckName)},
       {"grpc_listen", true, Addr(&Config::grpc_listen)},
       {"metrics_listen", true, Addr(&Config::metrics_listen)},
       {"gloo", false,
@@ -461,6 +464,18 @@ const std::vector<Field<Config>>& Schema() {
                    {"ca", false, Text(&TlsConfig::ca_file, "a file path", CheckPath)},
                    {"cert", false, Text(&TlsConfig::cert_file, "a file path", CheckPath)},
                    {"key", false, Text(&TlsConfig::key_file, "a file path", CheckPath)},
+               })},
+      {"topology", false,
+       Section(&Config::topology,
+               std::vector<Field<TopologyConfig>>{
+                   {"full_mesh_max_nodes", false,
+                    Count(&TopologyConfig::full_mesh_max_nodes, 1, 1000000)},
+                   {"sample_peers", false, Count(&TopologyConfig::sample_peers, 1, 1024)},
+                   {"sample_rotation", false,
+                    Dur(&TopologyConfig::sample_rotation, kMinSampleRotation, kMaxInterval)},
+                   {"group_peers_max", false, Count(&TopologyConfig::group_peers_max, 0, 1024)},
+                   {"cross_group_peers_max", false,
+                    Count(&TopologyConfig::cross_group_peers_max, 1, 1024)},
                })},
       {"peers", false,
        List(&Config::peers,

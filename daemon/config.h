@@ -79,10 +79,23 @@ struct Thresholds {
   double communication_share = 0.3;
 };
 
+// Which peers a node probes (docs/topology.md). Up to full_mesh_max_nodes
+// nodes (this one included) every node probes every other; above, each probes
+// a bounded set: ring neighbours, its own group (capped), a share of the other
+// groups and a rotating sample.
+struct TopologyConfig {
+  uint32_t full_mesh_max_nodes = 64;
+  uint32_t sample_peers = 8;                          // size of the rotating sample
+  absl::Duration sample_rotation = absl::Minutes(5);  // epoch length of the sample
+  uint32_t group_peers_max = 32;                      // cap of the own-group part
+  uint32_t cross_group_peers_max = 16;                // cap of the other-groups part
+};
+
 struct Config {
   std::string source;  // file name the config came from, for messages
   std::string yaml;    // the text it was parsed from
   std::string node;
+  std::string group;  // this node's rack/switch label, like PeerConfig::group
   HostPort grpc_listen;
   HostPort metrics_listen;
   GlooConfig gloo;
@@ -90,6 +103,7 @@ struct Config {
   ProbeConfig probe;
   Thresholds thresholds;
   TlsConfig tls;
+  TopologyConfig topology;
   std::vector<PeerConfig> peers;
 };
 

@@ -6,6 +6,7 @@
 #include <exception>
 #include <set>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/log.h"
@@ -90,12 +91,18 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
                         d->endpoint_.link_speed_bytes_per_second});
   if (absl::Status s = d->metrics_->Serve(c.metrics_listen.ToString()); !s.ok()) return s;
 
+  // Every configured peer may open pairs to us; we probe the ones the
+  // topology selects.
   std::set<std::string> peer_names;
+  std::vector<std::string> probe_peers;
   {
     absl::MutexLock lock(&d->mu_);
-    for (const PeerConfig& peer : c.peers) {
-      peer_names.insert(peer.name);
-      d->trackers_.push_back(d->MakeTracker(peer));
+    for (const PeerConfig& peer : c.peers) peer_names.insert(peer.name);
+    d->topology_ = std::make_unique<Topology>(Topology::FromConfig(c));
+    probe_peers = d->Select(d->CurrentEpoch());
+    if (d->topology_->sampled()) {
+      GW_LOG(kInfo, "topology: sampled mesh of %d nodes in %d groups; probing %d peers (epoch %d)",
+             d->topology_->size(), d->topology_->group_count(), probe_peers.size(), d->epoch_);
     }
   }
 
@@ -110,14 +117,15 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
   transport.config = c;
   transport.log_level = launch.log_level;
   transport.gloo_address = d->endpoint_.address;
+  transport.probe_peers = probe_peers;
   transport.observer_for = [self](const std::string& peer) -> std::shared_ptr<ProbeObserver> {
     return self->FindTracker(peer);
   };
   transport.on_exit = [self](const std::string& why) {
     self->metrics_->CountTransportRestart();
     absl::MutexLock lock(&self->mu_);
-    for (auto& tracker : self->trackers_) {
-      tracker->RecordFailure(v1::FAILURE_REASON_OTHER, why);
+    for (auto& probed : self->probed_) {
+      probed.tracker->RecordFailure(v1::FAILURE_REASON_OTHER, why);
     }
   };
   transport.on_bandwidth_transfer = [self](absl::Duration took) {
@@ -163,14 +171,46 @@ std::shared_ptr<PeerTracker> Daemon::MakeTracker(const PeerConfig& peer) const {
 
 std::shared_ptr<PeerTracker> Daemon::FindTracker(const std::string& peer) const {
   absl::MutexLock lock(&mu_);
-  for (const auto& tracker : trackers_) {
-    if (tracker->peer().name == peer) return tracker;
+  for (const auto& probed : probed_) {
+    if (probed.tracker->peer().name == peer) return probed.tracker;
   }
   return nullptr;
 }
 
+uint64_t Daemon::CurrentEpoch() const {
+  return SampleEpoch(clock_->Now(), config_.topology.sample_rotation);
+}
+
+std::vector<std::string> Daemon::Select(uint64_t epoch) {
+  absl::flat_hash_map<std::string, Selection> chosen;
+  for (const ProbeTarget& t : topology_->Select(topology_->IndexOf(config_.node), epoch)) {
+    chosen.emplace(topology_->node(t.index).name, t.selection);
+  }
+  absl::flat_hash_map<std::string, std::shared_ptr<PeerTracker>> running;
+  for (Probed& p : probed_) running.emplace(p.tracker->peer().name, std::move(p.tracker));
+  std::vector<Probed> next;
+  std::vector<std::string> names;
+  for (const PeerConfig& peer : config_.peers) {
+    auto it = chosen.find(peer.name);
+    if (it == chosen.end()) continue;
+    // Trackers of peers that stay keep their figures (and their series).
+    auto kept = running.find(peer.name);
+    if (kept != running.end() && kept->second->peer().grpc.ToString() == peer.grpc.ToString()) {
+      next.push_back({std::move(kept->second), it->second});
+    } else {
+      next.push_back({MakeTracker(peer), it->second});
+    }
+    names.push_back(peer.name);
+  }
+  probed_ = std::move(next);  // the trackers left in `running` go, with their series
+  epoch_ = epoch;
+  return names;
+}
+
 absl::Status Daemon::Reload(Config next) {
+  absl::MutexLock select(&select_mu_);
   std::set<std::string> names;
+  std::vector<std::string> probe_peers;
   {
     absl::MutexLock lock(&mu_);
     const Config& now = config_;
@@ -196,24 +236,14 @@ absl::Status Daemon::Reload(Config next) {
                        " needs a restart; keeping the running config"));
     }
     config_ = next;
-    // Trackers of peers that stay keep their figures (and their series).
-    std::vector<std::shared_ptr<PeerTracker>> trackers;
-    for (const PeerConfig& peer : next.peers) {
-      names.insert(peer.name);
-      std::shared_ptr<PeerTracker> kept;
-      for (auto& tracker : trackers_) {
-        if (tracker->peer().name == peer.name &&
-            tracker->peer().grpc.ToString() == peer.grpc.ToString()) {
-          kept = tracker;
-        }
-      }
-      trackers.push_back(kept ? kept : MakeTracker(peer));
-    }
-    trackers_ = std::move(trackers);
+    for (const PeerConfig& peer : next.peers) names.insert(peer.name);
+    topology_ = std::make_unique<Topology>(Topology::FromConfig(next));
+    probe_peers = Select(CurrentEpoch());
   }
   peer_service_->SetAllowedPeers(names);
-  transport_->Reconfigure(next);
-  GW_LOG(kInfo, "reloaded %s: %d peers", next.source, next.peers.size());
+  transport_->Reconfigure(next, probe_peers);
+  GW_LOG(kInfo, "reloaded %s: %d peers, probing %d", next.source, next.peers.size(),
+         probe_peers.size());
   return absl::OkStatus();
 }
 
@@ -235,6 +265,20 @@ void Daemon::Tick() {
   for (const TrainingReports::Key& key : training_->Expire()) {
     metrics_->RemoveTrainingSeries(key.first, key.second);
   }
+  absl::MutexLock select(&select_mu_);
+  Config config;
+  std::vector<std::string> probe_peers;
+  uint64_t epoch;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!topology_->sampled()) return;
+    epoch = CurrentEpoch();
+    if (epoch == epoch_) return;
+    probe_peers = Select(epoch);
+    config = config_;
+  }
+  GW_LOG(kInfo, "topology: epoch %d, probing %d peers", epoch, probe_peers.size());
+  transport_->Reconfigure(config, probe_peers);
 }
 
 v1::NodeStatus Daemon::Status() const {
@@ -257,7 +301,17 @@ v1::NodeStatus Daemon::Status() const {
   g->set_warning(endpoint_.warning);
   *s.mutable_started_at() = ToProtoTimestamp(started_at_);
   *s.mutable_now() = ToProtoTimestamp(clock_->Now());
-  for (const auto& tracker : trackers_) *s.add_peers() = tracker->Snapshot();
+  for (const Probed& probed : probed_) {
+    v1::PeerStatus* peer = s.add_peers();
+    *peer = probed.tracker->Snapshot();
+    peer->set_selection(std::string(SelectionName(probed.selection)));
+  }
+  v1::Topology* topology = s.mutable_topology();
+  topology->set_mode(topology_->sampled() ? "sampled" : "full_mesh");
+  topology->set_cluster_nodes(topology_->size());
+  topology->set_probed_peers(probed_.size());
+  topology->set_group(config_.group);
+  if (topology_->sampled()) topology->set_sample_epoch(epoch_);
   v1::Thresholds* t = s.mutable_thresholds();
   t->set_latency_seconds(absl::ToDoubleSeconds(config_.thresholds.latency));
   t->set_bandwidth_link_ratio(config_.thresholds.bandwidth_link_ratio);

@@ -1,5 +1,5 @@
 // Wires the modules into a running daemon: Gloo device, metrics exporter,
-// gRPC server, one tracker and prober per peer.
+// gRPC server, one tracker and prober per peer the topology selects.
 #pragma once
 
 #include <memory>
@@ -14,6 +14,7 @@
 #include "daemon/metrics.h"
 #include "daemon/peer_tracker.h"
 #include "daemon/services.h"
+#include "daemon/topology.h"
 #include "daemon/training_reports.h"
 #include "daemon/transport.h"
 #include "proto/gloowatch.pb.h"
@@ -40,7 +41,8 @@ class Daemon {
 
   v1::NodeStatus Status() const;
   absl::Status ReportStep(const v1::ReportStepRequest& request);
-  // Periodic chores (expiring stale training series); call about once a second.
+  // Periodic chores (expiring stale training series, rotating the sampled
+  // peers when the epoch changes); call about once a second.
   void Tick();
   // Applies a new config (SIGHUP): peers added, removed or changed and new
   // schedules and thresholds, without touching healthy pairs. Refused, with
@@ -55,12 +57,28 @@ class Daemon {
   bool Healthy() const;
 
  private:
+  // A peer probed now, and why (topology).
+  struct Probed {
+    std::shared_ptr<PeerTracker> tracker;
+    Selection selection;
+  };
+
   Daemon(Config config, const Clock* clock);
   std::shared_ptr<PeerTracker> MakeTracker(const PeerConfig& peer) const;
   std::shared_ptr<PeerTracker> FindTracker(const std::string& peer) const;
+  // Recomputes who we probe for `epoch` from config_: trackers of peers that
+  // stay are kept, new ones made, the others dropped (and their series with
+  // them). Returns the names to probe, for the transport.
+  std::vector<std::string> Select(uint64_t epoch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint64_t CurrentEpoch() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Serializes selection changes and their hand-over to the transport, which
+  // happens outside mu_ (the transport's events need mu_ to be read).
+  absl::Mutex select_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;
   Config config_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<Topology> topology_ ABSL_GUARDED_BY(mu_);
+  uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
   const Clock* clock_;
   absl::Time started_at_;
   GlooEndpoint endpoint_;
@@ -68,9 +86,10 @@ class Daemon {
   std::string hostname_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<TrainingReports> training_;
-  // In config order; shared so the transport's events can still land on a
-  // tracker that a reload just removed.
-  std::vector<std::shared_ptr<PeerTracker>> trackers_ ABSL_GUARDED_BY(mu_);
+  // The peers probed now, in config order; trackers are shared so the
+  // transport's events can still land on one that a reload or a rotation
+  // just removed.
+  std::vector<Probed> probed_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<TransportSupervisor> transport_;
   std::unique_ptr<StatusService> status_service_;
   std::unique_ptr<PeerService> peer_service_;

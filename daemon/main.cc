@@ -106,7 +106,10 @@ int Run() {
   // pings only while every probe thread makes progress, so a hung Gloo call
   // gets the service restarted.
   SystemdNotifier systemd;
-  systemd.Ready(absl::StrCat("probing ", peer_count, " peers"));
+  const size_t probed = (*daemon)->Status().topology().probed_peers();
+  systemd.Ready(probed == peer_count
+                    ? absl::StrCat("probing ", peer_count, " peers")
+                    : absl::StrCat("probing ", probed, " of ", peer_count, " peers (sampled)"));
   absl::Duration loop_tick = absl::Seconds(1);
   if (systemd.watchdog_enabled()) {
     loop_tick = std::min(loop_tick, systemd.watchdog_interval() / 2);

@@ -28,8 +28,13 @@ namespace {
 using transport::v1::FromTransport;
 using transport::v1::ToTransport;
 
-// Far above any message we send (addresses, a burst of RTTs).
-constexpr size_t kMaxMessageBytes = 1 << 20;
+// A message may span several packets: a SOCK_SEQPACKET packet must fit the
+// socket's send buffer (about 208 KiB by default), and the config of a
+// 10,000-node cluster is larger. Each packet starts with a byte that says
+// whether more of the same message follow.
+constexpr size_t kMaxPacketPayload = 64 << 10;
+// Far above any message we send (a 1 MiB config and the peers to probe).
+constexpr size_t kMaxMessageBytes = 8 << 20;
 
 // Reports a prober's observations to the daemon.
 class ChannelObserver final : public ProbeObserver {
@@ -137,25 +142,42 @@ std::string DescribeExit(int status) {
 
 // --- MessageChannel ----------------------------------------------------------
 
-// Uninitialized: only the pages messages actually reach become resident, and
-// no 1 MiB buffer is allocated and zeroed per message.
-MessageChannel::MessageChannel(int fd) : fd_(fd), receive_buf_(new char[kMaxMessageBytes]) {}
+MessageChannel::MessageChannel(int fd) : fd_(fd), packet_(kMaxPacketPayload + 1) {}
 
 MessageChannel::~MessageChannel() { close(fd_); }
 
 bool MessageChannel::Send(const google::protobuf::MessageLite& message) {
   const std::string bytes = message.SerializeAsString();
+  if (bytes.size() > kMaxMessageBytes) return false;
+  std::string packet;
+  // The packets of one message must not interleave with another's.
   absl::MutexLock lock(&send_mu_);
-  return send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+  size_t offset = 0;
+  do {
+    const size_t n = std::min(kMaxPacketPayload, bytes.size() - offset);
+    packet.assign(1, offset + n < bytes.size() ? 1 : 0);
+    packet.append(bytes, offset, n);
+    ssize_t sent;
+    do {
+      sent = send(fd_, packet.data(), packet.size(), MSG_NOSIGNAL);
+    } while (sent < 0 && errno == EINTR);
+    if (sent != static_cast<ssize_t>(packet.size())) return false;
+    offset += n;
+  } while (offset < bytes.size());
+  return true;
 }
 
 bool MessageChannel::Receive(google::protobuf::MessageLite* message) {
+  std::string bytes;
   while (true) {
-    const ssize_t n = recv(fd_, receive_buf_.get(), kMaxMessageBytes, 0);
+    const ssize_t n = recv(fd_, packet_.data(), packet_.size(), 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
-    return message->ParseFromArray(receive_buf_.get(), static_cast<int>(n));
+    bytes.append(packet_.data() + 1, static_cast<size_t>(n) - 1);
+    if (bytes.size() > kMaxMessageBytes) return false;
+    if (packet_[0] == 0) break;
   }
+  return message->ParseFromString(bytes);
 }
 
 void MessageChannel::Shutdown() { shutdown(fd_, SHUT_RDWR); }
@@ -249,6 +271,22 @@ absl::StatusOr<Config> ReadConfigure(const ToTransport& message) {
   return ParseConfig(message.configure().yaml(), message.configure().source());
 }
 
+// Every configured peer: they may all open pairs to us.
+std::set<std::string> PeerNames(const Config& config) {
+  std::set<std::string> names;
+  for (const PeerConfig& peer : config.peers) names.insert(peer.name);
+  return names;
+}
+
+// The config with only the peers the daemon's topology selected.
+Config ProbedOnly(Config config, const transport::v1::Configure& configure) {
+  const std::set<std::string> probe(configure.probe_peers().begin(), configure.probe_peers().end());
+  config.peers.erase(std::remove_if(config.peers.begin(), config.peers.end(),
+                                    [&](const PeerConfig& p) { return !probe.count(p.name); }),
+                     config.peers.end());
+  return config;
+}
+
 }  // namespace
 
 int RunTransport(const std::string& gloo_address, int fd) {
@@ -294,7 +332,7 @@ int RunTransport(const std::string& gloo_address, int fd) {
   }
   context.credentials = MakeChannelCredentials(*tls);
   ProberSet probers(context, &channel);
-  probers.Apply(*config);
+  probers.Apply(ProbedOnly(*config, message.configure()));
 
   std::thread heartbeat([&] {
     while (true) {
@@ -316,11 +354,9 @@ int RunTransport(const std::string& gloo_address, int fd) {
         GW_LOG(kError, "transport: reload: %s", next.status().message());
         continue;
       }
-      std::set<std::string> names;
-      for (const PeerConfig& peer : next->peers) names.insert(peer.name);
-      registry.Retain(names);
+      registry.Retain(PeerNames(*next));
       gate.SetBudget(next->schedule.bandwidth_budget);
-      probers.Apply(*next);
+      probers.Apply(ProbedOnly(*next, message.configure()));
       continue;
     }
     if (!message.has_open()) continue;
@@ -348,13 +384,28 @@ TransportSupervisor::TransportSupervisor(Options options, const Clock* clock)
     : options_(std::move(options)), clock_(clock) {
   configure_.mutable_configure()->set_yaml(options_.config.yaml);
   configure_.mutable_configure()->set_source(options_.config.source);
+  for (const std::string& peer : options_.probe_peers) {
+    configure_.mutable_configure()->add_probe_peers(peer);
+  }
 }
 
-void TransportSupervisor::Reconfigure(const Config& config) {
-  absl::MutexLock lock(&mu_);
-  configure_.mutable_configure()->set_yaml(config.yaml);
-  configure_.mutable_configure()->set_source(config.source);
-  if (channel_) channel_->Send(configure_);
+void TransportSupervisor::Reconfigure(const Config& config,
+                                      const std::vector<std::string>& probe_peers) {
+  std::shared_ptr<MessageChannel> channel;
+  ToTransport message;
+  {
+    absl::MutexLock lock(&mu_);
+    transport::v1::Configure* configure = configure_.mutable_configure();
+    configure->set_yaml(config.yaml);
+    configure->set_source(config.source);
+    configure->clear_probe_peers();
+    for (const std::string& peer : probe_peers) configure->add_probe_peers(peer);
+    channel = channel_;
+    message = configure_;
+  }
+  // Not under mu_: a large config takes several packets, and the transport
+  // may be waiting for us to read its events (Dispatch needs mu_) first.
+  if (channel) channel->Send(message);
 }
 
 TransportSupervisor::~TransportSupervisor() { Stop(); }

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -30,11 +31,14 @@
 
 namespace gloowatch {
 
-// One serialized message per SOCK_SEQPACKET packet.
+// Serialized messages over a SOCK_SEQPACKET socket, each in one or more
+// packets of at most 64 KiB (a packet must fit the socket buffer). Send is
+// thread-safe; Receive has one caller at a time.
 class MessageChannel {
  public:
   explicit MessageChannel(int fd);  // takes ownership
   ~MessageChannel();
+  // False when the message is larger than 8 MiB or the socket failed.
   bool Send(const google::protobuf::MessageLite& message);
   // False at end of stream or on error. One receiving thread at a time.
   bool Receive(google::protobuf::MessageLite* message);
@@ -44,7 +48,7 @@ class MessageChannel {
  private:
   const int fd_;
   absl::Mutex send_mu_;
-  const std::unique_ptr<char[]> receive_buf_;
+  std::vector<char> packet_;  // Receive's buffer
 };
 
 // The transport process: takes its config from the daemon, probes every peer
@@ -55,8 +59,9 @@ int RunTransport(const std::string& gloo_address, int fd);
 class TransportSupervisor final : public ResponderOpener {
  public:
   struct Options {
-    std::string executable;  // this program, re-executed as the transport
-    Config config;           // sent to every transport process started
+    std::string executable;                // this program, re-executed as the transport
+    Config config;                         // sent to every transport process started
+    std::vector<std::string> probe_peers;  // the peers of `config` to probe
     std::string gloo_address;
     std::string log_level;
     absl::Duration open_timeout = absl::Seconds(2);
@@ -75,8 +80,9 @@ class TransportSupervisor final : public ResponderOpener {
 
   void Start();
   void Stop();
-  // Sends an accepted reload to the running transport (and to later ones).
-  void Reconfigure(const Config& config);
+  // Sends an accepted reload, or a new selection of peers to probe, to the
+  // running transport (and to later ones).
+  void Reconfigure(const Config& config, const std::vector<std::string>& probe_peers);
 
   absl::StatusOr<v1::OpenProbePairResponse> Open(const v1::OpenProbePairRequest& request) override;
 

@@ -109,6 +109,12 @@ TEST(ConfigTest, MinimalConfigParsesExactlyAsWritten) {
   EXPECT_EQ(c.thresholds.clock_offset, d.thresholds.clock_offset);
   EXPECT_EQ(c.thresholds.failure_window, d.thresholds.failure_window);
   EXPECT_EQ(c.thresholds.communication_share, d.thresholds.communication_share);
+  EXPECT_EQ(c.group, "");
+  EXPECT_EQ(c.topology.full_mesh_max_nodes, 64u);
+  EXPECT_EQ(c.topology.sample_peers, 8u);
+  EXPECT_EQ(c.topology.sample_rotation, absl::Minutes(5));
+  EXPECT_EQ(c.topology.group_peers_max, 32u);
+  EXPECT_EQ(c.topology.cross_group_peers_max, 16u);
 }
 
 TEST(ConfigTest, EveryKeyIsMapped) {
@@ -141,6 +147,13 @@ thresholds:
   clock_offset: 5ms
   failure_window: 30m
   communication_share: 1
+group: rack-2
+topology:
+  full_mesh_max_nodes: 128
+  sample_peers: 12
+  sample_rotation: 10m
+  group_peers_max: 20
+  cross_group_peers_max: 4
 peers:
   - name: gpu-18
     grpc: gpu-18.cluster.example.com:7601
@@ -176,6 +189,12 @@ peers:
   ASSERT_EQ(c.peers.size(), 2u);
   EXPECT_EQ(c.peers[0].grpc.host, "gpu-18.cluster.example.com");
   EXPECT_EQ(c.peers[0].group, "rack-3");
+  EXPECT_EQ(c.group, "rack-2");
+  EXPECT_EQ(c.topology.full_mesh_max_nodes, 128u);
+  EXPECT_EQ(c.topology.sample_peers, 12u);
+  EXPECT_EQ(c.topology.sample_rotation, absl::Minutes(10));
+  EXPECT_EQ(c.topology.group_peers_max, 20u);
+  EXPECT_EQ(c.topology.cross_group_peers_max, 4u);
   EXPECT_EQ(c.peers[1].name, "gpu-19");
   EXPECT_EQ(c.peers[1].grpc.host, "fd00::19");
   EXPECT_EQ(c.peers[1].grpc.ToString(), "[fd00::19]:7601");
@@ -219,6 +238,12 @@ TEST(ConfigTest, ExampleFileIsValidAndSetsEveryKey) {
                                 "clock_offset:",
                                 "failure_window:",
                                 "communication_share:",
+                                "topology:",
+                                "full_mesh_max_nodes:",
+                                "sample_peers:",
+                                "sample_rotation:",
+                                "group_peers_max:",
+                                "cross_group_peers_max:",
                                 "peers:",
                                 "name:",
                                 "grpc:",
@@ -273,7 +298,18 @@ probe:
 thresholds:
   bandwidth_link_ratio: 0
   communication_share: 1.0
+topology:
+  full_mesh_max_nodes: 1
+  sample_peers: 1024
+  sample_rotation: 2s
+  group_peers_max: 0
+  cross_group_peers_max: 1
 )"));
+  EXPECT_EQ(c.topology.full_mesh_max_nodes, 1u);
+  EXPECT_EQ(c.topology.sample_peers, 1024u);
+  EXPECT_EQ(c.topology.sample_rotation, absl::Seconds(2));
+  EXPECT_EQ(c.topology.group_peers_max, 0u);
+  EXPECT_EQ(c.topology.cross_group_peers_max, 1u);
   EXPECT_EQ(c.probe.latency_message_bytes, 1u << 20);
   EXPECT_EQ(c.probe.bandwidth_bytes, 16ull << 30);
   EXPECT_EQ(c.probe.latency_burst, 1000u);
@@ -458,7 +494,8 @@ const ErrorCase kErrorCases[] = {
     // Unknown keys.
     {"UnknownTopLevel", B("nodes: x\n"), 4, "nodes", "did you mean 'node'"},
     {"UnknownTopLevelListsAllowed", B("zzz: 1\n"), 4, "zzz",
-     "allowed: node, grpc_listen, metrics_listen, gloo, schedule, probe, thresholds, tls, peers"},
+     "allowed: node, group, grpc_listen, metrics_listen, gloo, schedule, probe, thresholds, tls, "
+     "topology, peers"},
     {"UnknownNestedSuggests", B("schedule:\n  lantency_interval: 5s\n"), 5,
      "schedule.lantency_interval", "unknown key 'lantency_interval'; did you mean 'latency_interval'"},
     {"UnknownGlooKey", B("gloo:\n  timout: 5s\n"), 5, "gloo.timout", "did you mean 'timeout'"},
@@ -667,6 +704,26 @@ const ErrorCase kErrorCases[] = {
     {"DocumentMarkerOnly", "---\n", 1, "", "config is empty"},
     {"TopLevelList", "- node: a\n- node: b\n", 1, "", "top level must be a map of settings, got a list"},
     {"TopLevelScalar", "node-a\n", 1, "", "top level must be a map of settings, got the scalar"},
+    // Topology.
+    {"GroupWithSpace", B("group: rack 1\n"), 4, "group", "contains ' '"},
+    {"GroupList", B("group: [a]\n"), 4, "group", "expected a name, got a list"},
+    {"TopologyUnknownKey", B("topology:\n  sample_peer: 3\n"), 5, "topology.sample_peer",
+     "did you mean 'sample_peers'?"},
+    {"TopologyNotAMap", B("topology: sampled\n"), 4, "topology", "expected a map"},
+    {"FullMeshZero", B("topology:\n  full_mesh_max_nodes: 0\n"), 5,
+     "topology.full_mesh_max_nodes", "must be >= 1 and <= 1000000"},
+    {"SamplePeersZero", B("topology:\n  sample_peers: 0\n"), 5, "topology.sample_peers",
+     "must be >= 1 and <= 1024"},
+    {"SamplePeersTooMany", B("topology:\n  sample_peers: 1025\n"), 5, "topology.sample_peers",
+     "out of range"},
+    {"SampleRotationTooShort", B("topology:\n  sample_rotation: 1s\n"), 5,
+     "topology.sample_rotation", "must be >= 2s and <= 24h"},
+    {"SampleRotationNoUnit", B("topology:\n  sample_rotation: 300\n"), 5,
+     "topology.sample_rotation", "not a duration"},
+    {"GroupPeersNegative", B("topology:\n  group_peers_max: -1\n"), 5,
+     "topology.group_peers_max", "out of range"},
+    {"CrossGroupPeersZero", B("topology:\n  cross_group_peers_max: 0\n"), 5,
+     "topology.cross_group_peers_max", "must be >= 1 and <= 1024"},
     // Hostile input.
     {"AliasCycle", B("peers: &p [*p]\n"), 4, "peers[0]", "expected a map, got a list"},
     {"DeepFlowUnclosed", Repeat("[", 10000), 1, "", "nested deeper than 64 levels"},

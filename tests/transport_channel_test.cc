@@ -1,0 +1,105 @@
+// The daemon <-> transport channel carries messages larger than a
+// SOCK_SEQPACKET packet may be (the config of a 10,000-node cluster) intact,
+// and does not mix up concurrent senders.
+#include <sys/socket.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/transport.h"
+#include "gtest/gtest.h"
+
+namespace gloowatch {
+namespace {
+
+using transport::v1::FromTransport;
+using transport::v1::ToTransport;
+
+class ChannelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int fds[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds), 0);
+    a_ = std::make_unique<MessageChannel>(fds[0]);
+    b_ = std::make_unique<MessageChannel>(fds[1]);
+  }
+  std::unique_ptr<MessageChannel> a_, b_;
+};
+
+ToTransport BigConfigure(size_t peers) {
+  ToTransport m;
+  std::string yaml = "node: n0\npeers:\n";
+  for (size_t i = 0; i < peers; ++i) {
+    absl::StrAppend(&yaml, "  - name: n", i + 1, "\n    grpc: 127.0.", i / 250, ".", i % 250 + 1,
+                    ":7601\n    group: rack", i / 40, "\n");
+    if (i % 100 == 0) m.mutable_configure()->add_probe_peers(absl::StrCat("n", i + 1));
+  }
+  m.mutable_configure()->set_yaml(yaml);
+  m.mutable_configure()->set_source("big.yaml");
+  return m;
+}
+
+TEST_F(ChannelTest, CarriesAConfigFarLargerThanTheSocketBuffer) {
+  const ToTransport sent = BigConfigure(10000);
+  ASSERT_GT(sent.ByteSizeLong(), 500u << 10);  // the default socket buffer is ~208 KiB
+  std::thread sender([&] { EXPECT_TRUE(a_->Send(sent)); });
+  ToTransport received;
+  ASSERT_TRUE(b_->Receive(&received));
+  sender.join();
+  EXPECT_EQ(received.configure().yaml(), sent.configure().yaml());
+  EXPECT_EQ(received.configure().probe_peers_size(), 100);
+  EXPECT_EQ(received.configure().probe_peers(99), "n9901");
+
+  // Small messages still work after it, both ways.
+  FromTransport heartbeat;
+  heartbeat.mutable_heartbeat()->set_stalled(true);
+  ASSERT_TRUE(b_->Send(heartbeat));
+  FromTransport got;
+  ASSERT_TRUE(a_->Receive(&got));
+  EXPECT_TRUE(got.heartbeat().stalled());
+}
+
+TEST_F(ChannelTest, ConcurrentSendersDoNotInterleave) {
+  const ToTransport big = BigConfigure(3000);  // ~200 KiB: four packets
+  constexpr int kBig = 20, kSmall = 2000;
+  std::thread big_sender([&] {
+    for (int i = 0; i < kBig; ++i) ASSERT_TRUE(a_->Send(big));
+  });
+  std::thread small_sender([&] {
+    for (int i = 0; i < kSmall; ++i) {
+      ToTransport m;
+      m.mutable_open()->set_id(i);
+      ASSERT_TRUE(a_->Send(m));
+    }
+  });
+  int bigs = 0, smalls = 0;
+  uint64_t next_id = 0;
+  while (bigs < kBig || smalls < kSmall) {
+    ToTransport m;
+    ASSERT_TRUE(b_->Receive(&m));
+    if (m.has_configure()) {
+      ASSERT_EQ(m.configure().yaml(), big.configure().yaml());
+      ++bigs;
+    } else {
+      ASSERT_EQ(m.open().id(), next_id++);  // in order, none lost
+      ++smalls;
+    }
+  }
+  big_sender.join();
+  small_sender.join();
+}
+
+TEST_F(ChannelTest, RefusesMessagesOverTheLimitAndEndsOnShutdown) {
+  ToTransport huge;
+  huge.mutable_configure()->set_yaml(std::string(9 << 20, 'x'));
+  EXPECT_FALSE(a_->Send(huge));
+  std::thread closer([&] { a_->Shutdown(); });
+  ToTransport m;
+  EXPECT_FALSE(b_->Receive(&m));
+  closer.join();
+}
+
+}  // namespace
+}  // namespace gloowatch
