@@ -93,6 +93,9 @@ class Metrics {
                           double communication_seconds);
   void RemoveTrainingSeries(const std::string& job, int rank);
   void CountTransportRestart() { transport_restarts_->Increment(); }
+  // gloowatch_threshold_*: the thresholds the verdict uses (set at start and
+  // on every reload).
+  void SetThresholds(const v1::Thresholds& t);
   const Identity& identity() const { return identity_; }
 
  private:
@@ -114,6 +117,11 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* training_comm_;
   prometheus::Family<prometheus::Counter>* training_steps_;
   prometheus::Counter* transport_restarts_;
+  prometheus::Gauge* threshold_latency_;
+  prometheus::Gauge* threshold_link_ratio_;
+  prometheus::Gauge* threshold_clock_offset_;
+  prometheus::Gauge* threshold_failure_window_;
+  prometheus::Gauge* threshold_communication_share_;
 };
 
 }  // namespace gloowatch
