@@ -97,8 +97,8 @@ std::string Response(const std::string& status, const std::string& type, const s
 }
 
 TEST(PrometheusCli, UnparsableUrlIsAUsageError) {
-  for (const char* url :
-       {"prom:9090", "ftp://prom:9090", "http://", "http://prom:99999", "http://pr om:9090"}) {
+  for (const char* url : {"prom:9090", "ftp://prom:9090", "http://", "http://prom:99999",
+                          "http://pr om:9090", "http://127.0.0.1:9090/?q=up"}) {
     ProcessResult r = Cli({"--prometheus", url});
     EXPECT_EQ(r.exit_code, 64) << url << ": " << r.err;
     EXPECT_THAT(r.err, HasSubstr("--prometheus:")) << url;
