@@ -92,10 +92,9 @@ nlohmann::json ViewJson(const v1::PeerStatus* p) {
 
 std::string RenderHealthText(const ClusterPicture& c, bool color) {
   std::string out;
-  const std::string asked =
-      c.source == "prometheus"
-          ? absl::StrCat(c.node_reports.size(), " nodes from Prometheus ", c.source_url)
-          : absl::StrCat(c.node_reports.size(), " daemons asked");
+  const std::string asked = c.source == "prometheus"
+                                ? absl::StrCat("from Prometheus ", c.source_url)
+                                : absl::StrCat(c.node_reports.size(), " daemons asked");
   absl::StrAppend(&out, "cluster: ", Paint(HealthName(c.verdict), c.verdict, color), " (", asked,
                   ", ", c.nodes.size(), " nodes, ", c.links.size(), " links)\n");
   absl::StrAppend(

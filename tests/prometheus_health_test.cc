@@ -241,7 +241,8 @@ TEST_F(PrometheusHealthTest, SamePictureAsTheDaemonsAndAKilledDaemonFails) {
   }
   ProcessResult text = Cli({"health", "--prometheus", Url(), "--color", "never"});
   EXPECT_EQ(text.exit_code, 0) << text.out << text.err;
-  EXPECT_TRUE(absl::StrContains(text.out, "cluster: healthy (3 nodes from Prometheus " + Url()))
+  EXPECT_TRUE(absl::StrContains(
+      text.out, "cluster: healthy (from Prometheus " + Url() + ", 3 nodes, 3 links)"))
       << text.out;
   EXPECT_TRUE(absl::StrContains(text.out, "coverage: 3 of 3 node pairs measured directly"))
       << text.out;
