@@ -1,8 +1,10 @@
 #include "client/prometheus_source.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <set>
 
