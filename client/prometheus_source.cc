@@ -253,6 +253,34 @@ std::string FailuresQuery(const PrometheusOptions& o, int64_t window_seconds) {
   return absl::StrCat("increase(gloowatch_peer_probe_failures_total{", SeriesSelector(o), "}[",
                       window_seconds, "s]) > 0");
 }
+std::string FailuresSinceUpQuery(const PrometheusOptions& o, int64_t window_seconds,
+                                 const std::set<std::string>& nodes) {
+  std::string sel = SeriesSelector(o);
+  if (!nodes.empty()) {
+    std::vector<std::string> escaped;
+    for (const std::string& n : nodes) {
+      std::string e;
+      for (char c : n) {
+        // A regex escape, itself escaped for the PromQL string.
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') e += "\\\\";
+        if (c == '"') e += '\\';
+        e += c;
+      }
+      escaped.push_back(e);
+    }
+    absl::StrAppend(&sel, ",node=~\"", absl::StrJoin(escaped, "|"), "\"");
+  }
+  const std::string w = absl::StrCat(window_seconds, "s");
+  // Counter values sampled while the peer was up: the smallest is the value
+  // when it was first up in the window (counters only grow).
+  const std::string step = absl::StrCat(std::max<int64_t>(5, window_seconds / 720), "s");
+  const std::string failures = absl::StrCat("gloowatch_peer_probe_failures_total{", sel, "}");
+  return absl::StrCat("(", failures, " - on(node, peer, instance, reason) min_over_time((",
+                      failures, " and on(node, peer, instance) gloowatch_peer_up{", sel, "} == 1)[",
+                      w, ":", step, "])) and on(node, peer, instance, reason) (increase(", failures,
+                      "[", w, "]) > 0)");
+}
+
 std::string TrainingShareQuery(const PrometheusOptions& o) {
   const std::string by = "sum by (node, instance, exported_job, rank)";
   return absl::StrCat(by, " (rate(gloowatch_training_communication_seconds_total{",
@@ -350,6 +378,20 @@ absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnaps
       if (!(s.value > 0) || !std::isfinite(s.value)) continue;
       window_failures[window][{s.Label("node"), s.Label("peer")}][s.Label("reason")] +=
           std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(s.value)));
+    }
+  }
+  // Where the peer was up in the window: only what failed since it first was.
+  for (const auto& [window, result] : snap.failures_since_up_by_window) {
+    auto f = Samples(result, "failures since up");
+    if (!f.ok()) return f.status();
+    for (const Sample& s : *f) {
+      auto& reasons = window_failures[window][{s.Label("node"), s.Label("peer")}];
+      const int64_t n = std::isfinite(s.value) ? std::llround(s.value) : 0;
+      if (n > 0) {
+        reasons[s.Label("reason")] = static_cast<uint64_t>(n);
+      } else {
+        reasons.erase(s.Label("reason"));
+      }
     }
   }
   std::map<std::tuple<std::string, std::string, int>, double> shares;
@@ -512,6 +554,19 @@ absl::StatusOr<std::vector<FetchResult>> FetchFromPrometheus(const PrometheusOpt
     auto result = Query(o, FailuresQuery(o, window), snap.time);
     if (!result.ok()) return result.status();
     snap.failures_by_window[window] = *std::move(result);
+    // Only when something failed: this one runs a subquery over the window.
+    std::set<std::string> nodes;
+    for (const json& r : snap.failures_by_window[window]) {
+      if (r.is_object() && r.contains("metric") && r["metric"].contains("node") &&
+          r["metric"]["node"].is_string())
+        nodes.insert(r["metric"]["node"].get<std::string>());
+    }
+    if (nodes.empty()) continue;
+    if (nodes.size() > 200) nodes.clear();  // a long regex costs more than it saves
+    // Best effort: a server that refuses the subquery (e.g. query.max-samples
+    // on a huge cluster) leaves the plain increase().
+    auto since_up = Query(o, FailuresSinceUpQuery(o, window, nodes), snap.time);
+    if (since_up.ok()) snap.failures_since_up_by_window[window] = *std::move(since_up);
   }
   auto nodes = NodesFromSnapshot(snap, o);
   if (!nodes.ok() && absl::IsInvalidArgument(nodes.status())) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,12 @@ struct PrometheusSnapshot {
   nlohmann::json training_share;     // communication share per (node, job, rank)
   // failure window (seconds) -> increase(gloowatch_peer_probe_failures_total[w]) > 0
   std::map<int64_t, nlohmann::json> failures_by_window;
+  // window -> failures since the peer was first up within the window, for
+  // those series of failures_by_window whose peer was up at some point in it
+  // (the daemon does not count failures before a peer was first up, so the
+  // refused connections of a cluster that starts one daemon after the other
+  // are not failures). Series of peers never up in the window keep increase().
+  std::map<int64_t, nlohmann::json> failures_since_up_by_window;
 };
 
 // The label matchers every query uses: job="..." plus the selector.
@@ -49,6 +56,9 @@ std::string BuildInfoQuery(const PrometheusOptions& options);
 std::string BuildInfoRecentQuery(const PrometheusOptions& options);
 std::string SeriesQuery(const PrometheusOptions& options);
 std::string FailuresQuery(const PrometheusOptions& options, int64_t window_seconds);
+// `nodes`: restrict to these nodes (empty: all).
+std::string FailuresSinceUpQuery(const PrometheusOptions& options, int64_t window_seconds,
+                                 const std::set<std::string>& nodes);
 std::string TrainingShareQuery(const PrometheusOptions& options);
 
 // The failure windows the nodes' gloowatch_threshold_failure_window_seconds
@@ -62,7 +72,7 @@ std::vector<int64_t> FailureWindows(const nlohmann::json& series);
 absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnapshot& snapshot,
                                                            const PrometheusOptions& options);
 
-// Runs the queries (5 plus one per distinct failure window) and converts.
+// Runs the queries (5, plus one or two per distinct failure window) and converts.
 // Errors name the URL and the problem: INVALID_ARGUMENT for a bad URL,
 // UNAVAILABLE / DEADLINE_EXCEEDED for transport failures, FAILED_PRECONDITION
 // when the server is not a Prometheus query API or rejects a query, NOT_FOUND

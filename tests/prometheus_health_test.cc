@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <set>
@@ -126,11 +127,34 @@ class PrometheusHealthTest : public ::testing::Test {
 
   void SetUp() override {
     if (access(kPrometheus, X_OK) != 0) GTEST_SKIP() << kPrometheus << " is not installed";
-    for (int i = 0; i < 3; ++i) cluster_.Start(i);
-    // Every link up with every figure before Prometheus starts, so the
-    // connection failures of the start-up (a daemon probing one that is not
-    // running yet) are not in its counters' increase() either: the daemons
-    // do not count failures before a peer was first up.
+    std::vector<std::string> targets;
+    for (int i = 0; i < 3; ++i) {
+      targets.push_back(absl::StrCat("'127.0.0.1:", cluster_.node(i).metrics_port, "'"));
+    }
+    const std::string config =
+        dir_.Write("prometheus.yml",
+                   absl::StrCat("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
+                                "scrape_configs:\n  - job_name: gloowatch\n    static_configs:\n"
+                                "      - targets: [",
+                                absl::StrJoin(targets, ", "), "]\n"));
+    prometheus_ = std::make_unique<Process>(
+        std::vector<std::string>{
+            kPrometheus, "--config.file=" + config, "--storage.tsdb.path=" + dir_.path() + "/tsdb",
+            absl::StrCat("--web.listen-address=127.0.0.1:", prom_port_), "--log.level=warn"},
+        dir_.path() + "/prometheus.log");
+    // Prometheus watches the targets before the daemons start (up == 0 for
+    // all three), then the daemons start 2 s apart: the first ones count
+    // refused connections to the later ones while Prometheus scrapes them.
+    // The daemons do not count failures before a peer was first up, and
+    // neither must health --prometheus.
+    ASSERT_TRUE(WaitFor([&] { return Scalar("count(up{job=\"gloowatch\"} == 0)") == 3; },
+                        absl::Seconds(20)))
+        << "Prometheus never scraped the (not yet started) targets; log:\n"
+        << prometheus_->Log();
+    for (int i = 0; i < 3; ++i) {
+      cluster_.Start(i);
+      if (i < 2) absl::SleepFor(absl::Seconds(2));
+    }
     std::string last;
     ASSERT_TRUE(WaitFor(
         [&] {
@@ -150,29 +174,25 @@ class PrometheusHealthTest : public ::testing::Test {
         absl::Seconds(30)))
         << "the daemons never reported a healthy, fully measured cluster:\n"
         << last;
-    std::vector<std::string> targets;
-    for (int i = 0; i < 3; ++i) {
-      targets.push_back(absl::StrCat("'127.0.0.1:", cluster_.node(i).metrics_port, "'"));
+  }
+
+  // The value of a PromQL expression that yields one sample, or -1.
+  double Scalar(const std::string& promql) {
+    std::string encoded;
+    for (unsigned char c : promql) {
+      if (std::isalnum(c)) {
+        encoded += static_cast<char>(c);
+      } else {
+        absl::StrAppend(&encoded, "%", absl::Hex(c, absl::kZeroPad2));
+      }
     }
-    const std::string config =
-        dir_.Write("prometheus.yml",
-                   absl::StrCat("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
-                                "scrape_configs:\n  - job_name: gloowatch\n    static_configs:\n"
-                                "      - targets: [",
-                                absl::StrJoin(targets, ", "), "]\n"));
-    prometheus_ = std::make_unique<Process>(
-        std::vector<std::string>{
-            kPrometheus, "--config.file=" + config, "--storage.tsdb.path=" + dir_.path() + "/tsdb",
-            absl::StrCat("--web.listen-address=127.0.0.1:", prom_port_), "--log.level=warn"},
-        dir_.path() + "/prometheus.log");
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          auto body = HttpGet(prom_port_, "/-/ready");
-          return body.ok() && absl::StrContains(*body, "Ready");
-        },
-        absl::Seconds(20)))
-        << "Prometheus not ready; log:\n"
-        << prometheus_->Log();
+    auto body = HttpGet(prom_port_, "/api/v1/query?query=" + encoded);
+    if (!body.ok()) return -1;
+    json reply = json::parse(*body, nullptr, false);
+    if (reply.is_discarded() || reply.value("status", "") != "success") return -1;
+    const json& result = reply["data"]["result"];
+    if (!result.is_array() || result.size() != 1) return -1;
+    return std::stod(result[0]["value"][1].get<std::string>());
   }
 
   void TearDown() override { prometheus_.reset(); }
@@ -229,6 +249,13 @@ TEST_F(PrometheusHealthTest, SamePictureAsTheDaemonsAndAKilledDaemonFails) {
             << absl::FormatDuration(absl::Now() - start) << "; one health call took "
             << absl::FormatDuration(daemons_took) << " (fan-out), "
             << absl::FormatDuration(prom_took) << " (Prometheus)\n";
+  // The start-up failures are in Prometheus (so the comparison above covered
+  // them), yet neither picture counts them.
+  const double startup_failures =
+      Scalar("sum(increase(gloowatch_peer_probe_failures_total{job=\"gloowatch\"}[1h]))");
+  EXPECT_GT(startup_failures, 0) << "the test did not produce start-up failures to ignore";
+  std::cout << "start-up failures in Prometheus (not counted by either picture): "
+            << startup_failures << "\n";
   EXPECT_EQ(prom["verdict"], "healthy");
   EXPECT_EQ(prom["source"], "prometheus");
   EXPECT_EQ(prom["source_url"], Url());

@@ -193,6 +193,32 @@ TEST(PrometheusSource, PeerUpZeroIsDownAfterAFailureElseConnecting) {
   EXPECT_THAT(c.links[0].problems, ::testing::Contains(HasSubstr("4 failures in window")));
 }
 
+TEST(PrometheusSource, FailuresBeforeThePeerWasFirstUpDoNotCount) {
+  PrometheusSnapshot s = Healthy();
+  // increase() sees refused connections on a->b and a->c; a->b was up
+  // since, and nothing failed after it came up; a->c failed once after.
+  s.failures_by_window[600] = json::array(
+      {Peer("gloowatch_peer_probe_failures_total", "a", "b", "5.2", {{"reason", "refused"}}),
+       Peer("gloowatch_peer_probe_failures_total", "a", "c", "4.9", {{"reason", "refused"}}),
+       Peer("gloowatch_peer_probe_failures_total", "a", "c", "1.1", {{"reason", "reset"}})});
+  s.failures_since_up_by_window[600] = json::array(
+      {Peer("gloowatch_peer_probe_failures_total", "a", "b", "0", {{"reason", "refused"}}),
+       Peer("gloowatch_peer_probe_failures_total", "a", "c", "0", {{"reason", "refused"}}),
+       Peer("gloowatch_peer_probe_failures_total", "a", "c", "1", {{"reason", "reset"}})});
+  auto nodes = NodesFromSnapshot(s, {});
+  ASSERT_TRUE(nodes.ok());
+  const v1::NodeStatus& a = *Find(*nodes, "a")->status;
+  EXPECT_EQ(a.peers(0).failures_in_window(), 0u);
+  EXPECT_EQ(a.peers(1).failures_in_window(), 1u);
+  EXPECT_THAT(a.peers(1).last_failure().message(), HasSubstr("reset 1"));
+  // Without the second answer (a server that refused the subquery), the
+  // plain increase() counts.
+  s.failures_since_up_by_window.clear();
+  nodes = NodesFromSnapshot(s, {});
+  ASSERT_TRUE(nodes.ok());
+  EXPECT_EQ(Find(*nodes, "a")->status->peers(0).failures_in_window(), 5u);
+}
+
 TEST(PrometheusSource, TargetDownIsUnreachableUnderItsNodeName) {
   PrometheusSnapshot s = Healthy();
   // c's scrape fails: up 0, its series are stale (gone from instant
@@ -357,6 +383,11 @@ TEST(PrometheusSource, QueriesCarryTheJobAndSelector) {
             "increase(gloowatch_peer_probe_failures_total{job=\"gw\\\"x\",cluster=\"eu1\"}[3600s])"
             " > 0");
   EXPECT_THAT(BuildInfoRecentQuery(o), HasSubstr("[600s]"));
+  const std::string since_up = FailuresSinceUpQuery(o, 3600, {"gpu.1", "gpu-2"});
+  EXPECT_THAT(since_up, HasSubstr("node=~\"gpu-2|gpu\\\\.1\""));
+  EXPECT_THAT(since_up, HasSubstr("[3600s:5s]"));
+  EXPECT_THAT(since_up, HasSubstr("gloowatch_peer_up{"));
+  EXPECT_THAT(FailuresSinceUpQuery(o, 36000, {}), HasSubstr("[36000s:50s]"));
 }
 
 TEST(PrometheusSource, UrlValidation) {
