@@ -99,9 +99,14 @@ int ClusterPicture::ExitCode() const {
   return verdict == Health::kHealthy ? 0 : verdict == Health::kDegraded ? 1 : 2;
 }
 
+bool ClusterPicture::Measured(size_t i, size_t j) const {
+  const std::string &x = nodes[i], &y = nodes[j];
+  return measured_.count(x < y ? std::make_pair(x, y) : std::make_pair(y, x)) > 0;
+}
+
 const v1::PeerStatus* ClusterPicture::View(size_t i, size_t j) const {
-  auto it = views.find(static_cast<uint64_t>(i) * nodes.size() + j);
-  return it == views.end() ? nullptr : it->second;
+  auto it = views_.find(static_cast<uint64_t>(i) * nodes.size() + j);
+  return it == views_.end() ? nullptr : it->second;
 }
 
 ClusterPicture BuildCluster(std::vector<FetchResult> fetched) {
@@ -147,7 +152,7 @@ ClusterPicture BuildCluster(std::vector<FetchResult> fetched) {
   for (const auto& n : c.node_reports) {
     if (!n.status) continue;
     const uint64_t row = index_of(n.name) * c.nodes.size();
-    for (const auto& p : n.status->peers()) c.views.emplace(row + index_of(p.name()), &p);
+    for (const auto& p : n.status->peers()) c.views_.emplace(row + index_of(p.name()), &p);
   }
 
   // Links from both ends.
@@ -169,6 +174,11 @@ ClusterPicture BuildCluster(std::vector<FetchResult> fetched) {
     auto reachable = [&](const std::string& name) {
       auto it = report_of.find(name);
       return it != report_of.end() && c.node_reports[it->second].reachable;
+    };
+    auto sampled = [&](const std::string& name) {
+      auto it = report_of.find(name);
+      return it != report_of.end() && c.node_reports[it->second].status != nullptr &&
+             c.node_reports[it->second].status->topology().mode() == "sampled";
     };
     if (l.ab && l.ba) {
       const bool up_ab = l.ab->state() == v1::PEER_STATE_UP,
@@ -193,16 +203,24 @@ ClusterPicture BuildCluster(std::vector<FetchResult> fetched) {
         }
       }
     } else {
-      // Only one end reports the link although the other end answered us.
+      // Only one end reports the link although the other end answered us:
+      // a config gap in a full mesh, normal in a sampled one.
       const std::string& silent = l.ab ? l.b : l.a;
       const std::string& other = l.ab ? l.a : l.b;
-      if (reachable(silent)) {
+      if (reachable(silent) && !sampled(silent)) {
         Worsen(l.health, Health::kDegraded);
         l.problems.push_back(
             absl::StrCat("one-sided: ", silent, " does not list ", other, " as a peer"));
       }
     }
+    c.measured_.insert(key);
+    if (l.ab && l.ba) ++c.coverage.measured_both_ways;
     c.links.push_back(l);
+  }
+  c.coverage.node_pairs = c.nodes.size() * (c.nodes.size() - (c.nodes.empty() ? 0 : 1)) / 2;
+  c.coverage.measured_pairs = c.measured_.size();
+  for (const auto& n : c.node_reports) {
+    if (n.status && n.status->topology().mode() == "sampled") c.coverage.sampled = true;
   }
   std::stable_sort(c.links.begin(), c.links.end(), [](const LinkReport& x, const LinkReport& y) {
     if (x.health != y.health) return x.health > y.health;

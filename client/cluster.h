@@ -4,8 +4,10 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "client/env_audit.h"  // Severity
@@ -51,6 +53,17 @@ struct TrainingReport {
   double threshold = 0;
 };
 
+// How much of the node-pair matrix is measured directly. In a full mesh every
+// daemon probes every peer; in a sampled mesh (NodeStatus.topology.mode
+// "sampled") each probes a bounded set, and pairs nobody probes are simply
+// not measured: not a failure.
+struct Coverage {
+  bool sampled = false;           // some daemon reports topology mode "sampled"
+  size_t node_pairs = 0;          // n(n-1)/2 over every node named
+  size_t measured_pairs = 0;      // pairs probed by at least one end
+  size_t measured_both_ways = 0;  // pairs probed by both ends
+};
+
 // Move-only: the reports point into `fetched`.
 struct ClusterPicture {
   ClusterPicture() = default;
@@ -64,15 +77,26 @@ struct ClusterPicture {
   std::vector<NodeReport> node_reports;
   std::vector<LinkReport> links;  // worst first
   std::vector<TrainingReport> training;
+  Coverage coverage;
+  // Where the statuses came from: "daemons" (GetStatus fan-out) or
+  // "prometheus" (with its URL).
+  std::string source = "daemons";
+  std::string source_url;
   Health verdict = Health::kHealthy;
   int ExitCode() const;  // 0 healthy, 1 degraded, 2 failed/unreachable
 
   // view(i, j): node i's PeerStatus for node j, or null.
   const v1::PeerStatus* View(size_t i, size_t j) const;
 
+  // Whether nodes i and j probe each other in at least one direction.
+  bool Measured(size_t i, size_t j) const;
+
+ private:
+  friend ClusterPicture BuildCluster(std::vector<FetchResult> fetched);
+  std::set<std::pair<std::string, std::string>> measured_;  // (a, b), a < b
   // i * nodes.size() + j -> View(i, j), built once: matrices ask for every
   // (i, j), and a scan of every report per cell is cubic in the nodes.
-  std::unordered_map<uint64_t, const v1::PeerStatus*> views;
+  std::unordered_map<uint64_t, const v1::PeerStatus*> views_;
 };
 
 ClusterPicture BuildCluster(std::vector<FetchResult> fetched);

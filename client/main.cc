@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -26,6 +27,7 @@
 #include "client/explain_log.h"
 #include "client/fetch.h"
 #include "client/flags.h"
+#include "client/prometheus_source.h"
 #include "client/render.h"
 #include "client/targets.h"
 #include "daemon/tls.h"
@@ -35,7 +37,22 @@ ABSL_FLAG(std::string, color, "auto", "Colour: auto (only on a TTY), always, nev
 ABSL_FLAG(std::string, daemons, "", "Comma-separated daemon gRPC addresses host:port.");
 ABSL_FLAG(std::string, config, "", "Daemon config YAML: ask the node and all its peers.");
 ABSL_FLAG(std::string, cluster, "", "Cluster YAML: nodes: [{name, grpc}].");
-ABSL_FLAG(absl::Duration, deadline, absl::Seconds(3), "Per-call gRPC deadline.");
+ABSL_FLAG(absl::Duration, deadline, absl::Seconds(3),
+          "Per-call deadline (gRPC, or each Prometheus query).");
+ABSL_FLAG(std::string, prometheus, "",
+          "health: read the cluster from this Prometheus server (http(s)://host:port[/prefix]) "
+          "instead of asking every daemon.");
+ABSL_FLAG(std::string, prometheus_job, "gloowatch",
+          "health --prometheus: scrape job of the daemons' /metrics.");
+ABSL_FLAG(std::string, prometheus_selector, "",
+          "health --prometheus: extra label matchers for every query, e.g. cluster=\"eu1\".");
+ABSL_FLAG(absl::Duration, prometheus_lookback, absl::Minutes(10),
+          "health --prometheus: list nodes whose series stopped within this long as unreachable.");
+ABSL_FLAG(std::string, prometheus_bearer_token_file, "",
+          "health --prometheus: file holding a bearer token to send.");
+ABSL_FLAG(std::vector<std::string>, prometheus_header, {},
+          "health --prometheus: extra HTTP header 'Name: value' (repeatable), e.g. "
+          "X-Scope-OrgID for Mimir.");
 ABSL_FLAG(std::string, tls_ca, "", "CA bundle (PEM) that signed the daemons' certificates.");
 ABSL_FLAG(std::string, tls_cert, "", "Client certificate (PEM) for daemons that run mutual TLS.");
 ABSL_FLAG(std::string, tls_key, "", "Private key (PEM) of --tls_cert.");
@@ -69,6 +86,7 @@ constexpr char kUsage[] =
     "usage: gloowatch COMMAND [flags]\n"
     "commands:\n"
     "  health       cluster health from every daemon (--daemons | --config | --cluster)\n"
+    "               or from Prometheus (--prometheus URL)\n"
     "  diagnose     connectivity/environment checks (--report-path FILE)\n"
     "  explain-log  explain Gloo/PyTorch failures in a log (FILE or -)\n"
     "  report-step  send one training-step report to a daemon\n"
@@ -187,15 +205,86 @@ int RunDiagnoseCommand(const std::vector<std::string>& args) {
   return report.ExitCode();
 }
 
+// --prometheus and its companions; exit code in *exit on error.
+std::optional<PrometheusOptions> PrometheusFlags(absl::Duration deadline, int* exit) {
+  PrometheusOptions o;
+  o.url = absl::GetFlag(FLAGS_prometheus);
+  o.job = absl::GetFlag(FLAGS_prometheus_job);
+  o.selector = absl::GetFlag(FLAGS_prometheus_selector);
+  o.lookback = absl::GetFlag(FLAGS_prometheus_lookback);
+  o.http.timeout = deadline;
+  o.http.ca_file = absl::GetFlag(FLAGS_tls_ca);
+  o.http.cert_file = absl::GetFlag(FLAGS_tls_cert);
+  o.http.key_file = absl::GetFlag(FLAGS_tls_key);
+  o.http.headers = absl::GetFlag(FLAGS_prometheus_header);
+  if (!absl::GetFlag(FLAGS_daemons).empty() || !absl::GetFlag(FLAGS_config).empty() ||
+      !absl::GetFlag(FLAGS_cluster).empty()) {
+    *exit = Usage("give either --prometheus or one of --daemons, --config, --cluster");
+    return std::nullopt;
+  }
+  if (absl::Status s = ValidateHttpUrl(o.url); !s.ok()) {
+    *exit = Usage(absl::StrCat("--prometheus: ", s.message()));
+    return std::nullopt;
+  }
+  if (o.job.empty()) {
+    *exit = Usage("--prometheus_job must not be empty");
+    return std::nullopt;
+  }
+  if (o.lookback < absl::Seconds(1) || o.lookback > absl::Hours(24 * 7)) {
+    *exit = Usage("--prometheus_lookback must be in [1s, 7d]");
+    return std::nullopt;
+  }
+  if (o.http.cert_file.empty() != o.http.key_file.empty()) {
+    *exit = Usage("give both --tls_cert and --tls_key, or neither");
+    return std::nullopt;
+  }
+  for (const std::string& h : o.http.headers) {
+    if (h.find(':') == std::string::npos || h.find_first_of("\r\n") != std::string::npos) {
+      *exit = Usage(absl::StrCat("--prometheus_header '", h, "' is not 'Name: value'"));
+      return std::nullopt;
+    }
+  }
+  for (const std::string& f : {o.http.ca_file, o.http.cert_file, o.http.key_file}) {
+    if (!f.empty() && access(f.c_str(), R_OK) != 0) {
+      std::cerr << "gloowatch: cannot read '" << f << "': " << std::strerror(errno) << "\n";
+      *exit = kExitNoInput;
+      return std::nullopt;
+    }
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_prometheus_bearer_token_file); !path.empty()) {
+    std::ifstream in(path);
+    if (!in) {
+      std::cerr << "gloowatch: cannot read --prometheus_bearer_token_file '" << path
+                << "': " << std::strerror(errno) << "\n";
+      *exit = kExitNoInput;
+      return std::nullopt;
+    }
+    std::getline(in, o.http.bearer_token);
+    while (!o.http.bearer_token.empty() &&
+           std::isspace(static_cast<unsigned char>(o.http.bearer_token.back()))) {
+      o.http.bearer_token.pop_back();
+    }
+  }
+  return o;
+}
+
 int RunHealth(const std::vector<std::string>& args) {
   if (!args.empty()) return Usage(absl::StrCat("health takes no arguments, got '", args[0], "'"));
-  auto targets = DaemonTargets(true);
-  if (!targets.ok()) return InputError(targets.status());
   const absl::Duration deadline = absl::GetFlag(FLAGS_deadline);
   if (deadline <= absl::ZeroDuration() || deadline > absl::Minutes(10)) {
     return Usage("--deadline must be in (0, 10m]");
   }
-  auto credentials = Credentials();
+  std::optional<PrometheusOptions> prometheus;
+  if (!absl::GetFlag(FLAGS_prometheus).empty()) {
+    int exit = kExitUsage;
+    prometheus = PrometheusFlags(deadline, &exit);
+    if (!prometheus) return exit;
+  }
+  absl::StatusOr<std::vector<DaemonTarget>> targets = std::vector<DaemonTarget>{};
+  if (!prometheus) targets = DaemonTargets(true);
+  if (!targets.ok()) return InputError(targets.status());
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = nullptr;
+  if (!prometheus) credentials = Credentials();
   if (!credentials.ok()) return InputError(credentials.status());
   const double watch = absl::GetFlag(FLAGS_watch);
   if (watch < 0 || std::isnan(watch)) return Usage("--watch must be >= 0 seconds");
@@ -204,7 +293,22 @@ int RunHealth(const std::vector<std::string>& args) {
   int code = kExitOk;
   for (int round = 0;; ++round) {
     const absl::Time start = absl::Now();
-    ClusterPicture c = BuildCluster(FetchAll(*targets, deadline, *credentials));
+    std::vector<FetchResult> fetched;
+    if (prometheus) {
+      auto nodes = FetchFromPrometheus(*prometheus);
+      if (!nodes.ok()) {
+        std::cerr << "gloowatch health: " << nodes.status().message() << "\n";
+        return absl::IsInvalidArgument(nodes.status()) ? kExitUsage : kExitUnavailable;
+      }
+      fetched = *std::move(nodes);
+    } else {
+      fetched = FetchAll(*targets, deadline, *credentials);
+    }
+    ClusterPicture c = BuildCluster(std::move(fetched));
+    if (prometheus) {
+      c.source = "prometheus";
+      c.source_url = prometheus->url;
+    }
     code = c.ExitCode();
     if (absl::GetFlag(FLAGS_json)) {
       std::cout << HealthToJson(c).dump(watch > 0 ? -1 : 2) << std::endl;  // NDJSON when watching
@@ -254,7 +358,7 @@ int Main(int argc, char** argv) {
     std::cout << kUsage;
     return kExitOk;
   }
-  auto args = ParseFlags(argc, argv, 2, {"target"});
+  auto args = ParseFlags(argc, argv, 2, {"target", "prometheus_header"});
   if (!args.ok()) return Usage(std::string(args.status().message()));
   if (command == "explain-log") return RunExplainLog(*args);
   if (command == "diagnose") return RunDiagnoseCommand(*args);

@@ -82,6 +82,7 @@ nlohmann::json ViewJson(const v1::PeerStatus* p) {
   j["clock_error_ms"] = p->clock().has_error_seconds()
                             ? nlohmann::json(p->clock().error_seconds() * 1e3)
                             : nlohmann::json(nullptr);
+  j["selection"] = p->selection().empty() ? "unknown" : p->selection();
   j["failures_in_window"] = p->failures_in_window();
   j["last_failure"] = p->last_failure().message();
   return j;
@@ -91,9 +92,16 @@ nlohmann::json ViewJson(const v1::PeerStatus* p) {
 
 std::string RenderHealthText(const ClusterPicture& c, bool color) {
   std::string out;
-  absl::StrAppend(&out, "cluster: ", Paint(HealthName(c.verdict), c.verdict, color), " (",
-                  c.node_reports.size(), " daemons asked, ", c.nodes.size(), " nodes, ",
-                  c.links.size(), " links)\n\n");
+  const std::string asked = c.source == "prometheus"
+                                ? absl::StrCat("from Prometheus ", c.source_url)
+                                : absl::StrCat(c.node_reports.size(), " daemons asked");
+  absl::StrAppend(&out, "cluster: ", Paint(HealthName(c.verdict), c.verdict, color), " (", asked,
+                  ", ", c.nodes.size(), " nodes, ", c.links.size(), " links)\n");
+  absl::StrAppend(
+      &out, "coverage: ", c.coverage.measured_pairs, " of ", c.coverage.node_pairs,
+      " node pairs measured directly",
+      c.coverage.sampled ? " (sampled mesh; ~ = not probed by either node, not a failure)" : "",
+      "\n\n");
   // Nodes.
   size_t w = 4;
   for (const auto& n : c.nodes) w = std::max(w, n.size());
@@ -120,7 +128,7 @@ std::string RenderHealthText(const ClusterPicture& c, bool color) {
     for (size_t i = 0; i < c.nodes.size(); ++i) {
       absl::StrAppend(&out, Cell(c.nodes[i], w, true));
       for (size_t j = 0; j < c.nodes.size(); ++j) {
-        std::string v = i == j ? "-" : ".";
+        std::string v = i == j ? "-" : c.coverage.sampled && !c.Measured(i, j) ? "~" : ".";
         if (const v1::PeerStatus* p = c.View(i, j)) {
           if (auto x = m.get(*p)) {
             const bool mb = std::string(m.json_key).find("bytes") != std::string::npos;
@@ -175,7 +183,22 @@ nlohmann::json HealthToJson(const ClusterPicture& c) {
   j["generated_at"] = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
   j["verdict"] = HealthName(c.verdict);
   j["exit_code"] = c.ExitCode();
+  j["source"] = c.source;
+  if (!c.source_url.empty()) j["source_url"] = c.source_url;
   j["node_names"] = c.nodes;
+  j["coverage"] = {{"mode", c.coverage.sampled ? "sampled" : "full_mesh"},
+                   {"node_pairs", c.coverage.node_pairs},
+                   {"measured_pairs", c.coverage.measured_pairs},
+                   {"measured_both_ways", c.coverage.measured_both_ways},
+                   {"not_measured_pairs", c.coverage.node_pairs - c.coverage.measured_pairs}};
+  // Which pairs: links[] lists every measured pair, this every other one.
+  nlohmann::json not_measured = nlohmann::json::array();
+  for (size_t a = 0; a < c.nodes.size(); ++a) {
+    for (size_t b = a + 1; b < c.nodes.size(); ++b) {
+      if (!c.Measured(a, b)) not_measured.push_back({c.nodes[a], c.nodes[b]});
+    }
+  }
+  j["coverage"]["not_measured"] = std::move(not_measured);
   j["nodes"] = nlohmann::json::array();
   for (const auto& n : c.node_reports) {
     nlohmann::json x = {
@@ -214,6 +237,8 @@ nlohmann::json HealthToJson(const ClusterPicture& c) {
     j["links"].push_back({{"a", l.a},
                           {"b", l.b},
                           {"status", HealthName(l.health)},
+                          {"measured", true},
+                          {"measured_both_ways", l.ab != nullptr && l.ba != nullptr},
                           {"problems", l.problems},
                           {"a_to_b", ViewJson(l.ab)},
                           {"b_to_a", ViewJson(l.ba)}});

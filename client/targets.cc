@@ -46,6 +46,7 @@ absl::StatusOr<DaemonTarget> TargetFrom(const YAML::Node& n, const std::string& 
 }  // namespace
 
 std::string Endpoint::ToString() const {
+  if (port == 0) return host;  // an address without a port (e.g. a Prometheus instance label)
   return host.find(':') != std::string::npos ? absl::StrCat("[", host, "]:", port)
                                              : absl::StrCat(host, ":", port);
 }

@@ -11,8 +11,8 @@
 namespace gloowatch::client {
 
 struct Endpoint {
-  std::string host;  // without IPv6 brackets
-  uint16_t port = 0;
+  std::string host;              // without IPv6 brackets
+  uint16_t port = 0;             // 0: none (ToString gives the host alone)
   std::string ToString() const;  // "host:port" / "[v6]:port"
 };
 

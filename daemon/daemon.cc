@@ -48,6 +48,18 @@ absl::StatusOr<std::shared_ptr<gloo::transport::Device>> CreateGlooDevice(
   }
 }
 
+// The thresholds as exported on /metrics (gloowatch_threshold_*), so a client
+// that reads Prometheus judges links as GetStatus readers do.
+v1::Thresholds ThresholdsProto(const Thresholds& t) {
+  v1::Thresholds p;
+  p.set_latency_seconds(absl::ToDoubleSeconds(t.latency));
+  p.set_bandwidth_link_ratio(t.bandwidth_link_ratio);
+  p.set_clock_offset_seconds(absl::ToDoubleSeconds(t.clock_offset));
+  p.set_failure_window_seconds(absl::ToDoubleSeconds(t.failure_window));
+  p.set_communication_share(t.communication_share);
+  return p;
+}
+
 }  // namespace
 
 std::string GlooVersionString() {
@@ -89,6 +101,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
   d->metrics_ = std::make_unique<Metrics>(
       Metrics::Identity{c.node, GLOOWATCH_VERSION, GlooVersionString(), d->endpoint_.interface,
                         d->endpoint_.link_speed_bytes_per_second});
+  d->metrics_->SetThresholds(ThresholdsProto(c.thresholds));
   if (absl::Status s = d->metrics_->Serve(c.metrics_listen.ToString()); !s.ok()) return s;
 
   // Every configured peer may open pairs to us; we probe the ones the
@@ -236,6 +249,7 @@ absl::Status Daemon::Reload(Config next) {
                        " needs a restart; keeping the running config"));
     }
     config_ = next;
+    metrics_->SetThresholds(ThresholdsProto(next.thresholds));
     for (const PeerConfig& peer : next.peers) names.insert(peer.name);
     topology_ = std::make_unique<Topology>(Topology::FromConfig(next));
     probe_peers = Select(CurrentEpoch());

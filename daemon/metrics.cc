@@ -111,6 +111,28 @@ Metrics::Metrics(Identity identity)
                          .Name("gloowatch_training_steps_total")
                          .Help("Number of reported training steps")
                          .Register(r);
+  auto threshold = [&](const char* name, const char* help) {
+    return &BuildGauge().Name(name).Help(help).Register(r).Add({{"node", identity_.node}});
+  };
+  threshold_latency_ = threshold("gloowatch_threshold_latency_seconds",
+                                 "Latency p50 at or above which a link is degraded");
+  threshold_link_ratio_ = threshold("gloowatch_threshold_bandwidth_link_ratio",
+                                    "Link ratio below which a link is degraded");
+  threshold_clock_offset_ = threshold("gloowatch_threshold_clock_offset_seconds",
+                                      "Absolute clock offset at or above which a link is degraded");
+  threshold_failure_window_ = threshold("gloowatch_threshold_failure_window_seconds",
+                                        "Window in which any probe failure degrades a link");
+  threshold_communication_share_ =
+      threshold("gloowatch_threshold_communication_share",
+                "Communication share of step time above which a training job is degraded");
+}
+
+void Metrics::SetThresholds(const v1::Thresholds& t) {
+  threshold_latency_->Set(t.latency_seconds());
+  threshold_link_ratio_->Set(t.bandwidth_link_ratio());
+  threshold_clock_offset_->Set(t.clock_offset_seconds());
+  threshold_failure_window_->Set(t.failure_window_seconds());
+  threshold_communication_share_->Set(t.communication_share());
 }
 
 Metrics::~Metrics() = default;

@@ -94,6 +94,9 @@ class Metrics {
   void RemoveTrainingSeries(const std::string& job, int rank);
   void CountTransportRestart() { transport_restarts_->Increment(); }
   void CountBandwidthTransferTime(double seconds) { bandwidth_transfer_->Increment(seconds); }
+  // gloowatch_threshold_*: the thresholds the verdict uses (set at start and
+  // on every reload).
+  void SetThresholds(const v1::Thresholds& t);
   const Identity& identity() const { return identity_; }
 
  private:
@@ -116,6 +119,11 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* training_steps_;
   prometheus::Counter* transport_restarts_;
   prometheus::Counter* bandwidth_transfer_;
+  prometheus::Gauge* threshold_latency_;
+  prometheus::Gauge* threshold_link_ratio_;
+  prometheus::Gauge* threshold_clock_offset_;
+  prometheus::Gauge* threshold_failure_window_;
+  prometheus::Gauge* threshold_communication_share_;
 };
 
 }  // namespace gloowatch

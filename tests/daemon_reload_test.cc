@@ -58,10 +58,16 @@ TEST_F(DaemonReloadTest, PeersAndSchedulesChangeWithoutDroppingHealthyPairs) {
   const v1::NodeStatus before = StatusA();
   const std::string b_up_since = FindPeer(before, "node-b")->up_since().ShortDebugString();
   const uint64_t b_failures = FindPeer(before, "node-b")->probes_failed();
+  auto metrics_before = HttpGet(cluster_.node(0).metrics_port, "/metrics");
+  ASSERT_TRUE(metrics_before.ok());
+  EXPECT_EQ(FindMetric(ParseMetrics(*metrics_before), "gloowatch_threshold_latency_seconds",
+                       {{"node", "node-a"}}),
+            0.002);
 
   // Drop node-c, add node-d, probe latency faster.
   std::string faster = FastLoopbackYaml();
   faster.replace(faster.find("latency_interval: 500ms"), 23, "latency_interval: 100ms");
+  faster += "thresholds:\n  latency: 5ms\n";
   WriteConfigA({1, 3}, faster);
   cluster_.process(0)->Signal(SIGHUP);
   ASSERT_TRUE(WaitFor(
@@ -80,6 +86,10 @@ TEST_F(DaemonReloadTest, PeersAndSchedulesChangeWithoutDroppingHealthyPairs) {
   auto body = HttpGet(cluster_.node(0).metrics_port, "/metrics");
   ASSERT_TRUE(body.ok());
   EXPECT_EQ(body->find("peer=\"node-c\""), std::string::npos);
+  // The exported thresholds follow the reload (health --prometheus judges by them).
+  EXPECT_EQ(
+      FindMetric(ParseMetrics(*body), "gloowatch_threshold_latency_seconds", {{"node", "node-a"}}),
+      0.005);
   // 100 ms instead of 500 ms: at least 3x the latency probes over 3 s.
   const double start = LatencyProbes(cluster_.node(0).metrics_port, "node-b");
   absl::SleepFor(absl::Seconds(3));

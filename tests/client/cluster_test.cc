@@ -192,5 +192,105 @@ TEST(Cluster, DefaultThresholdsWhenUnset) {
   EXPECT_DOUBLE_EQ(t.clock_offset_seconds, 0.1);
 }
 
+// --- sampled meshes: coverage, and what is (not) a problem ------------------
+
+void Sampled(FetchResult& n, uint32_t cluster_nodes, uint32_t probed) {
+  auto* t = n.status->mutable_topology();
+  t->set_mode("sampled");
+  t->set_cluster_nodes(cluster_nodes);
+  t->set_probed_peers(probed);
+}
+
+// a..d each probing its ring successor: a-b, b-c, c-d, d-a measured one way;
+// a-c and b-d by nobody.
+std::vector<FetchResult> Ring() {
+  std::vector<FetchResult> n = {Node("a", 1), Node("b", 2), Node("c", 3), Node("d", 4)};
+  for (size_t i = 0; i < n.size(); ++i) {
+    Sampled(n[i], 4, 1);
+    Peer(n[i], std::string(1, static_cast<char>('a' + (i + 1) % 4)), 0.0003, 0.9, 0.0)
+        ->set_selection("ring");
+  }
+  return n;
+}
+
+TEST(Cluster, SampledMeshUnprobedPairsAreNotMeasuredAndNotAProblem) {
+  ClusterPicture p = BuildCluster(Ring());
+  EXPECT_EQ(p.verdict, Health::kHealthy);  // no "one-sided", no missing-pair penalty
+  EXPECT_TRUE(p.coverage.sampled);
+  EXPECT_EQ(p.coverage.node_pairs, 6u);
+  EXPECT_EQ(p.coverage.measured_pairs, 4u);
+  EXPECT_EQ(p.coverage.measured_both_ways, 0u);
+  EXPECT_TRUE(p.Measured(0, 1));
+  EXPECT_TRUE(p.Measured(1, 0));
+  EXPECT_FALSE(p.Measured(0, 2));
+  for (const auto& l : p.links) EXPECT_TRUE(l.problems.empty()) << l.a << "-" << l.b;
+
+  const std::string text = RenderHealthText(p, false);
+  EXPECT_THAT(text, HasSubstr("coverage: 4 of 6 node pairs measured directly (sampled mesh; ~ = "
+                              "not probed by either node, not a failure)"));
+  // Latency matrix row a: "-" self, b measured, c not measured by anyone,
+  // d measured by d (a has no view: ".").
+  EXPECT_THAT(text, ::testing::ContainsRegex("\na +- +0\\.300 +~ +\\.\n"));
+
+  nlohmann::json j = HealthToJson(p);
+  EXPECT_EQ(j["coverage"]["mode"], "sampled");
+  EXPECT_EQ(j["coverage"]["node_pairs"], 6);
+  EXPECT_EQ(j["coverage"]["measured_pairs"], 4);
+  EXPECT_EQ(j["coverage"]["not_measured_pairs"], 2);
+  EXPECT_EQ(j["coverage"]["not_measured"], nlohmann::json::parse(R"([["a","c"],["b","d"]])"));
+  ASSERT_EQ(j["links"].size(), 4u);
+  for (const auto& l : j["links"]) {
+    EXPECT_EQ(l["measured"], true);
+    EXPECT_EQ(l["measured_both_ways"], false);
+    const auto& view = l["a_to_b"].is_null() ? l["b_to_a"] : l["a_to_b"];
+    EXPECT_EQ(view["selection"], "ring") << l.dump();
+  }
+  EXPECT_TRUE(j["matrices"]["latency_p50_ms"][0][2].is_null());
+}
+
+TEST(Cluster, SampledMeshStillReportsRealFailures) {
+  std::vector<FetchResult> n = Ring();
+  n[1].status->mutable_peers(0)->set_state(v1::PEER_STATE_DOWN);  // b->c
+  n[3] = Unreachable("d");
+  ClusterPicture p = BuildCluster(std::move(n));
+  EXPECT_EQ(p.verdict, Health::kFailed);
+  EXPECT_EQ(p.links[0].health, Health::kFailed);
+  EXPECT_EQ(p.links[0].a, "b");
+  EXPECT_EQ(p.links[0].b, "c");
+}
+
+TEST(Cluster, FullMeshKeepsOneSidedAndMissingPairBehaviour) {
+  // a lists b and c; b lists a; c lists a (no topology: an older daemon,
+  // read as a full mesh). b-c: nobody; a-c and a-b fine.
+  FetchResult a = Node("a", 1), b = Node("b", 2), c = Node("c", 3);
+  Peer(a, "b", 0.0003, 0.9, 0.0)->set_selection("mesh");
+  Peer(b, "a", 0.0003, 0.9, 0.0)->set_selection("mesh");
+  Peer(a, "c", 0.0003, 0.9, 0.0);
+  Peer(c, "a", 0.0003, 0.9, 0.0);
+  ClusterPicture p = BuildCluster({a, b, c});
+  EXPECT_EQ(p.verdict, Health::kHealthy);  // a pair no one lists is no link (as before)
+  EXPECT_FALSE(p.coverage.sampled);
+  EXPECT_EQ(p.coverage.measured_pairs, 2u);
+  EXPECT_EQ(p.coverage.measured_both_ways, 2u);
+  const std::string text = RenderHealthText(p, false);
+  EXPECT_THAT(text, HasSubstr("coverage: 2 of 3 node pairs measured directly\n"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("~")));
+  nlohmann::json j = HealthToJson(p);
+  EXPECT_EQ(j["coverage"]["mode"], "full_mesh");
+  EXPECT_EQ(j["links"][0]["measured_both_ways"], true);
+  EXPECT_EQ(j["links"][0]["a_to_b"]["selection"], "mesh");
+  EXPECT_EQ(j["links"][1]["a_to_b"]["selection"], "unknown");
+
+  // One end only, in a full mesh: a config gap, degraded as before.
+  FetchResult a2 = Node("a", 1), b2 = Node("b", 2);
+  Peer(a2, "b", 0.0003, 0.9, 0.0);
+  ClusterPicture q = BuildCluster({a2, b2});
+  EXPECT_EQ(q.verdict, Health::kDegraded);
+  EXPECT_THAT(q.links[0].problems, Contains("one-sided: b does not list a as a peer"));
+  // The same with b sampling: normal.
+  Sampled(b2, 2, 0);
+  EXPECT_EQ(BuildCluster({a2, b2}).verdict, Health::kHealthy);
+}
+
 }  // namespace
 }  // namespace gloowatch::client

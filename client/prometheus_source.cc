@@ -1,0 +1,583 @@
+#include "client/prometheus_source.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace gloowatch::client {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kDefaultFailureWindowSeconds = 3600;  // thresholds.failure_window default
+// Nodes answer GetStatus with a 5-minute share window; the same here.
+constexpr char kTrainingShareRange[] = "5m";
+
+struct Sample {
+  std::map<std::string, std::string> labels;
+  double value = 0;
+  std::string Label(const std::string& key) const {
+    auto it = labels.find(key);
+    return it == labels.end() ? "" : it->second;
+  }
+};
+
+// "data.result" of an instant vector query -> samples.
+absl::StatusOr<std::vector<Sample>> Samples(const json& result, const char* what) {
+  if (result.is_null()) return std::vector<Sample>{};
+  if (!result.is_array()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": result is not a vector"));
+  }
+  std::vector<Sample> out;
+  out.reserve(result.size());
+  for (const json& r : result) {
+    if (!r.is_object() || !r.contains("metric") || !r["metric"].is_object() ||
+        !r.contains("value") || !r["value"].is_array() || r["value"].size() != 2 ||
+        !r["value"][1].is_string()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": unexpected element ", r.dump().substr(0, 200)));
+    }
+    Sample s;
+    for (const auto& [k, v] : r["metric"].items()) {
+      if (v.is_string()) s.labels[k] = v.get<std::string>();
+    }
+    const std::string text = r["value"][1].get<std::string>();
+    char* end = nullptr;
+    s.value = std::strtod(text.c_str(), &end);
+    if (end == text.c_str()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": value '", text, "' is not a number"));
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::string EscapeLabelValue(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string WindowText(int64_t seconds) { return absl::FormatDuration(absl::Seconds(seconds)); }
+
+// Accumulates one peer's series.
+struct PeerSeries {
+  std::optional<double> up, p50, p99, tx, rx, offset, offset_error;
+  std::optional<double> ratio_tx, ratio_rx;
+  std::map<std::string, double> failures_total;  // reason -> counter
+  double probes_total = 0;
+};
+
+struct NodeSeries {
+  std::map<std::string, PeerSeries> peers;
+  v1::Thresholds thresholds;
+  std::string interface;
+  std::optional<double> link_speed;
+  // (job, rank) -> totals
+  std::map<std::pair<std::string, int>, v1::TrainingJobStatus> training;
+};
+
+void SetThreshold(v1::Thresholds& t, const std::string& name, double v) {
+  if (name == "gloowatch_threshold_latency_seconds") t.set_latency_seconds(v);
+  if (name == "gloowatch_threshold_bandwidth_link_ratio") t.set_bandwidth_link_ratio(v);
+  if (name == "gloowatch_threshold_clock_offset_seconds") t.set_clock_offset_seconds(v);
+  if (name == "gloowatch_threshold_failure_window_seconds") t.set_failure_window_seconds(v);
+  if (name == "gloowatch_threshold_communication_share") t.set_communication_share(v);
+}
+
+int64_t WindowOf(const v1::Thresholds& t) {
+  return t.failure_window_seconds() > 0 ? std::llround(t.failure_window_seconds())
+                                        : kDefaultFailureWindowSeconds;
+}
+
+void AddSeries(const Sample& s, NodeSeries& n) {
+  const std::string name = s.Label("__name__");
+  if (std::isnan(s.value)) return;
+  if (absl::StartsWith(name, "gloowatch_threshold_")) {
+    SetThreshold(n.thresholds, name, s.value);
+    return;
+  }
+  if (name == "gloowatch_link_speed_bytes_per_second") {
+    n.interface = s.Label("interface");
+    n.link_speed = s.value;
+    return;
+  }
+  if (absl::StartsWith(name, "gloowatch_training_")) {
+    int rank = 0;
+    if (!absl::SimpleAtoi(s.Label("rank"), &rank)) return;
+    // The daemon's `job` label collides with the scrape job's.
+    const std::string job =
+        s.labels.count("exported_job") ? s.Label("exported_job") : s.Label("job");
+    v1::TrainingJobStatus& j = n.training[{job, rank}];
+    j.set_job(job);
+    j.set_rank(rank);
+    if (name == "gloowatch_training_steps_total") j.set_steps(static_cast<uint64_t>(s.value));
+    if (name == "gloowatch_training_step_seconds_total") j.set_step_seconds_total(s.value);
+    if (name == "gloowatch_training_communication_seconds_total")
+      j.set_communication_seconds_total(s.value);
+    return;
+  }
+  const std::string peer = s.Label("peer");
+  if (peer.empty()) return;
+  PeerSeries& p = n.peers[peer];
+  const bool tx = s.Label("direction") == "tx";
+  if (name == "gloowatch_peer_up") p.up = s.value;
+  if (name == "gloowatch_peer_rtt_p50_seconds") p.p50 = s.value;
+  if (name == "gloowatch_peer_rtt_p99_seconds") p.p99 = s.value;
+  if (name == "gloowatch_peer_bandwidth_bytes_per_second") (tx ? p.tx : p.rx) = s.value;
+  if (name == "gloowatch_peer_bandwidth_link_ratio") (tx ? p.ratio_tx : p.ratio_rx) = s.value;
+  if (name == "gloowatch_peer_clock_offset_seconds") p.offset = s.value;
+  if (name == "gloowatch_peer_clock_offset_error_seconds") p.offset_error = s.value;
+  if (name == "gloowatch_peer_probe_failures_total") p.failures_total[s.Label("reason")] = s.value;
+  if (name == "gloowatch_peer_probes_total") p.probes_total += s.value;
+}
+
+// The same figures GetStatus gives. What Prometheus cannot tell: the last
+// failure's text (the reasons counted in the window stand in for it), the
+// Gloo address, up_since.
+v1::PeerStatus ToPeerStatus(const std::string& name, const PeerSeries& p,
+                            const std::map<std::string, uint64_t>& in_window,
+                            int64_t window_seconds) {
+  v1::PeerStatus s;
+  s.set_name(name);
+  uint64_t failed = 0;
+  for (const auto& [reason, total] : p.failures_total) {
+    const auto n = static_cast<uint64_t>(std::max(0.0, total));
+    (*s.mutable_failures_by_reason())[reason] = n;
+    failed += n;
+  }
+  s.set_probes_failed(failed);
+  s.set_probes_ok(static_cast<uint64_t>(std::max(0.0, p.probes_total)));
+  // gloowatch_peer_up is 0 both before the first connection and after a
+  // failure; the daemon's state is DOWN exactly when a failure came last,
+  // CONNECTING when there has been none.
+  if (p.up && *p.up >= 1) {
+    s.set_state(v1::PEER_STATE_UP);
+  } else if (failed > 0) {
+    s.set_state(v1::PEER_STATE_DOWN);
+  } else {
+    s.set_state(v1::PEER_STATE_CONNECTING);
+  }
+  if (p.p50) s.mutable_latency()->set_p50_seconds(*p.p50);
+  if (p.p99) s.mutable_latency()->set_p99_seconds(*p.p99);
+  if (p.tx) s.mutable_bandwidth()->set_tx_bytes_per_second(*p.tx);
+  if (p.rx) s.mutable_bandwidth()->set_rx_bytes_per_second(*p.rx);
+  if (p.ratio_tx || p.ratio_rx) {
+    s.mutable_bandwidth()->set_link_ratio(
+        std::min(p.ratio_tx.value_or(HUGE_VAL), p.ratio_rx.value_or(HUGE_VAL)));
+  }
+  if (p.offset) s.mutable_clock()->set_offset_seconds(*p.offset);
+  if (p.offset_error) s.mutable_clock()->set_error_seconds(*p.offset_error);
+  uint64_t window_total = 0;
+  std::vector<std::string> parts;
+  std::string worst;
+  uint64_t worst_n = 0;
+  for (const auto& [reason, n] : in_window) {
+    window_total += n;
+    parts.push_back(absl::StrCat(reason, " ", n));
+    if (n > worst_n) worst = reason, worst_n = n;
+  }
+  s.set_failures_in_window(window_total);
+  if (window_total > 0) {
+    s.mutable_last_failure()->set_message(absl::StrCat(
+        "failures in the last ", WindowText(window_seconds), ": ", absl::StrJoin(parts, ", ")));
+    const v1::FailureReason kReasons[] = {
+        v1::FAILURE_REASON_REFUSED,  v1::FAILURE_REASON_UNREACHABLE,
+        v1::FAILURE_REASON_TIMEOUT,  v1::FAILURE_REASON_RESET,
+        v1::FAILURE_REASON_PROTOCOL, v1::FAILURE_REASON_WRONG_INTERFACE,
+        v1::FAILURE_REASON_OTHER};
+    for (v1::FailureReason r : kReasons) {
+      std::string lower = v1::FailureReason_Name(r).substr(strlen("FAILURE_REASON_"));
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (lower == worst) s.mutable_last_failure()->set_reason(r);
+    }
+  }
+  return s;
+}
+
+struct Target {
+  std::string instance;
+  std::string node;  // from gloowatch_build_info, else the target's `node` label
+  std::optional<double> up;
+  bool current = false;  // gloowatch_build_info has a sample now
+  bool recent = false;   // ... within the lookback
+  std::string version, gloo_version;
+};
+
+}  // namespace
+
+std::string SeriesSelector(const PrometheusOptions& o) {
+  std::string s = absl::StrCat("job=\"", EscapeLabelValue(o.job), "\"");
+  if (!o.selector.empty()) absl::StrAppend(&s, ",", o.selector);
+  return s;
+}
+
+std::string UpQuery(const PrometheusOptions& o) {
+  return absl::StrCat("up{", SeriesSelector(o), "}");
+}
+std::string BuildInfoQuery(const PrometheusOptions& o) {
+  return absl::StrCat("gloowatch_build_info{", SeriesSelector(o), "}");
+}
+std::string BuildInfoRecentQuery(const PrometheusOptions& o) {
+  return absl::StrCat("last_over_time(gloowatch_build_info{", SeriesSelector(o), "}[",
+                      absl::ToInt64Seconds(o.lookback), "s])");
+}
+std::string SeriesQuery(const PrometheusOptions& o) {
+  return absl::StrCat(
+      "{__name__=~\"gloowatch_(peer_up|peer_rtt_p50_seconds|peer_rtt_p99_seconds|"
+      "peer_bandwidth_bytes_per_second|peer_bandwidth_link_ratio|peer_clock_offset_seconds|"
+      "peer_clock_offset_error_seconds|peer_probe_failures_total|peer_probes_total|"
+      "link_speed_bytes_per_second|threshold_.+|training_.+_total)\",",
+      SeriesSelector(o), "}");
+}
+std::string FailuresQuery(const PrometheusOptions& o, int64_t window_seconds) {
+  return absl::StrCat("increase(gloowatch_peer_probe_failures_total{", SeriesSelector(o), "}[",
+                      window_seconds, "s]) > 0");
+}
+std::string FailuresSinceUpQuery(const PrometheusOptions& o, int64_t window_seconds,
+                                 const std::set<std::string>& nodes) {
+  std::string sel = SeriesSelector(o);
+  if (!nodes.empty()) {
+    std::vector<std::string> escaped;
+    for (const std::string& n : nodes) {
+      std::string e;
+      for (char c : n) {
+        // A regex escape, itself escaped for the PromQL string.
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') e += "\\\\";
+        if (c == '"') e += '\\';
+        e += c;
+      }
+      escaped.push_back(e);
+    }
+    absl::StrAppend(&sel, ",node=~\"", absl::StrJoin(escaped, "|"), "\"");
+  }
+  const std::string w = absl::StrCat(window_seconds, "s");
+  // Counter values sampled while the peer was up: the smallest is the value
+  // when it was first up in the window (counters only grow).
+  const std::string step = absl::StrCat(std::max<int64_t>(5, window_seconds / 720), "s");
+  const std::string failures = absl::StrCat("gloowatch_peer_probe_failures_total{", sel, "}");
+  return absl::StrCat("(", failures, " - on(node, peer, instance, reason) min_over_time((",
+                      failures, " and on(node, peer, instance) gloowatch_peer_up{", sel, "} == 1)[",
+                      w, ":", step, "])) and on(node, peer, instance, reason) (increase(", failures,
+                      "[", w, "]) > 0)");
+}
+
+std::string TrainingShareQuery(const PrometheusOptions& o) {
+  const std::string by = "sum by (node, instance, exported_job, rank)";
+  return absl::StrCat(by, " (rate(gloowatch_training_communication_seconds_total{",
+                      SeriesSelector(o), "}[", kTrainingShareRange, "])) / ", by,
+                      " (rate(gloowatch_training_step_seconds_total{", SeriesSelector(o), "}[",
+                      kTrainingShareRange, "]))");
+}
+
+std::vector<int64_t> FailureWindows(const json& series) {
+  std::set<int64_t> windows;
+  std::set<std::string> nodes, with_window;
+  auto samples = Samples(series, "series");
+  if (!samples.ok()) return {kDefaultFailureWindowSeconds};
+  for (const Sample& s : *samples) {
+    nodes.insert(s.Label("node"));
+    if (s.Label("__name__") == "gloowatch_threshold_failure_window_seconds" && s.value > 0 &&
+        std::isfinite(s.value)) {
+      windows.insert(std::llround(s.value));
+      with_window.insert(s.Label("node"));
+    }
+  }
+  if (with_window.size() < nodes.size() || windows.empty())
+    windows.insert(kDefaultFailureWindowSeconds);
+  return {windows.begin(), windows.end()};
+}
+
+absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnapshot& snap,
+                                                           const PrometheusOptions& options) {
+  auto up = Samples(snap.up, "up");
+  if (!up.ok()) return up.status();
+  auto now = Samples(snap.build_info, "gloowatch_build_info");
+  if (!now.ok()) return now.status();
+  auto recent = Samples(snap.build_info_recent, "last_over_time(gloowatch_build_info)");
+  if (!recent.ok()) return recent.status();
+  auto series = Samples(snap.series, "gloowatch series");
+  if (!series.ok()) return series.status();
+  auto share = Samples(snap.training_share, "training share");
+  if (!share.ok()) return share.status();
+
+  // Targets by instance: what Prometheus scrapes, and what it last saw there.
+  std::map<std::string, Target> targets;
+  for (const Sample& s : *recent) {
+    Target& t = targets[s.Label("instance")];
+    t.recent = true;
+    t.node = s.Label("node");
+    t.version = s.Label("version");
+    t.gloo_version = s.Label("gloo_version");
+  }
+  for (const Sample& s : *now) {
+    Target& t = targets[s.Label("instance")];
+    t.current = t.recent = true;
+    t.node = s.Label("node");
+    t.version = s.Label("version");
+    t.gloo_version = s.Label("gloo_version");
+  }
+  for (const Sample& s : *up) {
+    Target& t = targets[s.Label("instance")];
+    t.up = s.value;
+    if (t.node.empty()) t.node = s.Label("node");  // a target label, if the config sets one
+  }
+  if (targets.empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        "no gloowatch series for {", SeriesSelector(options),
+        "}: no up and no gloowatch_build_info within ", absl::FormatDuration(options.lookback),
+        " (is the scrape job named '", options.job,
+        "'? see --prometheus_job; does Prometheus scrape each daemon's metrics_listen?)"));
+  }
+
+  // Series by node, only from the instance that node is scraped at (a node
+  // that moved leaves stale series at its old instance).
+  std::map<std::string, std::string> instance_of;
+  for (const auto& [instance, t] : targets) {
+    if (t.current && !t.node.empty()) instance_of.emplace(t.node, instance);
+  }
+  std::map<std::string, NodeSeries> by_node;
+  std::set<std::string> all_names;
+  for (const Sample& s : *series) {
+    const std::string node = s.Label("node");
+    auto it = instance_of.find(node);
+    if (it == instance_of.end()) continue;
+    if (s.labels.count("instance") && s.Label("instance") != it->second) continue;
+    AddSeries(s, by_node[node]);
+  }
+  for (const auto& [node, n] : by_node) {
+    all_names.insert(node);
+    for (const auto& [peer, p] : n.peers) all_names.insert(peer);
+  }
+  // Failures in each node's window, rounded: increase() extrapolates.
+  std::map<int64_t, std::map<std::pair<std::string, std::string>, std::map<std::string, uint64_t>>>
+      window_failures;
+  for (const auto& [window, result] : snap.failures_by_window) {
+    auto f = Samples(result, "increase(gloowatch_peer_probe_failures_total)");
+    if (!f.ok()) return f.status();
+    for (const Sample& s : *f) {
+      if (!(s.value > 0) || !std::isfinite(s.value)) continue;
+      window_failures[window][{s.Label("node"), s.Label("peer")}][s.Label("reason")] +=
+          std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(s.value)));
+    }
+  }
+  // Where the peer was up in the window: only what failed since it first was.
+  for (const auto& [window, result] : snap.failures_since_up_by_window) {
+    auto f = Samples(result, "failures since up");
+    if (!f.ok()) return f.status();
+    for (const Sample& s : *f) {
+      auto& reasons = window_failures[window][{s.Label("node"), s.Label("peer")}];
+      const int64_t n = std::isfinite(s.value) ? std::llround(s.value) : 0;
+      if (n > 0) {
+        reasons[s.Label("reason")] = static_cast<uint64_t>(n);
+      } else {
+        reasons.erase(s.Label("reason"));
+      }
+    }
+  }
+  std::map<std::tuple<std::string, std::string, int>, double> shares;
+  for (const Sample& s : *share) {
+    int rank = 0;
+    if (!absl::SimpleAtoi(s.Label("rank"), &rank) || !std::isfinite(s.value)) continue;
+    shares[{s.Label("node"), s.Label("exported_job"), rank}] = s.value;
+  }
+
+  std::vector<FetchResult> out;
+  std::set<std::string> reachable_names;
+  for (const auto& [instance, t] : targets) {
+    if (t.current && t.up.value_or(1) != 0 && !t.node.empty()) reachable_names.insert(t.node);
+    if (!t.node.empty()) all_names.insert(t.node);
+  }
+  std::set<std::string> listed;
+  for (const auto& [instance, t] : targets) {
+    FetchResult r;
+    r.target.name = t.node.empty() ? instance : t.node;
+    if (auto ep = ParseEndpoint(instance); ep.ok()) {
+      r.target.endpoint = *ep;
+    } else {
+      r.target.endpoint.host = instance;
+    }
+    const bool reachable = t.current && t.up.value_or(1) != 0 && !t.node.empty();
+    if (!reachable) {
+      // The same node reachable at another instance: this one is a leftover.
+      if (reachable_names.count(r.target.name) || listed.count(r.target.name)) continue;
+      if (t.up && *t.up == 0) {
+        r.error_code = "SCRAPE_FAILED";
+        r.error = absl::StrCat("Prometheus cannot scrape ", instance, " (up == 0 in job ",
+                               options.job, ")");
+      } else if (!t.recent) {
+        r.error_code = "NOT_GLOOWATCH";
+        r.error = absl::StrCat("scraped in job ", options.job,
+                               ", but exports no gloowatch_build_info (not a gloowatchd?)");
+      } else {
+        r.error_code = "STALE";
+        r.error =
+            absl::StrCat("no samples from ", instance, " now, only within the last ",
+                         absl::FormatDuration(options.lookback), " (target gone from Prometheus?)");
+      }
+      listed.insert(r.target.name);
+      out.push_back(std::move(r));
+      continue;
+    }
+    if (!listed.insert(t.node).second) continue;  // duplicate target for one node
+    v1::NodeStatus s;
+    s.set_node(t.node);
+    s.set_version(t.version);
+    s.set_gloo_version(t.gloo_version);
+    *s.mutable_now() = google::protobuf::util::TimeUtil::NanosecondsToTimestamp(
+        static_cast<int64_t>(snap.time * 1e9));
+    NodeSeries empty;
+    auto nit = by_node.find(t.node);
+    const NodeSeries& n = nit != by_node.end() ? nit->second : empty;
+    *s.mutable_thresholds() = n.thresholds;
+    s.mutable_gloo()->set_interface(n.interface);
+    if (n.link_speed) s.mutable_gloo()->set_link_speed_bytes_per_second(*n.link_speed);
+    const int64_t window = WindowOf(n.thresholds);
+    const bool full_mesh = n.peers.size() + 1 >= all_names.size();
+    for (const auto& [peer, p] : n.peers) {
+      static const std::map<std::string, uint64_t> kNone;
+      const auto& wf = window_failures[window];
+      auto fit = wf.find({t.node, peer});
+      v1::PeerStatus ps = ToPeerStatus(peer, p, fit == wf.end() ? kNone : fit->second, window);
+      if (full_mesh) ps.set_selection("mesh");
+      *s.add_peers() = std::move(ps);
+    }
+    for (const auto& [key, job] : n.training) {
+      v1::TrainingJobStatus j = job;
+      if (auto it = shares.find({t.node, key.first, key.second}); it != shares.end()) {
+        j.set_communication_share(it->second);
+      }
+      *s.add_training() = std::move(j);
+    }
+    // Prometheus does not carry the topology: a node with series for fewer
+    // peers than the cluster has is taken as probing a sample.
+    v1::Topology* topo = s.mutable_topology();
+    topo->set_mode(full_mesh ? "full_mesh" : "sampled");
+    topo->set_cluster_nodes(static_cast<uint32_t>(all_names.size()));
+    topo->set_probed_peers(static_cast<uint32_t>(n.peers.size()));
+    r.status = std::move(s);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+namespace {
+
+// One instant query; the "data.result" array.
+absl::StatusOr<json> Query(const PrometheusOptions& o, const std::string& promql, double time) {
+  const std::string url = absl::StrCat(absl::StripSuffix(o.url, "/"), "/api/v1/query");
+  const std::string form =
+      absl::StrCat("query=", FormEscape(promql), "&time=", absl::StrFormat("%.3f", time));
+  auto response = HttpPostForm(url, form, o.http);
+  if (!response.ok()) {
+    if (absl::IsDeadlineExceeded(response.status())) {
+      return absl::DeadlineExceededError(absl::StrCat("Prometheus at ", o.url, ": ",
+                                                      response.status().message(),
+                                                      " (raise --deadline for a large cluster)"));
+    }
+    return absl::UnavailableError(
+        absl::StrCat("cannot reach Prometheus at ", o.url, ": ", response.status().message()));
+  }
+  const json reply = json::parse(response->body, nullptr, /*allow_exceptions=*/false);
+  const bool prometheus_shaped =
+      reply.is_object() && reply.contains("status") && reply["status"].is_string();
+  const std::string excerpt = response->body.substr(0, 120);
+  if (!prometheus_shaped) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(url, " answered HTTP ", response->status, " without Prometheus query JSON",
+                     response->status == 200 ? " (is this a Prometheus server?)" : "",
+                     excerpt.empty() ? "" : absl::StrCat(": ", excerpt)));
+  }
+  if (reply["status"] != "success") {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Prometheus at ", o.url, " rejected `", promql, "` (HTTP ", response->status, ", ",
+        reply.value("errorType", "error"), "): ", reply.value("error", "no reason given")));
+  }
+  if (response->status != 200) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(url, " answered HTTP ", response->status, ": ", excerpt));
+  }
+  if (!reply.contains("data") || !reply["data"].is_object() ||
+      reply["data"].value("resultType", "") != "vector" || !reply["data"].contains("result") ||
+      !reply["data"]["result"].is_array()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(url, " did not answer `", promql,
+                     "` with an instant vector (is this a Prometheus server?)"));
+  }
+  return reply["data"]["result"];
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<FetchResult>> FetchFromPrometheus(const PrometheusOptions& o) {
+  if (absl::Status s = ValidateHttpUrl(o.url); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--prometheus: ", s.message()));
+  }
+  if (o.url.find_first_of("?#") != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--prometheus: '", o.url, "' has a query or fragment; give the server's base URL"));
+  }
+  PrometheusSnapshot snap;
+  snap.time = absl::ToUnixMillis(absl::Now()) / 1e3;
+  struct Step {
+    std::string promql;
+    json* into;
+  };
+  for (const Step& step :
+       {Step{UpQuery(o), &snap.up}, Step{BuildInfoQuery(o), &snap.build_info},
+        Step{BuildInfoRecentQuery(o), &snap.build_info_recent}, Step{SeriesQuery(o), &snap.series},
+        Step{TrainingShareQuery(o), &snap.training_share}}) {
+    auto result = Query(o, step.promql, snap.time);
+    if (!result.ok()) return result.status();
+    *step.into = *std::move(result);
+  }
+  for (int64_t window : FailureWindows(snap.series)) {
+    auto result = Query(o, FailuresQuery(o, window), snap.time);
+    if (!result.ok()) return result.status();
+    snap.failures_by_window[window] = *std::move(result);
+    // Only when something failed: this one runs a subquery over the window.
+    std::set<std::string> nodes;
+    for (const json& r : snap.failures_by_window[window]) {
+      if (r.is_object() && r.contains("metric") && r["metric"].contains("node") &&
+          r["metric"]["node"].is_string())
+        nodes.insert(r["metric"]["node"].get<std::string>());
+    }
+    if (nodes.empty()) continue;
+    if (nodes.size() > 200) nodes.clear();  // a long regex costs more than it saves
+    // Best effort: a server that refuses the subquery (e.g. query.max-samples
+    // on a huge cluster) leaves the plain increase().
+    auto since_up = Query(o, FailuresSinceUpQuery(o, window, nodes), snap.time);
+    if (since_up.ok()) snap.failures_since_up_by_window[window] = *std::move(since_up);
+  }
+  auto nodes = NodesFromSnapshot(snap, o);
+  if (!nodes.ok() && absl::IsInvalidArgument(nodes.status())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Prometheus at ", o.url, ": ", nodes.status().message()));
+  }
+  if (!nodes.ok() && absl::IsNotFound(nodes.status())) {
+    return absl::NotFoundError(
+        absl::StrCat("Prometheus at ", o.url, ": ", nodes.status().message()));
+  }
+  return nodes;
+}
+
+}  // namespace gloowatch::client
