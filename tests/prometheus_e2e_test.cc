@@ -30,8 +30,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr char kPrometheus[] = "/usr/bin/prometheus";
-
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
@@ -156,18 +154,6 @@ std::vector<Expression> DashboardExpressions() {
   return out;
 }
 
-std::string UrlEncode(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      absl::StrAppend(&out, "%", absl::Hex(c, absl::kZeroPad2));
-    }
-  }
-  return out;
-}
-
 class PrometheusE2ETest : public ::testing::Test {
  protected:
   PrometheusE2ETest() : cluster_(3, FastLoopbackYaml("10Gbps")), prom_port_(FreePort()) {}
@@ -175,24 +161,12 @@ class PrometheusE2ETest : public ::testing::Test {
   void SetUp() override {
     if (access(kPrometheus, X_OK) != 0) GTEST_SKIP() << kPrometheus << " is not installed";
     for (int i = 0; i < 3; ++i) cluster_.Start(i);
-    std::vector<std::string> targets;
-    for (int i = 0; i < 3; ++i) {
-      targets.push_back(absl::StrCat("'127.0.0.1:", cluster_.node(i).metrics_port, "'"));
-    }
     const std::string config =
         dir_.Write("prometheus.yml",
-                   absl::StrCat("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
-                                "  evaluation_interval: 1s\n"
-                                "rule_files:\n  - ",
-                                SourcePath("deploy/prometheus/gloowatch-alerts.yml"),
-                                "\nscrape_configs:\n  - job_name: gloowatch\n    static_configs:\n"
-                                "      - targets: [",
-                                absl::StrJoin(targets, ", "), "]\n"));
-    prometheus_ = std::make_unique<Process>(
-        std::vector<std::string>{
-            kPrometheus, "--config.file=" + config, "--storage.tsdb.path=" + dir_.path() + "/tsdb",
-            absl::StrCat("--web.listen-address=127.0.0.1:", prom_port_), "--log.level=warn"},
-        dir_.path() + "/prometheus.log");
+                   PrometheusYaml({cluster_.node(0).metrics_port, cluster_.node(1).metrics_port,
+                                   cluster_.node(2).metrics_port},
+                                  SourcePath("deploy/prometheus/gloowatch-alerts.yml")));
+    prometheus_ = StartPrometheus(config, dir_.path(), prom_port_);
     ASSERT_TRUE(WaitFor(
         [&] {
           auto body = HttpGet(prom_port_, "/-/ready");

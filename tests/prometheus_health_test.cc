@@ -28,8 +28,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr char kPrometheus[] = "/usr/bin/prometheus";
-
 ProcessResult Cli(std::vector<std::string> args) {
   args.insert(args.begin(), CliPath());
   return RunProcess(args, std::nullopt, "", absl::Seconds(20));
@@ -127,21 +125,11 @@ class PrometheusHealthTest : public ::testing::Test {
 
   void SetUp() override {
     if (access(kPrometheus, X_OK) != 0) GTEST_SKIP() << kPrometheus << " is not installed";
-    std::vector<std::string> targets;
-    for (int i = 0; i < 3; ++i) {
-      targets.push_back(absl::StrCat("'127.0.0.1:", cluster_.node(i).metrics_port, "'"));
-    }
     const std::string config =
         dir_.Write("prometheus.yml",
-                   absl::StrCat("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
-                                "scrape_configs:\n  - job_name: gloowatch\n    static_configs:\n"
-                                "      - targets: [",
-                                absl::StrJoin(targets, ", "), "]\n"));
-    prometheus_ = std::make_unique<Process>(
-        std::vector<std::string>{
-            kPrometheus, "--config.file=" + config, "--storage.tsdb.path=" + dir_.path() + "/tsdb",
-            absl::StrCat("--web.listen-address=127.0.0.1:", prom_port_), "--log.level=warn"},
-        dir_.path() + "/prometheus.log");
+                   PrometheusYaml({cluster_.node(0).metrics_port, cluster_.node(1).metrics_port,
+                                   cluster_.node(2).metrics_port}));
+    prometheus_ = StartPrometheus(config, dir_.path(), prom_port_);
     // Prometheus watches the targets before the daemons start (up == 0 for
     // all three), then the daemons start 2 s apart: the first ones count
     // refused connections to the later ones while Prometheus scrapes them.
@@ -178,15 +166,7 @@ class PrometheusHealthTest : public ::testing::Test {
 
   // The value of a PromQL expression that yields one sample, or -1.
   double Scalar(const std::string& promql) {
-    std::string encoded;
-    for (unsigned char c : promql) {
-      if (std::isalnum(c)) {
-        encoded += static_cast<char>(c);
-      } else {
-        absl::StrAppend(&encoded, "%", absl::Hex(c, absl::kZeroPad2));
-      }
-    }
-    auto body = HttpGet(prom_port_, "/api/v1/query?query=" + encoded);
+    auto body = HttpGet(prom_port_, "/api/v1/query?query=" + UrlEncode(promql));
     if (!body.ok()) return -1;
     json reply = json::parse(*body, nullptr, false);
     if (reply.is_discarded() || reply.value("status", "") != "success") return -1;
@@ -368,10 +348,8 @@ TEST(PrometheusHealthTlsTest, HttpsWithTheServersCa) {
                                                             ".pem\n  key_file: ", p, ".key\n"));
   const std::string config = dir.Write("prometheus.yml", "global:\n  scrape_interval: 1s\n");
   const int port = FreePort();
-  Process prometheus({kPrometheus, "--config.file=" + config,
-                      "--storage.tsdb.path=" + dir.path() + "/tsdb", "--web.config.file=" + web,
-                      absl::StrCat("--web.listen-address=127.0.0.1:", port), "--log.level=warn"},
-                     dir.path() + "/prometheus.log");
+  std::unique_ptr<Process> prometheus =
+      StartPrometheus(config, dir.path(), port, {"--web.config.file=" + web});
   const std::string url = absl::StrCat("https://127.0.0.1:", port);
   ProcessResult r;
   const bool answered = WaitFor(
@@ -381,7 +359,7 @@ TEST(PrometheusHealthTlsTest, HttpsWithTheServersCa) {
       },
       absl::Seconds(20));
   EXPECT_TRUE(answered) << "exit " << r.exit_code << ": " << r.err << "\nPrometheus log:\n"
-                        << prometheus.Log();
+                        << prometheus->Log();
   r = Cli({"health", "--prometheus", url});  // system CAs do not know the test's CA
   EXPECT_EQ(r.exit_code, 69) << r.err;
   EXPECT_TRUE(absl::StrContains(r.err, "cannot reach Prometheus at " + url)) << r.err;

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
@@ -162,6 +164,37 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
   const size_t body = response.find("\r\n\r\n");
   if (body == std::string::npos) return absl::DataLossError("no HTTP body");
   return response.substr(body + 4);
+}
+
+std::string UrlEncode(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      absl::StrAppend(&out, "%", absl::Hex(c, absl::kZeroPad2));
+    }
+  }
+  return out;
+}
+
+std::string PrometheusYaml(const std::vector<int>& metrics_ports, const std::string& rule_file) {
+  std::vector<std::string> targets;
+  for (int port : metrics_ports) targets.push_back(absl::StrCat("'127.0.0.1:", port, "'"));
+  return absl::StrCat(
+      "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n  evaluation_interval: 1s\n",
+      rule_file.empty() ? "" : absl::StrCat("rule_files:\n  - ", rule_file, "\n"),
+      "scrape_configs:\n  - job_name: gloowatch\n    static_configs:\n      - targets: [",
+      absl::StrJoin(targets, ", "), "]\n");
+}
+
+std::unique_ptr<Process> StartPrometheus(const std::string& config, const std::string& dir,
+                                         int port, const std::vector<std::string>& extra_flags) {
+  std::vector<std::string> argv = {
+      kPrometheus, "--config.file=" + config, "--storage.tsdb.path=" + dir + "/tsdb",
+      absl::StrCat("--web.listen-address=127.0.0.1:", port), "--log.level=warn"};
+  argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
+  return std::make_unique<Process>(std::move(argv), dir + "/prometheus.log");
 }
 
 std::map<std::string, double> ParseMetrics(const std::string& text) {

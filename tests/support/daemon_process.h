@@ -74,6 +74,21 @@ absl::StatusOr<v1::NodeStatus> GetStatus(
 // Plain HTTP/1.0 GET on 127.0.0.1:port; the body.
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path);
 
+// `s` %-encoded for a URL query (PromQL in /api/v1/query?query=...).
+std::string UrlEncode(const std::string& s);
+
+// The Debian package's Prometheus server.
+inline constexpr char kPrometheus[] = "/usr/bin/prometheus";
+// A prometheus.yml that scrapes 127.0.0.1:<port> of every `metrics_ports`
+// every second as job "gloowatch" (and evaluates `rule_file`, if given).
+std::string PrometheusYaml(const std::vector<int>& metrics_ports,
+                           const std::string& rule_file = "");
+// Starts kPrometheus on 127.0.0.1:port with `config`, its TSDB and log in
+// `dir`; `extra_flags` are appended (e.g. --web.config.file=...).
+std::unique_ptr<Process> StartPrometheus(const std::string& config, const std::string& dir,
+                                         int port,
+                                         const std::vector<std::string>& extra_flags = {});
+
 // Prometheus text format -> {"name{a=\"x\",b=\"y\"}" -> value}; labels are
 // kept in the order written, which for prometheus-cpp is sorted by name.
 std::map<std::string, double> ParseMetrics(const std::string& text);
