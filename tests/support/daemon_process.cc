@@ -12,18 +12,22 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
 
 namespace gloowatch::testing {
 
-int FreePort() {
+namespace {
+
+int KernelPickedPort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -34,6 +38,22 @@ int FreePort() {
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   close(fd);
   return ntohs(addr.sin_port);
+}
+
+}  // namespace
+
+int FreePort() {
+  // The kernel may pick a just-closed port again: a cluster whose daemons
+  // were handed the same port twice never comes up. Never repeat one.
+  static absl::Mutex mu;
+  static auto* handed_out = new std::set<int>;
+  absl::MutexLock lock(&mu);
+  int port = KernelPickedPort();
+  for (int tries = 0; tries < 1000 && handed_out->count(port) > 0; ++tries) {
+    port = KernelPickedPort();
+  }
+  handed_out->insert(port);
+  return port;
 }
 
 TempDir::TempDir() {
