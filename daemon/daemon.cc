@@ -10,12 +10,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/log.h"
+#include "daemon/probe_link.h"
 #include "daemon/proto_time.h"
 #include "daemon/tls.h"
 #include "daemon/transport.h"
 #include "daemon/version.h"
 #include "gloo/config.h"
-#include "gloo/transport/tcp/device.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -34,18 +34,6 @@ bool AnyPeerRemote(const Config& config) {
     if (!IsLoopbackHost(peer.grpc.host)) return true;
   }
   return false;
-}
-
-absl::StatusOr<std::shared_ptr<gloo::transport::Device>> CreateGlooDevice(
-    const GlooEndpoint& endpoint) {
-  gloo::transport::tcp::attr attr;
-  attr.hostname = endpoint.address;
-  try {
-    return gloo::transport::tcp::CreateDevice(attr);
-  } catch (const std::exception& e) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot create a Gloo device on ", endpoint.address, ": ", e.what()));
-  }
 }
 
 // The thresholds as exported on /metrics (gloowatch_threshold_*), so a client
@@ -96,7 +84,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
 
   // Fail at start, with the reason, rather than in a restart loop of the
   // transport process.
-  if (auto device = CreateGlooDevice(d->endpoint_); !device.ok()) return device.status();
+  if (auto device = CreateGlooDevice(d->endpoint_.address); !device.ok()) return device.status();
 
   d->metrics_ = std::make_unique<Metrics>(
       Metrics::Identity{c.node, GLOOWATCH_VERSION, GlooVersionString(), d->endpoint_.interface,

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/prctl.h>
 
 #include <algorithm>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "gloo/transport/device.h"
 #include "gloo/transport/pair.h"
 #include "gloo/transport/tcp/address.h"
+#include "gloo/transport/tcp/device.h"
 #include "gloo/transport/unbound_buffer.h"
 
 namespace gloowatch {
@@ -41,6 +43,10 @@ enum ControlStatus : uint8_t { kStatusOk = 0, kStatusBusy = 1, kStatusDone = 2 }
 // Outstanding unbound buffers per direction during a transfer: two keep the
 // socket busy while the previous message completes.
 constexpr int kBulkInFlight = 2;
+
+// The largest transfer region kept between transfers: the default 4 MiB
+// message fits; a peer asking for 256 MiB messages does not pin 256 MiB here.
+constexpr size_t kRetainedRegionBytes = 16 << 20;
 
 }  // namespace
 
@@ -123,14 +129,14 @@ absl::Duration GlooTimeout(const v1::ProbeParameters& p) {
 
 int64_t UnixNanos(absl::Time t) { return absl::ToUnixNanos(t); }
 
-// Moves `total` bytes in `message` sized pieces through `kBulkInFlight`
+// Moves `messages` messages of `message_bytes` through `kBulkInFlight`
 // unbound buffers over one region; the contents do not matter.
-absl::Status RunBulk(gloo::transport::Context& context, int peer_rank, bool sending,
-                     std::vector<char>& region, uint32_t messages, absl::Duration timeout) {
+absl::Status RunBulk(gloo::transport::Context& context, int peer_rank, bool sending, char* region,
+                     size_t message_bytes, uint32_t messages, absl::Duration timeout) {
   return Guard(sending ? "bulk send" : "bulk recv", [&] {
     std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> buffers;
     for (int i = 0; i < kBulkInFlight; ++i) {
-      buffers.push_back(context.createUnboundBuffer(region.data(), region.size()));
+      buffers.push_back(context.createUnboundBuffer(region, message_bytes));
     }
     auto post = [&](gloo::transport::UnboundBuffer& b) {
       if (sending) {
@@ -165,7 +171,14 @@ std::optional<BandwidthGate::Lease> BandwidthGate::TryAcquire() {
 
 void BandwidthGate::Lease::Start() { started_ = gate_->clock_->Monotonic(); }
 
+std::vector<char>& BandwidthGate::Lease::Region(size_t bytes) {
+  std::vector<char>& region = gate_->region_;
+  if (region.size() < bytes) region.resize(bytes);  // zero-filled: touched now, not in the transfer
+  return region;
+}
+
 void BandwidthGate::Release(std::optional<absl::Duration> started) {
+  if (region_.size() > kRetainedRegionBytes) std::vector<char>().swap(region_);
   absl::MutexLock lock(&mu_);
   busy_ = false;
   if (!started) return;
@@ -187,6 +200,23 @@ absl::Duration BandwidthGate::open_at() const {
 absl::Duration BandwidthGate::transfer_time() const {
   absl::MutexLock lock(&mu_);
   return transfer_time_;
+}
+
+absl::StatusOr<std::shared_ptr<gloo::transport::Device>> CreateGlooDevice(
+    const std::string& address) {
+  const int previous_slack = prctl(PR_GET_TIMERSLACK);
+  prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(ToInt64Nanoseconds(kGlooLoopTimerSlack)));
+  absl::StatusOr<std::shared_ptr<gloo::transport::Device>> device;
+  try {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = address;
+    device = gloo::transport::tcp::CreateDevice(attr);
+  } catch (const std::exception& e) {
+    device = absl::FailedPreconditionError(
+        absl::StrCat("cannot create a Gloo device on ", address, ": ", e.what()));
+  }
+  if (previous_slack > 0) prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(previous_slack));
+  return device;
 }
 
 absl::Status ValidateProbeParameters(const v1::ProbeParameters& p) {
@@ -418,8 +448,7 @@ absl::StatusOr<BandwidthSample> ProbeSession::Bandwidth(BandwidthDirection direc
         "busy: another transfer involves this node, or its bandwidth budget is spent");
   }
   const uint8_t op = direction == BandwidthDirection::kTx ? kOpBulkPush : kOpBulkPull;
-  // Allocated (and touched) before the clock starts.
-  std::vector<char> region(params_.bandwidth_message_bytes(), 0);
+  char* region = lease->Region(params_.bandwidth_message_bytes()).data();
   if (absl::Status s = SendCommand(op); !s.ok()) return s;
   ControlReply reply;
   if (absl::Status s = AwaitControl(op, &reply); !s.ok()) return s;
@@ -431,9 +460,9 @@ absl::StatusOr<BandwidthSample> ProbeSession::Bandwidth(BandwidthDirection direc
   }
   lease->Start();
   const absl::Duration start = clock_->Monotonic();
-  absl::Status s =
-      RunBulk(*pairs_->bulk_pair.context, /*peer_rank=*/1, direction == BandwidthDirection::kTx,
-              region, params_.bandwidth_messages(), GlooTimeout(params_));
+  absl::Status s = RunBulk(
+      *pairs_->bulk_pair.context, /*peer_rank=*/1, direction == BandwidthDirection::kTx, region,
+      params_.bandwidth_message_bytes(), params_.bandwidth_messages(), GlooTimeout(params_));
   if (!s.ok()) return s;
   if (direction == BandwidthDirection::kTx) {
     // Our sends complete when the kernel has the data; the peer's "done" says
@@ -543,13 +572,14 @@ absl::Status ProbeResponder::ServeBandwidth(BandwidthDirection requester_directi
     reply.status = kStatusBusy;
     return SendControl(reply);
   }
-  std::vector<char> region(params_.bandwidth_message_bytes(), 0);
+  char* region = lease->Region(params_.bandwidth_message_bytes()).data();
   reply.status = kStatusOk;
   lease->Start();
   if (absl::Status s = SendControl(reply); !s.ok()) return s;
   const bool we_send = requester_direction == BandwidthDirection::kRx;
   absl::Status s = RunBulk(*pairs_->bulk_pair.context, /*peer_rank=*/0, we_send, region,
-                           params_.bandwidth_messages(), GlooTimeout(params_));
+                           params_.bandwidth_message_bytes(), params_.bandwidth_messages(),
+                           GlooTimeout(params_));
   if (!s.ok() || we_send) return s;
   reply.status = kStatusDone;
   return SendControl(reply);

@@ -305,15 +305,12 @@ int RunTransport(const std::string& gloo_address, int fd) {
     GW_LOG(kError, "transport: %s", config.status().message());
     return 78;
   }
-  std::shared_ptr<gloo::transport::Device> device;
-  try {
-    gloo::transport::tcp::attr attr;
-    attr.hostname = gloo_address;
-    device = gloo::transport::tcp::CreateDevice(attr);
-  } catch (const std::exception& e) {
-    GW_LOG(kError, "transport: cannot create a Gloo device on %s: %s", gloo_address, e.what());
+  absl::StatusOr<std::shared_ptr<gloo::transport::Device>> created = CreateGlooDevice(gloo_address);
+  if (!created.ok()) {
+    GW_LOG(kError, "transport: %s", created.status().message());
     return 69;
   }
+  std::shared_ptr<gloo::transport::Device> device = *std::move(created);
   const Clock* clock = RealClock::Get();
   BandwidthGate gate(clock, config->schedule.bandwidth_budget);
   ResponderRegistry registry(config->node, GLOOWATCH_VERSION, device, &gate, clock);

@@ -102,5 +102,28 @@ TEST(BandwidthGateTest, ANewBudgetAppliesToTheNextTransfer) {
   EXPECT_EQ(gate.open_at(), t2 + absl::Seconds(10));
 }
 
+TEST(BandwidthGateTest, TransfersReuseOneRegionAndALargeOneIsFreed) {
+  FakeClock clock;
+  BandwidthGate gate(&clock, 1.0);
+  const char* first = nullptr;
+  {
+    std::optional<BandwidthGate::Lease> lease = gate.TryAcquire();
+    ASSERT_TRUE(lease.has_value());
+    std::vector<char>& region = lease->Region(4 << 20);
+    EXPECT_GE(region.size(), 4u << 20);
+    first = region.data();
+  }
+  {
+    std::optional<BandwidthGate::Lease> lease = gate.TryAcquire();
+    ASSERT_TRUE(lease.has_value());
+    EXPECT_EQ(lease->Region(1 << 20).data(), first);  // a smaller message fits the same one
+    EXPECT_GE(lease->Region(64 << 20).size(), 64u << 20);
+  }
+  std::optional<BandwidthGate::Lease> lease = gate.TryAcquire();
+  ASSERT_TRUE(lease.has_value());
+  // The 64 MiB region went back after its transfer: what is here now is new.
+  EXPECT_EQ(lease->Region(1).size(), 1u);
+}
+
 }  // namespace
 }  // namespace gloowatch

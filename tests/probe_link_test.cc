@@ -1,8 +1,13 @@
 // Real Gloo pairs and a real gRPC Peer service on loopback, in one process.
 #include "daemon/probe_link.h"
 
+#include <sys/prctl.h>
+
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -10,7 +15,6 @@
 #include "absl/time/clock.h"
 #include "daemon/peer_prober.h"
 #include "daemon/services.h"
-#include "gloo/transport/tcp/device.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 
@@ -44,9 +48,17 @@ class SlowFirstRoundTripClock final : public Clock {
 };
 
 std::shared_ptr<gloo::transport::Device> LoopbackDevice() {
-  gloo::transport::tcp::attr attr;
-  attr.hostname = "127.0.0.1";
-  return gloo::transport::tcp::CreateDevice(attr);
+  auto device = CreateGlooDevice("127.0.0.1");
+  EXPECT_TRUE(device.ok()) << device.status();
+  return device.ok() ? *device : nullptr;
+}
+
+std::set<std::string> ThreadIds() {
+  std::set<std::string> ids;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    ids.insert(task.path().filename().string());
+  }
+  return ids;
 }
 
 v1::ProbeParameters SmallParameters() {
@@ -318,6 +330,28 @@ TEST_F(ProbeLinkTest, AnOpenClaimingAPeersNameNeitherBreaksItsLinkNorPilesUp) {
   // The pending ones give up at their own (short) connect timeout.
   EXPECT_TRUE(WaitForResponders(1, absl::Seconds(10)));
   EXPECT_TRUE(session->Ping(1).ok());
+}
+
+TEST(GlooDeviceTest, OnlyTheEventLoopThreadGetsTheTimerSlack) {
+  const int own_slack = prctl(PR_GET_TIMERSLACK);
+  const std::set<std::string> before = ThreadIds();
+  auto device = CreateGlooDevice("127.0.0.1");
+  ASSERT_TRUE(device.ok()) << device.status();
+  EXPECT_EQ(prctl(PR_GET_TIMERSLACK), own_slack);
+  std::vector<int64_t> new_slacks;
+  for (const std::string& id : ThreadIds()) {
+    if (before.count(id) > 0) continue;
+    std::ifstream in(absl::StrCat("/proc/", id, "/timerslack_ns"));
+    int64_t slack = 0;
+    if (in >> slack) new_slacks.push_back(slack);
+  }
+  // Gloo's loop is the device's only thread.
+  EXPECT_EQ(new_slacks, std::vector<int64_t>{absl::ToInt64Nanoseconds(kGlooLoopTimerSlack)});
+
+  auto bad = CreateGlooDevice("not-an-address.invalid");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(absl::StrContains(bad.status().message(), "not-an-address.invalid")) << bad.status();
+  EXPECT_EQ(prctl(PR_GET_TIMERSLACK), own_slack);
 }
 
 TEST(GlooAddressTest, RendersIpAndPortOfRealPairs) {
