@@ -5,7 +5,7 @@
 # probes took. 32 daemons on loopback, started and stopped by this script.
 #
 #   bash bench/overhead.sh [BUILD_DIR]
-# Env: OVERHEAD_SECONDS (measurement, default 60), OVERHEAD_WARMUP (default 20),
+# Env: OVERHEAD_SECONDS (measurement, default 180), OVERHEAD_WARMUP (default 20),
 #      OVERHEAD_SLOPE=0 skips the 8- and 16-peer runs (fds/threads slope),
 #      OVERHEAD_BASE_PORT (default 23000; uses BASE .. BASE+2*32).
 # Targets: < 1% of one core, RSS < 64 MiB (daemon + transport), fds O(peers).
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 bin=$build/gloowatchd
 [ -x "$bin" ] || { echo "overhead: $bin not built (cmake --build $build --target gloowatchd)" >&2; exit 1; }
-measure_s=${OVERHEAD_SECONDS:-60}
+measure_s=${OVERHEAD_SECONDS:-180}
 warmup_s=${OVERHEAD_WARMUP:-20}
 slope=${OVERHEAD_SLOPE:-1}
 base=${OVERHEAD_BASE_PORT:-23000}
@@ -194,6 +194,6 @@ print(f"fds: {fd_d + fd_t} for 31 peers ({(fd_d + fd_t) / 31:.1f} per peer): O(p
 print(f"bandwidth probes: {b1 - b0:.3f} s in transfers in the {wall:.0f} s window = {share * 100:.3f}% of link time; "
       f"since start {b1:.3f} s in {age:.0f} s = {since_start * 100:.3f}% (budget schedule.bandwidth_budget, default 1%)")
 print("  a transfer of d seconds closes the node's gate for d / budget (100 d at 1%): on a loopback shared by")
-print("  32 daemons transfers are slow, so a 60 s window can fall entirely inside one closure.")
+print("  32 daemons transfers are slow, so a short window can fall entirely inside one closure.")
 print("  budget: " + verdict(since_start <= 0.01 * 1.1 or share <= 0.01 * 1.1, "over the 1% budget (10% tolerance)"))
 EOF
