@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <exception>
 #include <set>
 
 #include "absl/container/flat_hash_map.h"

@@ -205,7 +205,8 @@ absl::Duration BandwidthGate::transfer_time() const {
 absl::StatusOr<std::shared_ptr<gloo::transport::Device>> CreateGlooDevice(
     const std::string& address) {
   const int previous_slack = prctl(PR_GET_TIMERSLACK);
-  prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(ToInt64Nanoseconds(kGlooLoopTimerSlack)));
+  prctl(PR_SET_TIMERSLACK,
+        static_cast<unsigned long>(absl::ToInt64Nanoseconds(kGlooLoopTimerSlack)));
   absl::StatusOr<std::shared_ptr<gloo::transport::Device>> device;
   try {
     gloo::transport::tcp::attr attr;
