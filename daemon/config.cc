@@ -24,6 +24,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "daemon/user_text.h"
 #include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/yaml.h"
 
@@ -49,14 +50,25 @@ absl::Status Bad(const Args&... args) {
   return absl::InvalidArgumentError(absl::StrCat(args...));
 }
 
-// User text in messages is escaped and truncated so hostile input cannot
-// inject lines or balloon the error.
-std::string Clip(absl::string_view s) {
-  constexpr size_t kShown = 48;
-  if (s.size() <= kShown) return absl::CHexEscape(s);
-  return absl::StrCat(absl::CHexEscape(s.substr(0, kShown)), "...");
+// YAML allows no C0 control character but tab, LF and CR; yaml-cpp would
+// read past them and report something else (a NUL byte came out as \x08).
+absl::Status CheckPrintable(absl::string_view text, absl::string_view source) {
+  int line = 1, column = 1;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && c != '\t' && c != '\n' && c != '\r') || u == 0x7f) {
+      return Bad(source, ":", line, ":", column, ": control character ",
+                 Quote(absl::string_view(&c, 1)), " in the file; a config is plain text");
+    }
+    if (c == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return absl::OkStatus();
 }
-std::string Quote(absl::string_view s) { return absl::StrCat("'", Clip(s), "'"); }
 
 std::string ShowSize(uint64_t n) {
   static constexpr std::pair<uint64_t, const char*> kUnits[] = {
@@ -695,6 +707,7 @@ absl::StatusOr<Config> ParseConfig(absl::string_view yaml, absl::string_view sou
   if (yaml.size() > kMaxConfigBytes) {
     return Bad(source, ": config is ", yaml.size(), " bytes; the limit is 1 MiB");
   }
+  if (absl::Status s = CheckPrintable(yaml, source); !s.ok()) return s;
   try {
     const std::string text(yaml);
     {

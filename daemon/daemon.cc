@@ -1,5 +1,6 @@
 #include "daemon/daemon.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -17,6 +18,7 @@
 #include "gloo/config.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/resource_quota.h"
 #include "grpcpp/health_check_service_interface.h"
 
 namespace gloowatch {
@@ -27,6 +29,8 @@ namespace {
 // grow the exported series without bound.
 constexpr absl::Duration kTrainingSeriesExpiry = absl::Minutes(10);
 constexpr size_t kMaxTrainingSeries = 256;
+// Threads serving gRPC calls at once (the sync server starts one per call).
+constexpr int kMaxRpcThreads = 128;
 
 bool AnyPeerRemote(const Config& config) {
   for (const PeerConfig& peer : config.peers) {
@@ -56,7 +60,7 @@ std::string GlooVersionString() {
 Daemon::Daemon(Config config, const Clock* clock)
     : config_(std::move(config)), clock_(clock), started_at_(clock->Now()) {}
 
-Daemon::~Daemon() { Shutdown(absl::Seconds(2)); }
+Daemon::~Daemon() { Shutdown(absl::Seconds(1)); }
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock* clock,
                                                       const TransportLaunch& launch) {
@@ -151,6 +155,11 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
   // Without SO_REUSEPORT a second daemon on the same port fails to bind
   // instead of silently sharing it.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Every handler answers within OpenProbePair's timeout, so threads only
+  // pile up under a flood: past the cap gRPC answers RESOURCE_EXHAUSTED.
+  grpc::ResourceQuota quota("gloowatchd");
+  quota.SetMaxThreads(kMaxRpcThreads);
+  builder.SetResourceQuota(quota);
   d->server_ = builder.BuildAndStart();
   if (d->server_ == nullptr || selected_port == 0) {
     return absl::UnavailableError(absl::StrCat(
@@ -245,14 +254,19 @@ absl::Status Daemon::Reload(Config next) {
   transport_->Reconfigure(next, probe_peers);
   GW_LOG(kInfo, "reloaded %s: %d peers, probing %d", next.source, next.peers.size(),
          probe_peers.size());
+  // A reload to a smaller config gives the memory of the larger back.
+  next = Config();
+  malloc_trim(0);
   return absl::OkStatus();
 }
 
 void Daemon::Shutdown(absl::Duration grace) {
   if (shut_down_) return;
   shut_down_ = true;
-  if (server_) server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  // The transport first: that fails the OpenProbePair calls waiting for it,
+  // so the server's grace is not spent on them.
   if (transport_) transport_->Stop();
+  if (server_) server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
 }
 
 absl::Status Daemon::ReportStep(const v1::ReportStepRequest& request) {

@@ -20,6 +20,7 @@
 #include "daemon/systemd_notify.h"
 #include "daemon/transport.h"
 #include "daemon/version.h"
+#include "google/protobuf/stubs/logging.h"
 
 ABSL_FLAG(std::string, config, "/etc/gloowatch/gloowatchd.yaml", "Path of the YAML config");
 ABSL_FLAG(std::string, check_config, "",
@@ -51,6 +52,19 @@ bool ParseLogLevel(const std::string& name, LogLevel* level) {
   return true;
 }
 
+// libprotobuf logs every request it cannot parse (invalid UTF-8 in a string
+// field, say) at ERROR; a client could flood the journal with them.
+void LogProtobuf(google::protobuf::LogLevel level, const char* /*file*/, int /*line*/,
+                 const std::string& message) {
+  static LogRateLimiter* const limiter = new LogRateLimiter(absl::Minutes(1), RealClock::Get());
+  uint64_t suppressed = 0;
+  if (!limiter->Allow(message.substr(0, 80), &suppressed)) return;
+  const LogLevel ours = level >= google::protobuf::LOGLEVEL_ERROR     ? LogLevel::kError
+                        : level == google::protobuf::LOGLEVEL_WARNING ? LogLevel::kWarning
+                                                                      : LogLevel::kInfo;
+  Log(ours, "protobuf: %s%s", message, SuppressedSuffix(suppressed));
+}
+
 int Run() {
   if (absl::GetFlag(FLAGS_version)) {
     std::cout << "gloowatchd " << GLOOWATCH_VERSION << " (Gloo " << GlooVersionString() << ")\n";
@@ -62,6 +76,7 @@ int Run() {
     return 64;
   }
   SetLogLevel(level);
+  google::protobuf::SetLogHandler(&LogProtobuf);
 
   if (const std::string path = absl::GetFlag(FLAGS_check_config); !path.empty()) {
     absl::StatusOr<Config> config = LoadConfigFile(path);
@@ -148,7 +163,7 @@ int Run() {
       }
     }
   }
-  (*daemon)->Shutdown(absl::Seconds(2));
+  (*daemon)->Shutdown(absl::Seconds(1));
   daemon->reset();
   return 0;
 }

@@ -1,10 +1,9 @@
 #include "daemon/metrics.h"
 
-#include <exception>
-
 #include "absl/strings/str_cat.h"
 #include "daemon/failure.h"
-#include "prometheus/exposer.h"
+#include "daemon/scrape_server.h"
+#include "prometheus/text_serializer.h"
 
 namespace gloowatch {
 namespace {
@@ -138,13 +137,12 @@ void Metrics::SetThresholds(const v1::Thresholds& t) {
 Metrics::~Metrics() = default;
 
 absl::Status Metrics::Serve(const std::string& host_port) {
-  try {
-    exposer_ = std::make_unique<prometheus::Exposer>(host_port, /*num_threads=*/2);
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", host_port, ": ",
-                                               e.what(), " (is the port already in use?)"));
-  }
-  exposer_->RegisterCollectable(registry_);
+  absl::StatusOr<std::unique_ptr<ScrapeServer>> server = ScrapeServer::Start(
+      host_port,
+      [registry = registry_] { return prometheus::TextSerializer().Serialize(registry->Collect()); },
+      ScrapeServer::Options());
+  if (!server.ok()) return server.status();
+  server_ = *std::move(server);
   return absl::OkStatus();
 }
 

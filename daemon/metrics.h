@@ -1,5 +1,5 @@
 // Prometheus export: metric families, per-peer handles and the /metrics
-// exposer. Names follow Prometheus conventions (gloowatch_ prefix, base
+// server. Names follow Prometheus conventions (gloowatch_ prefix, base
 // units); labels are `node` (ours) and `peer`, nothing per probe.
 #pragma once
 
@@ -17,11 +17,9 @@
 #include "prometheus/registry.h"
 #include "proto/gloowatch.pb.h"
 
-namespace prometheus {
-class Exposer;
-}
-
 namespace gloowatch {
+
+class ScrapeServer;
 
 // Upper bounds of the RTT histogram buckets, in seconds (10 us .. 2 s).
 const std::vector<double>& RttBucketBounds();
@@ -103,7 +101,7 @@ class Metrics {
   friend class PeerMetrics;
   Identity identity_;
   std::shared_ptr<prometheus::Registry> registry_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<ScrapeServer> server_;
   prometheus::Family<prometheus::Gauge>* up_;
   prometheus::Family<prometheus::Histogram>* rtt_;
   prometheus::Family<prometheus::Gauge>* rtt_p50_;

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/log.h"
+#include "daemon/user_text.h"
 
 namespace gloowatch {
 
@@ -71,7 +72,7 @@ absl::StatusOr<v1::OpenProbePairResponse> ResponderRegistry::Open(
   const std::string& peer = request.from_node();
   auto exhausted = [&] {
     return absl::ResourceExhaustedError(
-        absl::StrCat("'", peer, "' already has ", kMaxRespondersPerPeer,
+        absl::StrCat(Quote(peer), " already has ", kMaxRespondersPerPeer,
                      " probe pairs open or winding down; retry later"));
   };
   {
@@ -121,8 +122,8 @@ grpc::Status PeerService::OpenProbePair(grpc::ServerContext*,
   }
   if (request->to_node() != node_) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        absl::StrCat("this is node '", node_, "', not '", request->to_node(),
-                                     "': check the peer list of '", request->from_node(), "'"));
+                        absl::StrCat("this is node '", node_, "', not ", Quote(request->to_node()),
+                                     ": check the peer list of ", Quote(request->from_node())));
   }
   if (absl::Status s = ValidateProbeParameters(request->parameters()); !s.ok()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -137,8 +138,8 @@ grpc::Status PeerService::OpenProbePair(grpc::ServerContext*,
     absl::MutexLock lock(&mu_);
     if (allowed_.count(request->from_node()) == 0) {
       return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                          absl::StrCat("'", request->from_node(),
-                                       "' is not in the peer list of node '", node_, "'"));
+                          absl::StrCat(Quote(request->from_node()),
+                                       " is not in the peer list of node '", node_, "'"));
     }
   }
   absl::StatusOr<v1::OpenProbePairResponse> opened = opener_->Open(*request);

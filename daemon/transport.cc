@@ -1,6 +1,7 @@
 #include "daemon/transport.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -27,14 +28,6 @@ namespace {
 
 using transport::v1::FromTransport;
 using transport::v1::ToTransport;
-
-// A message may span several packets: a SOCK_SEQPACKET packet must fit the
-// socket's send buffer (about 208 KiB by default), and the config of a
-// 10,000-node cluster is larger. Each packet starts with a byte that says
-// whether more of the same message follow.
-constexpr size_t kMaxPacketPayload = 64 << 10;
-// Far above any message we send (a 1 MiB config and the peers to probe).
-constexpr size_t kMaxMessageBytes = 8 << 20;
 
 // Reports a prober's observations to the daemon.
 class ChannelObserver final : public ProbeObserver {
@@ -139,48 +132,6 @@ std::string DescribeExit(int status) {
 }
 
 }  // namespace
-
-// --- MessageChannel ----------------------------------------------------------
-
-MessageChannel::MessageChannel(int fd) : fd_(fd), packet_(kMaxPacketPayload + 1) {}
-
-MessageChannel::~MessageChannel() { close(fd_); }
-
-bool MessageChannel::Send(const google::protobuf::MessageLite& message) {
-  const std::string bytes = message.SerializeAsString();
-  if (bytes.size() > kMaxMessageBytes) return false;
-  std::string packet;
-  // The packets of one message must not interleave with another's.
-  absl::MutexLock lock(&send_mu_);
-  size_t offset = 0;
-  do {
-    const size_t n = std::min(kMaxPacketPayload, bytes.size() - offset);
-    packet.assign(1, offset + n < bytes.size() ? 1 : 0);
-    packet.append(bytes, offset, n);
-    ssize_t sent;
-    do {
-      sent = send(fd_, packet.data(), packet.size(), MSG_NOSIGNAL);
-    } while (sent < 0 && errno == EINTR);
-    if (sent != static_cast<ssize_t>(packet.size())) return false;
-    offset += n;
-  } while (offset < bytes.size());
-  return true;
-}
-
-bool MessageChannel::Receive(google::protobuf::MessageLite* message) {
-  std::string bytes;
-  while (true) {
-    const ssize_t n = recv(fd_, packet_.data(), packet_.size(), 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    bytes.append(packet_.data() + 1, static_cast<size_t>(n) - 1);
-    if (bytes.size() > kMaxMessageBytes) return false;
-    if (packet_[0] == 0) break;
-  }
-  return message->ParseFromString(bytes);
-}
-
-void MessageChannel::Shutdown() { shutdown(fd_, SHUT_RDWR); }
 
 // --- the transport process ---------------------------------------------------
 
@@ -289,6 +240,56 @@ Config ProbedOnly(Config config, const transport::v1::Configure& configure) {
 
 }  // namespace
 
+namespace {
+
+// What the heartbeat reports, once the transport has set itself up.
+class Liveness {
+ public:
+  void Set(ProberSet* probers, const BandwidthGate* gate) {
+    absl::MutexLock lock(&mu_);
+    probers_ = probers;
+    gate_ = gate;
+  }
+  FromTransport Heartbeat(absl::Duration now) {
+    FromTransport m;
+    transport::v1::Heartbeat* heartbeat = m.mutable_heartbeat();
+    absl::MutexLock lock(&mu_);
+    if (probers_ != nullptr) heartbeat->set_stalled(probers_->AnyStalled(now));
+    if (gate_ != nullptr) {
+      heartbeat->set_bandwidth_transfer_nanos(absl::ToInt64Nanoseconds(gate_->transfer_time()));
+    }
+    return m;
+  }
+
+ private:
+  absl::Mutex mu_;
+  ProberSet* probers_ ABSL_GUARDED_BY(mu_) = nullptr;
+  const BandwidthGate* gate_ ABSL_GUARDED_BY(mu_) = nullptr;
+};
+
+// Ends the transport process. Threads may be inside Gloo calls or sending a
+// heartbeat: exit around them rather than tear down what they use.
+[[noreturn]] void ExitTransport(int code) {
+  std::fflush(stderr);
+  std::_Exit(code);
+}
+
+transport::v1::OpenResult OpenResponder(ResponderRegistry& registry,
+                                        const transport::v1::OpenResponder& open) {
+  transport::v1::OpenResult result;
+  result.set_id(open.id());
+  absl::StatusOr<v1::OpenProbePairResponse> opened = registry.Open(open.request());
+  if (opened.ok()) {
+    *result.mutable_response() = *std::move(opened);
+  } else {
+    result.set_code(static_cast<int>(opened.status().code()));
+    result.set_message(std::string(opened.status().message()));
+  }
+  return result;
+}
+
+}  // namespace
+
 int RunTransport(const std::string& gloo_address, int fd) {
   // The daemon's death must end us too, even if it could not tell us.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -297,53 +298,51 @@ int RunTransport(const std::string& gloo_address, int fd) {
   sigset_t none;
   sigemptyset(&none);
   pthread_sigmask(SIG_SETMASK, &none, nullptr);
-  MessageChannel channel(fd);
+  // Both outlive every thread: the process ends with _Exit, never returns.
+  auto* channel = new MessageChannel(fd);
+  auto* liveness = new Liveness;
+  const Clock* clock = RealClock::Get();
+  // Heartbeats from the start: parsing a large config takes a while, and the
+  // daemon kills a transport that stays silent.
+  std::thread([channel, liveness, clock] {
+    while (channel->Send(liveness->Heartbeat(clock->Monotonic()))) {
+      absl::SleepFor(absl::Seconds(1));
+    }
+  }).detach();
+
   ToTransport message;
-  if (!channel.Receive(&message)) return 0;
+  if (channel->Receive(&message) != MessageChannel::Received::kMessage) ExitTransport(0);
   absl::StatusOr<Config> config = ReadConfigure(message);
   if (!config.ok()) {
     GW_LOG(kError, "transport: %s", config.status().message());
-    return 78;
+    ExitTransport(78);
   }
   absl::StatusOr<std::shared_ptr<gloo::transport::Device>> created = CreateGlooDevice(gloo_address);
   if (!created.ok()) {
     GW_LOG(kError, "transport: %s", created.status().message());
-    return 69;
+    ExitTransport(69);
+  }
+  absl::StatusOr<TlsMaterial> tls = LoadTls(config->tls);
+  if (!tls.ok()) {
+    GW_LOG(kError, "transport: %s", tls.status().message());
+    ExitTransport(78);
   }
   std::shared_ptr<gloo::transport::Device> device = *std::move(created);
-  const Clock* clock = RealClock::Get();
-  BandwidthGate gate(clock, config->schedule.bandwidth_budget);
-  ResponderRegistry registry(config->node, GLOOWATCH_VERSION, device, &gate, clock);
-
+  auto* gate = new BandwidthGate(clock, config->schedule.bandwidth_budget);
+  auto* registry = new ResponderRegistry(config->node, GLOOWATCH_VERSION, device, gate, clock);
   ProberContext context;
   context.node = config->node;
   context.version = GLOOWATCH_VERSION;
   context.device = device;
   context.local_gloo_is_loopback = IsLoopbackHost(gloo_address);
-  context.gate = &gate;
+  context.gate = gate;
   context.clock = clock;
-  absl::StatusOr<TlsMaterial> tls = LoadTls(config->tls);
-  if (!tls.ok()) {
-    GW_LOG(kError, "transport: %s", tls.status().message());
-    return 78;
-  }
   context.credentials = MakeChannelCredentials(*tls);
-  ProberSet probers(context, &channel);
-  probers.Apply(ProbedOnly(*config, message.configure()));
+  auto* probers = new ProberSet(context, channel);
+  probers->Apply(ProbedOnly(*config, message.configure()));
+  liveness->Set(probers, gate);
 
-  std::thread heartbeat([&] {
-    while (true) {
-      FromTransport m;
-      m.mutable_heartbeat()->set_stalled(probers.AnyStalled(clock->Monotonic()));
-      m.mutable_heartbeat()->set_bandwidth_transfer_nanos(
-          absl::ToInt64Nanoseconds(gate.transfer_time()));
-      if (!channel.Send(m)) return;
-      absl::SleepFor(absl::Seconds(1));
-    }
-  });
-  heartbeat.detach();
-
-  while (channel.Receive(&message)) {
+  while (channel->Receive(&message) == MessageChannel::Received::kMessage) {
     if (message.has_configure()) {
       // The daemon validated it; a failure here would be a bug, not input.
       absl::StatusOr<Config> next = ReadConfigure(message);
@@ -351,58 +350,48 @@ int RunTransport(const std::string& gloo_address, int fd) {
         GW_LOG(kError, "transport: reload: %s", next.status().message());
         continue;
       }
-      registry.Retain(PeerNames(*next));
-      gate.SetBudget(next->schedule.bandwidth_budget);
-      probers.Apply(ProbedOnly(*next, message.configure()));
+      registry->Retain(PeerNames(*next));
+      gate->SetBudget(next->schedule.bandwidth_budget);
+      probers->Apply(ProbedOnly(*next, message.configure()));
+      next = Config();
+      message.Clear();
+      // A reload to a smaller config gives the memory of the larger back.
+      malloc_trim(0);
       continue;
     }
     if (!message.has_open()) continue;
     FromTransport reply;
-    transport::v1::OpenResult* result = reply.mutable_opened();
-    result->set_id(message.open().id());
-    absl::StatusOr<v1::OpenProbePairResponse> opened = registry.Open(message.open().request());
-    if (opened.ok()) {
-      *result->mutable_response() = *std::move(opened);
-    } else {
-      result->set_code(static_cast<int>(opened.status().code()));
-      result->set_message(std::string(opened.status().message()));
-    }
-    channel.Send(reply);
+    *reply.mutable_opened() = OpenResponder(*registry, message.open());
+    if (!channel->Send(reply)) break;
   }
-  // The daemon is gone or stopping us. Threads may be inside Gloo calls:
-  // exit around them rather than tear down what they use.
-  std::fflush(stderr);
-  std::_Exit(0);
+  // The daemon is gone or stopping us.
+  ExitTransport(0);
 }
 
 // --- TransportSupervisor -----------------------------------------------------
 
 TransportSupervisor::TransportSupervisor(Options options, const Clock* clock)
-    : options_(std::move(options)), clock_(clock) {
+    : options_(std::move(options)),
+      clock_(clock),
+      admission_(options_.max_opens_in_flight, options_.max_opens_per_peer) {
   configure_.mutable_configure()->set_yaml(options_.config.yaml);
   configure_.mutable_configure()->set_source(options_.config.source);
   for (const std::string& peer : options_.probe_peers) {
     configure_.mutable_configure()->add_probe_peers(peer);
   }
+  last_progress_ = clock_->Monotonic();
 }
 
 void TransportSupervisor::Reconfigure(const Config& config,
                                       const std::vector<std::string>& probe_peers) {
-  std::shared_ptr<MessageChannel> channel;
-  ToTransport message;
-  {
-    absl::MutexLock lock(&mu_);
-    transport::v1::Configure* configure = configure_.mutable_configure();
-    configure->set_yaml(config.yaml);
-    configure->set_source(config.source);
-    configure->clear_probe_peers();
-    for (const std::string& peer : probe_peers) configure->add_probe_peers(peer);
-    channel = channel_;
-    message = configure_;
-  }
-  // Not under mu_: a large config takes several packets, and the transport
-  // may be waiting for us to read its events (Dispatch needs mu_) first.
-  if (channel) channel->Send(message);
+  absl::MutexLock lock(&mu_);
+  transport::v1::Configure* configure = configure_.mutable_configure();
+  configure->set_yaml(config.yaml);
+  configure->set_source(config.source);
+  configure->clear_probe_peers();
+  for (const std::string& peer : probe_peers) configure->add_probe_peers(peer);
+  // Only the latest config matters: one not yet sent is replaced.
+  configure_unsent_ = true;
 }
 
 TransportSupervisor::~TransportSupervisor() { Stop(); }
@@ -414,11 +403,20 @@ void TransportSupervisor::Start() {
 void TransportSupervisor::Stop() {
   {
     absl::MutexLock lock(&mu_);
-    if (stopping_ && !thread_.joinable()) return;
     stopping_ = true;
+    FailPending("this node is shutting down");
     if (channel_) channel_->Shutdown();
   }
   if (thread_.joinable()) thread_.join();
+}
+
+void TransportSupervisor::FailPending(const std::string& why) {
+  for (auto& [id, pending] : pending_) {
+    pending.done = true;
+    pending.result.set_code(static_cast<int>(absl::StatusCode::kUnavailable));
+    pending.result.set_message(why);
+  }
+  outbox_.clear();
 }
 
 pid_t TransportSupervisor::Spawn(int fd) {
@@ -454,42 +452,9 @@ void TransportSupervisor::Supervise() {
     }
     const pid_t pid = Spawn(fds[1]);
     close(fds[1]);
-    auto channel = std::make_shared<MessageChannel>(fds[0]);
     const absl::Duration started = clock_->Monotonic();
-    {
-      absl::MutexLock lock(&mu_);
-      if (stopping_) channel->Shutdown();
-      channel->Send(configure_);
-      channel_ = channel;
-      pid_ = pid;
-      last_heartbeat_ = started;
-      stalled_ = false;
-      reported_transfer_nanos_ = 0;
-    }
-    FromTransport message;
-    while (channel->Receive(&message)) Dispatch(message);
-
-    // The transport ended (or we are stopping): nothing it had open stays.
-    bool stopping;
-    {
-      absl::MutexLock lock(&mu_);
-      channel_.reset();
-      pid_ = -1;
-      for (auto& [id, pending] : pending_) {
-        pending.done = true;
-        pending.result.set_code(static_cast<int>(absl::StatusCode::kUnavailable));
-        pending.result.set_message("probe transport restarting");
-      }
-      stopping = stopping_;
-    }
-    if (pid > 0) {
-      kill(pid, SIGKILL);
-    }
-    int status = 0;
-    if (pid > 0) waitpid(pid, &status, 0);
-    if (stopping) return;
-    const std::string why =
-        absl::StrCat("probe transport process ", pid, " ", DescribeExit(status));
+    const std::string why = RunOnce(pid, std::make_shared<MessageChannel>(fds[0]));
+    if (why.empty()) return;
     GW_LOG(kError, "%s; restarting it", why);
     {
       absl::MutexLock lock(&mu_);
@@ -498,10 +463,92 @@ void TransportSupervisor::Supervise() {
     if (options_.on_exit) options_.on_exit(why);
     // A transport that ran a good while before dying starts the backoff over.
     if (clock_->Monotonic() - started > absl::Minutes(1)) backoff.Reset();
-    const absl::Duration wait = backoff.Next();
+    const absl::Duration until = clock_->Monotonic() + backoff.Next();
     absl::MutexLock lock(&mu_);
-    mu_.AwaitWithTimeout(absl::Condition(&stopping_), wait);
+    // In steps, so that Healthy() sees supervision going on.
+    while (!stopping_ && clock_->Monotonic() < until) {
+      last_progress_ = clock_->Monotonic();
+      mu_.AwaitWithTimeout(absl::Condition(&stopping_),
+                           std::min(absl::Seconds(1), until - clock_->Monotonic()));
+    }
     if (stopping_) return;
+  }
+}
+
+std::string TransportSupervisor::RunOnce(pid_t pid,
+                                         const std::shared_ptr<MessageChannel>& channel) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) channel->Shutdown();
+    channel_ = channel;
+    pid_ = pid;
+    last_heartbeat_ = clock_->Monotonic();
+    stalled_ = false;
+    reported_transfer_nanos_ = 0;
+    configure_unsent_ = true;  // the first message of every transport
+  }
+  std::thread writer([this, channel] { Write(channel); });
+  std::string hung;
+  FromTransport message;
+  while (true) {
+    const MessageChannel::Received received = channel->Receive(&message, absl::Seconds(1));
+    if (received == MessageChannel::Received::kClosed) break;
+    if (received == MessageChannel::Received::kMessage) Dispatch(message);
+    absl::MutexLock lock(&mu_);
+    const absl::Duration now = clock_->Monotonic();
+    last_progress_ = now;
+    if (now - last_heartbeat_ > options_.heartbeat_timeout) {
+      hung = absl::StrCat("probe transport process ", pid, " stopped answering (no heartbeat for ",
+                          absl::FormatDuration(absl::Trunc(now - last_heartbeat_, absl::Seconds(1))),
+                          "); killed it");
+      break;
+    }
+  }
+  // The transport ended, is stopped or hung: nothing it had open stays.
+  bool stopping;
+  {
+    absl::MutexLock lock(&mu_);
+    channel_.reset();
+    pid_ = -1;
+    stopping = stopping_;
+    FailPending(stopping ? "this node is shutting down" : "probe transport restarting; retry");
+  }
+  channel->Shutdown();  // wakes the writer if it is blocked in send
+  int status = 0;
+  if (pid > 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  writer.join();
+  if (stopping) return "";
+  if (!hung.empty()) return hung;
+  return absl::StrCat("probe transport process ", pid, " ", DescribeExit(status));
+}
+
+void TransportSupervisor::Write(const std::shared_ptr<MessageChannel>& channel) {
+  while (true) {
+    ToTransport message;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return channel_ != channel || configure_unsent_ || !outbox_.empty();
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (channel_ != channel) return;
+      if (configure_unsent_) {
+        message = configure_;
+        configure_unsent_ = false;
+      } else {
+        message = std::move(outbox_.front());
+        outbox_.pop_front();
+      }
+    }
+    // Blocks while the transport does not read; a hung one is killed by the
+    // reader, which ends this send.
+    if (!channel->Send(message)) {
+      channel->Shutdown();
+      return;
+    }
   }
 }
 
@@ -543,21 +590,25 @@ void TransportSupervisor::Dispatch(const FromTransport& message) {
 
 absl::StatusOr<v1::OpenProbePairResponse> TransportSupervisor::Open(
     const v1::OpenProbePairRequest& request) {
+  OpenAdmission::Ticket ticket;
+  if (absl::Status s = admission_.Admit(request.from_node(), &ticket); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
-  if (!channel_) return absl::UnavailableError("probe transport restarting; retry");
+  if (!channel_ || stopping_) return absl::UnavailableError("probe transport restarting; retry");
   const uint64_t id = ++next_id_;
   Pending& pending = pending_[id];
-  ToTransport message;
+  ToTransport& message = outbox_.emplace_back();
   message.mutable_open()->set_id(id);
   *message.mutable_open()->mutable_request() = request;
-  if (!channel_->Send(message)) {
-    pending_.erase(id);
-    return absl::UnavailableError("probe transport restarting; retry");
-  }
   const bool done = mu_.AwaitWithTimeout(absl::Condition(&pending.done), options_.open_timeout);
   const transport::v1::OpenResult result = pending.result;
   pending_.erase(id);
-  if (!done) return absl::DeadlineExceededError("probe transport did not answer in time");
+  if (!done) {
+    // Never sent (the transport is not reading): it must not be later.
+    outbox_.erase(std::remove_if(outbox_.begin(), outbox_.end(),
+                                 [id](const ToTransport& m) { return m.open().id() == id; }),
+                  outbox_.end());
+    return absl::DeadlineExceededError("probe transport did not answer in time");
+  }
   if (result.code() != 0) {
     return absl::Status(static_cast<absl::StatusCode>(result.code()), result.message());
   }
@@ -566,8 +617,10 @@ absl::StatusOr<v1::OpenProbePairResponse> TransportSupervisor::Open(
 
 bool TransportSupervisor::Healthy() const {
   absl::MutexLock lock(&mu_);
+  const absl::Duration now = clock_->Monotonic();
+  if (now - last_progress_ > 2 * options_.heartbeat_timeout) return false;
   if (!channel_) return true;
-  return !stalled_ && clock_->Monotonic() - last_heartbeat_ < absl::Seconds(10);
+  return !stalled_ && now - last_heartbeat_ < options_.heartbeat_timeout;
 }
 
 uint64_t TransportSupervisor::restarts() const {

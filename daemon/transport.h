@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,38 +25,23 @@
 #include "absl/time/time.h"
 #include "daemon/clock.h"
 #include "daemon/config.h"
+#include "daemon/message_channel.h"
+#include "daemon/open_admission.h"
 #include "daemon/probe_observer.h"
 #include "daemon/services.h"
-#include "google/protobuf/message_lite.h"
 #include "proto/transport.pb.h"
 
 namespace gloowatch {
-
-// Serialized messages over a SOCK_SEQPACKET socket, each in one or more
-// packets of at most 64 KiB (a packet must fit the socket buffer). Send is
-// thread-safe; Receive has one caller at a time.
-class MessageChannel {
- public:
-  explicit MessageChannel(int fd);  // takes ownership
-  ~MessageChannel();
-  // False when the message is larger than 8 MiB or the socket failed.
-  bool Send(const google::protobuf::MessageLite& message);
-  // False at end of stream or on error. One receiving thread at a time.
-  bool Receive(google::protobuf::MessageLite* message);
-  // Wakes a blocked Receive (which then returns false).
-  void Shutdown();
-
- private:
-  const int fd_;
-  absl::Mutex send_mu_;
-  std::vector<char> packet_;  // Receive's buffer
-};
 
 // The transport process: takes its config from the daemon, probes every peer
 // from `gloo_address` and serves the responders the daemon asks for, until
 // the daemon goes away. Returns the process exit code.
 int RunTransport(const std::string& gloo_address, int fd);
 
+// Starts the transport process, restarts it with backoff when it dies or
+// stops answering, and carries messages both ways. No lock is held across
+// I/O: one thread per transport process writes (latest config first, then
+// queued opens), the supervising thread reads, and callers only queue.
 class TransportSupervisor final : public ResponderOpener {
  public:
   struct Options {
@@ -67,9 +53,17 @@ class TransportSupervisor final : public ResponderOpener {
     absl::Duration open_timeout = absl::Seconds(2);
     absl::Duration restart_initial = absl::Milliseconds(500);
     absl::Duration restart_max = absl::Seconds(30);
+    // A transport that sends no heartbeat (it sends one a second) for this
+    // long is killed and restarted: it is stopped, or wedged.
+    absl::Duration heartbeat_timeout = absl::Seconds(5);
+    // OpenProbePair requests waiting for the transport at once, in all and
+    // per calling peer; more are refused at once (RESOURCE_EXHAUSTED).
+    size_t max_opens_in_flight = 32;
+    size_t max_opens_per_peer = 2;
     // The tracker of a peer, null for names we do not know.
     std::function<std::shared_ptr<ProbeObserver>(const std::string& peer)> observer_for;
-    // Called after the transport died, with why; before the restart.
+    // Called after the transport died or was killed, with why; before the
+    // restart.
     std::function<void(const std::string& why)> on_exit;
     // Time the transport's bandwidth transfers took since the last call.
     std::function<void(absl::Duration)> on_bandwidth_transfer;
@@ -79,15 +73,18 @@ class TransportSupervisor final : public ResponderOpener {
   ~TransportSupervisor() override;
 
   void Start();
+  // Ends the transport process and fails every open still waiting; returns
+  // within about a second whatever state the transport is in.
   void Stop();
   // Sends an accepted reload, or a new selection of peers to probe, to the
-  // running transport (and to later ones).
+  // running transport (and to later ones). Never blocks on the transport.
   void Reconfigure(const Config& config, const std::vector<std::string>& probe_peers);
 
   absl::StatusOr<v1::OpenProbePairResponse> Open(const v1::OpenProbePairRequest& request) override;
 
   // False when the transport is running but its heartbeats stopped or it
-  // reports a stalled prober. Restarting after a crash counts as healthy.
+  // reports a stalled prober, or when supervision itself stopped making
+  // progress. Restarting after a crash counts as healthy.
   bool Healthy() const;
   uint64_t restarts() const;
   pid_t pid() const;
@@ -99,11 +96,18 @@ class TransportSupervisor final : public ResponderOpener {
   };
 
   void Supervise();
+  // Runs one transport process until it ends, is stopped or stops
+  // answering; returns why it ended ("" when we are stopping).
+  std::string RunOnce(pid_t pid, const std::shared_ptr<MessageChannel>& channel);
+  // The writer of one transport process's channel.
+  void Write(const std::shared_ptr<MessageChannel>& channel);
   pid_t Spawn(int fd);
   void Dispatch(const transport::v1::FromTransport& message);
+  void FailPending(const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Options options_;
   const Clock* const clock_;
+  OpenAdmission admission_;
   std::thread thread_;
 
   mutable absl::Mutex mu_;
@@ -111,6 +115,8 @@ class TransportSupervisor final : public ResponderOpener {
   std::shared_ptr<MessageChannel> channel_ ABSL_GUARDED_BY(mu_);
   pid_t pid_ ABSL_GUARDED_BY(mu_) = -1;
   absl::Duration last_heartbeat_ ABSL_GUARDED_BY(mu_);
+  // When the supervising thread last went round its loop.
+  absl::Duration last_progress_ ABSL_GUARDED_BY(mu_);
   bool stalled_ ABSL_GUARDED_BY(mu_) = false;
   // The running transport's last reported transfer time (its total so far).
   int64_t reported_transfer_nanos_ ABSL_GUARDED_BY(mu_) = 0;
@@ -118,6 +124,9 @@ class TransportSupervisor final : public ResponderOpener {
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
   transport::v1::ToTransport configure_ ABSL_GUARDED_BY(mu_);
+  // configure_ has not been sent to the running transport yet.
+  bool configure_unsent_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<transport::v1::ToTransport> outbox_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gloowatch

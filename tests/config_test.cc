@@ -260,6 +260,17 @@ TEST(ConfigTest, EmptySectionsKeepDefaults) {
   EXPECT_TRUE(c.peers.empty());
 }
 
+TEST(ConfigTest, ControlCharactersAreNamedWithTheirPosition) {
+  // A raw NUL byte in a name (yaml-cpp alone reported it as '\x08').
+  constexpr char kNul[] = "node: a\0b\ngrpc_listen: 127.0.0.1:7601\n";
+  EXPECT_EQ(ErrorOf(std::string(kNul, sizeof(kNul) - 1)),
+            "cfg.yaml:1:8: control character '\\x00' in the file; a config is plain text");
+  EXPECT_THAT(ErrorOf(absl::StrCat(kBase, "peers:\n  - name: b\x1b[2J\n")),
+              HasSubstr("cfg.yaml:5:12: control character '\\x1b'"));
+  // Tabs in comments and CRLF line ends are text.
+  ParseOk(absl::StrCat(kBase, "# a\tcomment\r\n"));
+}
+
 TEST(ConfigTest, QuotedScalarsAndCrlfAreAccepted) {
   const Config c = ParseOk(
       "node: 'node-a'\r\ngrpc_listen: \"127.0.0.1:7601\"\r\nmetrics_listen: 127.0.0.1:9601\r\n"

@@ -2,13 +2,15 @@
 // SOCK_SEQPACKET packet may be (the config of a 10,000-node cluster) intact,
 // and does not mix up concurrent senders.
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/transport.h"
+#include "daemon/message_channel.h"
+#include "proto/transport.pb.h"
 #include "gtest/gtest.h"
 
 namespace gloowatch {
@@ -16,6 +18,7 @@ namespace {
 
 using transport::v1::FromTransport;
 using transport::v1::ToTransport;
+constexpr MessageChannel::Received kMessage = MessageChannel::Received::kMessage;
 
 class ChannelTest : public ::testing::Test {
  protected:
@@ -46,7 +49,7 @@ TEST_F(ChannelTest, CarriesAConfigFarLargerThanTheSocketBuffer) {
   ASSERT_GT(sent.ByteSizeLong(), 500u << 10);  // the default socket buffer is ~208 KiB
   std::thread sender([&] { EXPECT_TRUE(a_->Send(sent)); });
   ToTransport received;
-  ASSERT_TRUE(b_->Receive(&received));
+  ASSERT_EQ(b_->Receive(&received), kMessage);
   sender.join();
   EXPECT_EQ(received.configure().yaml(), sent.configure().yaml());
   EXPECT_EQ(received.configure().probe_peers_size(), 100);
@@ -57,7 +60,7 @@ TEST_F(ChannelTest, CarriesAConfigFarLargerThanTheSocketBuffer) {
   heartbeat.mutable_heartbeat()->set_stalled(true);
   ASSERT_TRUE(b_->Send(heartbeat));
   FromTransport got;
-  ASSERT_TRUE(a_->Receive(&got));
+  ASSERT_EQ(a_->Receive(&got), kMessage);
   EXPECT_TRUE(got.heartbeat().stalled());
 }
 
@@ -78,7 +81,7 @@ TEST_F(ChannelTest, ConcurrentSendersDoNotInterleave) {
   uint64_t next_id = 0;
   while (bigs < kBig || smalls < kSmall) {
     ToTransport m;
-    ASSERT_TRUE(b_->Receive(&m));
+    ASSERT_EQ(b_->Receive(&m), kMessage);
     if (m.has_configure()) {
       ASSERT_EQ(m.configure().yaml(), big.configure().yaml());
       ++bigs;
@@ -97,8 +100,38 @@ TEST_F(ChannelTest, RefusesMessagesOverTheLimitAndEndsOnShutdown) {
   EXPECT_FALSE(a_->Send(huge));
   std::thread closer([&] { a_->Shutdown(); });
   ToTransport m;
-  EXPECT_FALSE(b_->Receive(&m));
+  EXPECT_EQ(b_->Receive(&m), MessageChannel::Received::kClosed);
   closer.join();
+}
+
+TEST_F(ChannelTest, ReceiveTimesOutWithoutLosingTheNextMessage) {
+  ToTransport m;
+  EXPECT_EQ(b_->Receive(&m, absl::Milliseconds(50)), MessageChannel::Received::kTimeout);
+  m.mutable_open()->set_id(7);
+  ASSERT_TRUE(a_->Send(m));
+  ToTransport got;
+  ASSERT_EQ(b_->Receive(&got, absl::Seconds(10)), kMessage);
+  EXPECT_EQ(got.open().id(), 7u);
+}
+
+TEST_F(ChannelTest, AMessageCutOffHalfWayEndsTheStream) {
+  // The first packet of a two-packet message, and nothing after it.
+  const char first[] = {1, 'x'};
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds), 0);
+  MessageChannel reader(fds[0]);
+  ASSERT_EQ(send(fds[1], first, sizeof(first), 0), 2);
+  close(fds[1]);
+  ToTransport m;
+  EXPECT_EQ(reader.Receive(&m, absl::Seconds(10)), MessageChannel::Received::kClosed);
+}
+
+TEST_F(ChannelTest, ShutdownWakesASenderBlockedOnAFullSocket) {
+  ToTransport big = BigConfigure(20000);  // several MiB: far more than the buffer holds
+  std::thread sender([&] { EXPECT_FALSE(a_->Send(big)); });
+  absl::SleepFor(absl::Milliseconds(100));  // let it fill the buffer and block
+  a_->Shutdown();
+  sender.join();  // returns: no reader needed
 }
 
 }  // namespace
