@@ -18,8 +18,8 @@
 #include "gloo/config.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
-#include "grpcpp/resource_quota.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/resource_quota.h"
 
 namespace gloowatch {
 namespace {
@@ -29,7 +29,9 @@ namespace {
 // grow the exported series without bound.
 constexpr absl::Duration kTrainingSeriesExpiry = absl::Minutes(10);
 constexpr size_t kMaxTrainingSeries = 256;
-// Threads serving gRPC calls at once (the sync server starts one per call).
+// Threads of gRPC's sync server at most. Our services use the callback API
+// and hold no thread while they wait; this caps whatever still runs on the
+// sync path (gRPC's own health service).
 constexpr int kMaxRpcThreads = 128;
 
 bool AnyPeerRemote(const Config& config) {
@@ -155,8 +157,6 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
   // Without SO_REUSEPORT a second daemon on the same port fails to bind
   // instead of silently sharing it.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  // Every handler answers within OpenProbePair's timeout, so threads only
-  // pile up under a flood: past the cap gRPC answers RESOURCE_EXHAUSTED.
   grpc::ResourceQuota quota("gloowatchd");
   quota.SetMaxThreads(kMaxRpcThreads);
   builder.SetResourceQuota(quota);

@@ -54,9 +54,8 @@ bool MessageChannel::WaitReadable(absl::Duration timeout) const {
   while (true) {
     int wait_ms = -1;
     if (timeout != absl::InfiniteDuration()) {
-      wait_ms = static_cast<int>(
-          std::max<int64_t>(0, absl::ToInt64Milliseconds(absl::Ceil(
-                                   deadline - absl::Now(), absl::Milliseconds(1)))));
+      wait_ms = static_cast<int>(std::max<int64_t>(
+          0, absl::ToInt64Milliseconds(absl::Ceil(deadline - absl::Now(), absl::Milliseconds(1)))));
     }
     pollfd p{fd_, POLLIN, 0};
     const int ready = poll(&p, 1, wait_ms);

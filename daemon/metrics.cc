@@ -139,7 +139,9 @@ Metrics::~Metrics() = default;
 absl::Status Metrics::Serve(const std::string& host_port) {
   absl::StatusOr<std::unique_ptr<ScrapeServer>> server = ScrapeServer::Start(
       host_port,
-      [registry = registry_] { return prometheus::TextSerializer().Serialize(registry->Collect()); },
+      [registry = registry_] {
+        return prometheus::TextSerializer().Serialize(registry->Collect());
+      },
       ScrapeServer::Options());
   if (!server.ok()) return server.status();
   server_ = *std::move(server);

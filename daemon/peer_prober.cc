@@ -234,10 +234,17 @@ absl::StatusOr<std::unique_ptr<ProbeSession>> PeerProber::Connect() {
     // failing fast through gRPC's reconnect backoff ("tcp handshaker
     // shutdown") for seconds after the peer is back.
     stub_ = v1::Peer::NewStub(PeerChannel(peer_.grpc, context_.credentials));
-    return WithReason(
-        absl::UnavailableError(absl::StrCat("OpenProbePair to ", peer_.grpc.ToString(), ": ",
-                                            rpc_status.error_message())),
-        ClassifyGrpc(rpc_status.error_code(), rpc_status.error_message()));
+    const std::string message =
+        absl::StrCat("OpenProbePair to ", peer_.grpc.ToString(), ": ", rpc_status.error_message());
+    const v1::FailureReason reason =
+        ClassifyGrpc(rpc_status.error_code(), rpc_status.error_message());
+    // The peer's daemon answered but has no room for us now (its pairs for
+    // us are winding down, or someone floods it): kept apart so that Run()
+    // retries soon instead of backing off.
+    if (rpc_status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      return WithReason(absl::ResourceExhaustedError(message), reason);
+    }
+    return WithReason(absl::UnavailableError(message), reason);
   }
   if (response.protocol_version() != kProbeProtocolVersion || response.node() != peer_.name) {
     return WithReason(absl::FailedPreconditionError(absl::StrCat(
@@ -362,8 +369,14 @@ void PeerProber::Run() {
     }
     if (stopping) break;
     Fail(session.status());
+    // A busy peer frees its slots within a Gloo timeout (its stale
+    // responders time out): retry then, so that once nothing is wrong every
+    // peer is up within backoff_max plus two Gloo timeouts.
+    const absl::Duration wait = absl::IsResourceExhausted(session.status())
+                                    ? gloo_timeout_ + absl::Milliseconds(rng() % 1000)
+                                    : backoff.Next();
     session = absl::CancelledError();  // drops the pairs before backing off
-    stopping = !SleepUntil(clock.Monotonic() + backoff.Next());
+    stopping = !SleepUntil(clock.Monotonic() + wait);
   }
 }
 

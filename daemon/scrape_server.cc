@@ -48,7 +48,8 @@ bool ParseRequest(absl::string_view header, Request* request) {
     const size_t colon = line.find(':');
     if (colon == absl::string_view::npos) continue;
     const std::string name = absl::AsciiStrToLower(line.substr(0, colon));
-    const std::string value = absl::AsciiStrToLower(absl::StripAsciiWhitespace(line.substr(colon + 1)));
+    const std::string value =
+        absl::AsciiStrToLower(absl::StripAsciiWhitespace(line.substr(colon + 1)));
     if (name == "connection") {
       if (absl::StrContains(value, "close")) request->keep_alive = false;
       if (absl::StrContains(value, "keep-alive")) request->keep_alive = true;
@@ -61,9 +62,9 @@ bool ParseRequest(absl::string_view header, Request* request) {
 
 std::string Response(absl::string_view status, absl::string_view content_type,
                      absl::string_view body, bool head_only, bool keep_alive) {
-  std::string out = absl::StrCat("HTTP/1.1 ", status, "\r\nContent-Type: ", content_type,
-                                 "\r\nContent-Length: ", body.size(),
-                                 "\r\nConnection: ", keep_alive ? "keep-alive" : "close", "\r\n\r\n");
+  std::string out = absl::StrCat(
+      "HTTP/1.1 ", status, "\r\nContent-Type: ", content_type, "\r\nContent-Length: ", body.size(),
+      "\r\nConnection: ", keep_alive ? "keep-alive" : "close", "\r\n\r\n");
   if (!head_only) out.append(body.data(), body.size());
   return out;
 }
@@ -241,8 +242,8 @@ class ScrapeServer::Loop {
     if (end == std::string::npos) {
       if (conn.in.size() > options_.max_request_bytes) {
         return Send(fd, conn,
-                    Response("431 Request Header Fields Too Large", "text/plain", "header too large\n",
-                             false, false),
+                    Response("431 Request Header Fields Too Large", "text/plain",
+                             "header too large\n", false, false),
                     false);
       }
       if (conn.close_after) Drop(fd);
@@ -252,27 +253,29 @@ class ScrapeServer::Loop {
     const bool parsed = ParseRequest(absl::string_view(conn.in).substr(0, end), &request);
     conn.in.erase(0, end + skip);
     if (!parsed) {
-      return Send(fd, conn, Response("400 Bad Request", "text/plain", "not an HTTP/1.x request\n",
-                                     false, false),
-                  false);
+      return Send(
+          fd, conn,
+          Response("400 Bad Request", "text/plain", "not an HTTP/1.x request\n", false, false),
+          false);
     }
     // A request body is never expected; rather than skip one, answer and close.
     const bool keep_alive = request.keep_alive && !request.has_body && !conn.close_after;
     const bool head = request.method == "HEAD";
     if (request.method != "GET" && !head) {
-      return Send(fd, conn,
-                  Response("405 Method Not Allowed", "text/plain", "only GET and HEAD\n", false,
-                           false),
-                  false);
+      return Send(
+          fd, conn,
+          Response("405 Method Not Allowed", "text/plain", "only GET and HEAD\n", false, false),
+          false);
     }
     if (request.path != "/metrics") {
       return Send(fd, conn,
                   Response("404 Not Found", "text/plain", "see /metrics\n", head, keep_alive),
                   keep_alive);
     }
-    Send(fd, conn,
-         Response("200 OK", "text/plain; version=0.0.4; charset=utf-8", render_(), head, keep_alive),
-         keep_alive);
+    Send(
+        fd, conn,
+        Response("200 OK", "text/plain; version=0.0.4; charset=utf-8", render_(), head, keep_alive),
+        keep_alive);
   }
 
   void Send(int fd, Conn& conn, std::string response, bool keep_alive) {
@@ -361,9 +364,9 @@ absl::StatusOr<std::unique_ptr<ScrapeServer>> ScrapeServer::Start(const std::str
   sockaddr_storage bound{};
   socklen_t length = sizeof(bound);
   getsockname(listener, reinterpret_cast<sockaddr*>(&bound), &length);
-  const int bound_port = ntohs(bound.ss_family == AF_INET6
-                                   ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                   : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  const int bound_port =
+      ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                        : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
 
   const int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   const int epoll = epoll_create1(EPOLL_CLOEXEC);

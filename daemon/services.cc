@@ -11,15 +11,21 @@ grpc::Status ToGrpc(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
-grpc::Status StatusService::GetStatus(grpc::ServerContext*, const v1::GetStatusRequest*,
-                                      v1::NodeStatus* response) {
+grpc::ServerUnaryReactor* StatusService::GetStatus(grpc::CallbackServerContext* context,
+                                                   const v1::GetStatusRequest*,
+                                                   v1::NodeStatus* response) {
   *response = status_();
-  return grpc::Status::OK;
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
 }
 
-grpc::Status StatusService::ReportStep(grpc::ServerContext*, const v1::ReportStepRequest* request,
-                                       v1::ReportStepResponse*) {
-  return ToGrpc(report_(*request));
+grpc::ServerUnaryReactor* StatusService::ReportStep(grpc::CallbackServerContext* context,
+                                                    const v1::ReportStepRequest* request,
+                                                    v1::ReportStepResponse*) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpc(report_(*request)));
+  return reactor;
 }
 
 ResponderRegistry::ResponderRegistry(std::string node, std::string version,
@@ -111,41 +117,56 @@ void PeerService::SetAllowedPeers(std::set<std::string> peers) {
   allowed_ = std::move(peers);
 }
 
-grpc::Status PeerService::OpenProbePair(grpc::ServerContext*,
-                                        const v1::OpenProbePairRequest* request,
-                                        v1::OpenProbePairResponse* response) {
-  if (request->protocol_version() != kProbeProtocolVersion) {
+grpc::Status PeerService::Check(const v1::OpenProbePairRequest& request) {
+  if (request.protocol_version() != kProbeProtocolVersion) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        absl::StrCat("probe protocol ", request->protocol_version(),
+                        absl::StrCat("probe protocol ", request.protocol_version(),
                                      " is not supported; this daemon speaks ",
                                      kProbeProtocolVersion, " (version ", version_, ")"));
   }
-  if (request->to_node() != node_) {
+  if (request.to_node() != node_) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        absl::StrCat("this is node '", node_, "', not ", Quote(request->to_node()),
-                                     ": check the peer list of ", Quote(request->from_node())));
+                        absl::StrCat("this is node '", node_, "', not ", Quote(request.to_node()),
+                                     ": check the peer list of ", Quote(request.from_node())));
   }
-  if (absl::Status s = ValidateProbeParameters(request->parameters()); !s.ok()) {
+  if (absl::Status s = ValidateProbeParameters(request.parameters()); !s.ok()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         absl::StrCat("parameters: ", s.message()));
   }
-  if (request->gloo_address().empty() || request->bulk_gloo_address().empty() ||
-      request->gloo_address().size() > 192 || request->bulk_gloo_address().size() > 192) {
+  if (request.gloo_address().empty() || request.bulk_gloo_address().empty() ||
+      request.gloo_address().size() > 192 || request.bulk_gloo_address().size() > 192) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "gloo_address and bulk_gloo_address must be Gloo TCP addresses");
   }
   {
     absl::MutexLock lock(&mu_);
-    if (allowed_.count(request->from_node()) == 0) {
+    if (allowed_.count(request.from_node()) == 0) {
       return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                          absl::StrCat(Quote(request->from_node()),
+                          absl::StrCat(Quote(request.from_node()),
                                        " is not in the peer list of node '", node_, "'"));
     }
   }
-  absl::StatusOr<v1::OpenProbePairResponse> opened = opener_->Open(*request);
-  if (!opened.ok()) return ToGrpc(opened.status());
-  *response = *std::move(opened);
   return grpc::Status::OK;
+}
+
+grpc::ServerUnaryReactor* PeerService::OpenProbePair(grpc::CallbackServerContext* context,
+                                                     const v1::OpenProbePairRequest* request,
+                                                     v1::OpenProbePairResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (grpc::Status refused = Check(*request); !refused.ok()) {
+    reactor->Finish(refused);
+    return reactor;
+  }
+  opener_->StartOpen(*request,
+                     [reactor, response](absl::StatusOr<v1::OpenProbePairResponse> opened) {
+                       if (!opened.ok()) {
+                         reactor->Finish(ToGrpc(opened.status()));
+                         return;
+                       }
+                       *response = *std::move(opened);
+                       reactor->Finish(grpc::Status::OK);
+                     });
+  return reactor;
 }
 
 }  // namespace gloowatch

@@ -24,17 +24,21 @@ namespace gloowatch {
 
 grpc::Status ToGrpc(const absl::Status& status);
 
-class StatusService final : public v1::Status::Service {
+// Both services use gRPC's callback API: a call holds no thread while it
+// waits, so a flood of one method cannot use up the threads another needs.
+class StatusService final : public v1::Status::CallbackService {
  public:
   using StatusFn = std::function<v1::NodeStatus()>;
   using ReportFn = std::function<absl::Status(const v1::ReportStepRequest&)>;
   StatusService(StatusFn status, ReportFn report)
       : status_(std::move(status)), report_(std::move(report)) {}
 
-  grpc::Status GetStatus(grpc::ServerContext*, const v1::GetStatusRequest*,
-                         v1::NodeStatus* response) override;
-  grpc::Status ReportStep(grpc::ServerContext*, const v1::ReportStepRequest* request,
-                          v1::ReportStepResponse*) override;
+  grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* context,
+                                      const v1::GetStatusRequest*,
+                                      v1::NodeStatus* response) override;
+  grpc::ServerUnaryReactor* ReportStep(grpc::CallbackServerContext* context,
+                                       const v1::ReportStepRequest* request,
+                                       v1::ReportStepResponse*) override;
 
  private:
   StatusFn status_;
@@ -45,9 +49,10 @@ class StatusService final : public v1::Status::Service {
 // PeerService accepted.
 class ResponderOpener {
  public:
+  using Done = std::function<void(absl::StatusOr<v1::OpenProbePairResponse>)>;
   virtual ~ResponderOpener() = default;
-  virtual absl::StatusOr<v1::OpenProbePairResponse> Open(
-      const v1::OpenProbePairRequest& request) = 0;
+  // Calls `done` exactly once, on any thread, perhaps before returning.
+  virtual void StartOpen(const v1::OpenProbePairRequest& request, Done done) = 0;
 };
 
 // Responders in this process. Each peer has at most kMaxRespondersPerPeer
@@ -63,7 +68,10 @@ class ResponderRegistry final : public ResponderOpener {
                     const Clock* clock);
   ~ResponderRegistry() override;
 
-  absl::StatusOr<v1::OpenProbePairResponse> Open(const v1::OpenProbePairRequest& request) override;
+  absl::StatusOr<v1::OpenProbePairResponse> Open(const v1::OpenProbePairRequest& request);
+  void StartOpen(const v1::OpenProbePairRequest& request, Done done) override {
+    done(Open(request));
+  }
   // Stops every responder of peers not in `peers`.
   void Retain(const std::set<std::string>& peers);
   // Stops every responder; they end at their next command or timeout.
@@ -85,17 +93,21 @@ class ResponderRegistry final : public ResponderOpener {
 
 // Serves OpenProbePair: checks who asks and what, then hands the request to
 // the opener. Only configured peers may open pairs.
-class PeerService final : public v1::Peer::Service {
+class PeerService final : public v1::Peer::CallbackService {
  public:
   PeerService(std::string node, std::string version, std::set<std::string> allowed_peers,
               ResponderOpener* opener);
 
-  grpc::Status OpenProbePair(grpc::ServerContext*, const v1::OpenProbePairRequest* request,
-                             v1::OpenProbePairResponse* response) override;
+  grpc::ServerUnaryReactor* OpenProbePair(grpc::CallbackServerContext* context,
+                                          const v1::OpenProbePairRequest* request,
+                                          v1::OpenProbePairResponse* response) override;
 
   void SetAllowedPeers(std::set<std::string> peers);
 
  private:
+  // Why `request` is refused before it reaches the opener, or OK.
+  grpc::Status Check(const v1::OpenProbePairRequest& request);
+
   const std::string node_;
   const std::string version_;
   ResponderOpener* const opener_;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -401,22 +402,46 @@ void TransportSupervisor::Start() {
 }
 
 void TransportSupervisor::Stop() {
+  std::vector<Pending> waiting;
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
-    FailPending("this node is shutting down");
+    waiting = TakePending();
     if (channel_) channel_->Shutdown();
   }
+  Fail(std::move(waiting), absl::UnavailableError("this node is shutting down"));
   if (thread_.joinable()) thread_.join();
 }
 
-void TransportSupervisor::FailPending(const std::string& why) {
-  for (auto& [id, pending] : pending_) {
-    pending.done = true;
-    pending.result.set_code(static_cast<int>(absl::StatusCode::kUnavailable));
-    pending.result.set_message(why);
-  }
+std::vector<TransportSupervisor::Pending> TransportSupervisor::TakePending() {
+  std::vector<Pending> taken;
+  for (auto& [id, pending] : pending_) taken.push_back(std::move(pending));
+  pending_.clear();
   outbox_.clear();
+  return taken;
+}
+
+std::vector<TransportSupervisor::Pending> TransportSupervisor::TakeExpired() {
+  std::vector<Pending> taken;
+  const absl::Duration now = clock_->Monotonic();
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (it->second.deadline > now) {
+      ++it;
+      continue;
+    }
+    // Never sent (the transport is not reading): it must not be later.
+    const uint64_t id = it->first;
+    outbox_.erase(std::remove_if(outbox_.begin(), outbox_.end(),
+                                 [id](const ToTransport& m) { return m.open().id() == id; }),
+                  outbox_.end());
+    taken.push_back(std::move(it->second));
+    it = pending_.erase(it);
+  }
+  return taken;
+}
+
+void TransportSupervisor::Fail(std::vector<Pending> opens, const absl::Status& status) {
+  for (Pending& open : opens) open.done(status);
 }
 
 pid_t TransportSupervisor::Spawn(int fd) {
@@ -490,29 +515,43 @@ std::string TransportSupervisor::RunOnce(pid_t pid,
   std::thread writer([this, channel] { Write(channel); });
   std::string hung;
   FromTransport message;
+  absl::Duration tick = absl::Seconds(1);
   while (true) {
-    const MessageChannel::Received received = channel->Receive(&message, absl::Seconds(1));
+    const MessageChannel::Received received = channel->Receive(&message, tick);
     if (received == MessageChannel::Received::kClosed) break;
     if (received == MessageChannel::Received::kMessage) Dispatch(message);
-    absl::MutexLock lock(&mu_);
-    const absl::Duration now = clock_->Monotonic();
-    last_progress_ = now;
-    if (now - last_heartbeat_ > options_.heartbeat_timeout) {
-      hung = absl::StrCat("probe transport process ", pid, " stopped answering (no heartbeat for ",
-                          absl::FormatDuration(absl::Trunc(now - last_heartbeat_, absl::Seconds(1))),
-                          "); killed it");
-      break;
+    std::vector<Pending> expired;
+    {
+      absl::MutexLock lock(&mu_);
+      const absl::Duration now = clock_->Monotonic();
+      last_progress_ = now;
+      if (now - last_heartbeat_ > options_.heartbeat_timeout) {
+        hung =
+            absl::StrCat("probe transport process ", pid, " stopped answering (no heartbeat for ",
+                         absl::FormatDuration(absl::Trunc(now - last_heartbeat_, absl::Seconds(1))),
+                         "); killed it");
+        break;
+      }
+      expired = TakeExpired();
+      // While opens wait, wake often enough to keep their deadline to a
+      // tenth of open_timeout.
+      tick = pending_.empty() ? absl::Seconds(1)
+                              : std::min(absl::Seconds(1), options_.open_timeout / 10);
     }
+    Fail(std::move(expired), absl::DeadlineExceededError("probe transport did not answer in time"));
   }
   // The transport ended, is stopped or hung: nothing it had open stays.
   bool stopping;
+  std::vector<Pending> waiting;
   {
     absl::MutexLock lock(&mu_);
     channel_.reset();
     pid_ = -1;
     stopping = stopping_;
-    FailPending(stopping ? "this node is shutting down" : "probe transport restarting; retry");
+    waiting = TakePending();
   }
+  Fail(std::move(waiting), absl::UnavailableError(stopping ? "this node is shutting down"
+                                                           : "probe transport restarting; retry"));
   channel->Shutdown();  // wakes the writer if it is blocked in send
   int status = 0;
   if (pid > 0) {
@@ -560,11 +599,20 @@ void TransportSupervisor::Dispatch(const FromTransport& message) {
       }
       break;
     case FromTransport::kOpened: {
-      absl::MutexLock lock(&mu_);
-      auto it = pending_.find(message.opened().id());
-      if (it != pending_.end()) {
-        it->second.done = true;
-        it->second.result = message.opened();
+      std::optional<Pending> answered;
+      {
+        absl::MutexLock lock(&mu_);
+        auto it = pending_.find(message.opened().id());
+        if (it == pending_.end()) break;  // it expired
+        answered = std::move(it->second);
+        pending_.erase(it);
+      }
+      const transport::v1::OpenResult& result = message.opened();
+      if (result.code() != 0) {
+        answered->done(
+            absl::Status(static_cast<absl::StatusCode>(result.code()), result.message()));
+      } else {
+        answered->done(result.response());
       }
       break;
     }
@@ -588,31 +636,25 @@ void TransportSupervisor::Dispatch(const FromTransport& message) {
   }
 }
 
-absl::StatusOr<v1::OpenProbePairResponse> TransportSupervisor::Open(
-    const v1::OpenProbePairRequest& request) {
+void TransportSupervisor::StartOpen(const v1::OpenProbePairRequest& request, Done done) {
   OpenAdmission::Ticket ticket;
-  if (absl::Status s = admission_.Admit(request.from_node(), &ticket); !s.ok()) return s;
-  absl::MutexLock lock(&mu_);
-  if (!channel_ || stopping_) return absl::UnavailableError("probe transport restarting; retry");
-  const uint64_t id = ++next_id_;
-  Pending& pending = pending_[id];
-  ToTransport& message = outbox_.emplace_back();
-  message.mutable_open()->set_id(id);
-  *message.mutable_open()->mutable_request() = request;
-  const bool done = mu_.AwaitWithTimeout(absl::Condition(&pending.done), options_.open_timeout);
-  const transport::v1::OpenResult result = pending.result;
-  pending_.erase(id);
-  if (!done) {
-    // Never sent (the transport is not reading): it must not be later.
-    outbox_.erase(std::remove_if(outbox_.begin(), outbox_.end(),
-                                 [id](const ToTransport& m) { return m.open().id() == id; }),
-                  outbox_.end());
-    return absl::DeadlineExceededError("probe transport did not answer in time");
+  if (absl::Status s = admission_.Admit(request.from_node(), &ticket); !s.ok()) {
+    done(s);
+    return;
   }
-  if (result.code() != 0) {
-    return absl::Status(static_cast<absl::StatusCode>(result.code()), result.message());
+  {
+    absl::MutexLock lock(&mu_);
+    if (channel_ && !stopping_) {
+      const uint64_t id = ++next_id_;
+      pending_[id] =
+          Pending{std::move(done), clock_->Monotonic() + options_.open_timeout, std::move(ticket)};
+      ToTransport& message = outbox_.emplace_back();
+      message.mutable_open()->set_id(id);
+      *message.mutable_open()->mutable_request() = request;
+      return;
+    }
   }
-  return result.response();
+  done(absl::UnavailableError("probe transport restarting; retry"));
 }
 
 bool TransportSupervisor::Healthy() const {

@@ -11,8 +11,8 @@
 
 #include <sys/types.h>
 
-#include <functional>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -80,7 +80,9 @@ class TransportSupervisor final : public ResponderOpener {
   // running transport (and to later ones). Never blocks on the transport.
   void Reconfigure(const Config& config, const std::vector<std::string>& probe_peers);
 
-  absl::StatusOr<v1::OpenProbePairResponse> Open(const v1::OpenProbePairRequest& request) override;
+  // Queues the open for the transport; `done` runs when it answers, when
+  // open_timeout passes or when it dies, on the supervising thread.
+  void StartOpen(const v1::OpenProbePairRequest& request, Done done) override;
 
   // False when the transport is running but its heartbeats stopped or it
   // reports a stalled prober, or when supervision itself stopped making
@@ -91,8 +93,9 @@ class TransportSupervisor final : public ResponderOpener {
 
  private:
   struct Pending {
-    bool done = false;
-    transport::v1::OpenResult result;
+    Done done;
+    absl::Duration deadline;  // on clock_->Monotonic()
+    OpenAdmission::Ticket ticket;
   };
 
   void Supervise();
@@ -103,7 +106,12 @@ class TransportSupervisor final : public ResponderOpener {
   void Write(const std::shared_ptr<MessageChannel>& channel);
   pid_t Spawn(int fd);
   void Dispatch(const transport::v1::FromTransport& message);
-  void FailPending(const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes every waiting open out (and their messages, unsent); the caller
+  // completes them once mu_ is released.
+  std::vector<Pending> TakePending() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes out the opens whose deadline passed.
+  std::vector<Pending> TakeExpired() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static void Fail(std::vector<Pending> opens, const absl::Status& status);
 
   const Options options_;
   const Clock* const clock_;

@@ -10,8 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/message_channel.h"
-#include "proto/transport.pb.h"
 #include "gtest/gtest.h"
+#include "proto/transport.pb.h"
 
 namespace gloowatch {
 namespace {

@@ -25,7 +25,7 @@ field() { printf '%s\n' "$info" | sed -n "s/^ $1: //p"; }
 [ "$(field Package)" = gloowatch ] || err "Package: $(field Package)"
 depends=$(field Depends)
 echo "Depends: $depends"
-for dep in 'libgloo0' 'libgrpc++' 'libprometheus-cpp-pull' 'libsystemd0' 'init-system-helpers'; do
+for dep in 'libgloo0' 'libgrpc++' 'libprometheus-cpp-core' 'libsystemd0' 'init-system-helpers'; do
   case "$depends" in *"$dep"*) ;; *) err "Depends lacks $dep" ;; esac
 done
 [ -n "$(field Maintainer)" ] || err "no Maintainer"
