@@ -35,41 +35,9 @@ namespace {
 
 // ---- what a process uses, from /proc ----
 
-// A "Name:  value" line of /proc/<pid>/status as a number (kB for Vm*).
-long ProcStatus(pid_t pid, const std::string& field) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (absl::StartsWith(line, field + ":")) {
-      return std::stol(line.substr(field.size() + 1));
-    }
-  }
-  return -1;
-}
-long Threads(pid_t pid) { return ProcStatus(pid, "Threads"); }
-long RssMiB(pid_t pid) { return ProcStatus(pid, "VmRSS") / 1024; }
-
-long OpenFds(pid_t pid) {
-  long n = 0;
-  std::error_code ec;
-  for (auto it = std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/fd"), ec);
-       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
-    ++n;
-  }
-  return n;
-}
-
-// The daemon's transport process (its only child), or -1.
-pid_t TransportPid(pid_t daemon) {
-  std::error_code ec;
-  for (const auto& task :
-       std::filesystem::directory_iterator(absl::StrCat("/proc/", daemon, "/task"), ec)) {
-    std::ifstream in(task.path() / "children");
-    std::string children((std::istreambuf_iterator<char>(in)), {});
-    if (!children.empty()) return std::stoi(children);
-  }
-  return -1;
-}
+long Threads(pid_t pid) { return UsageOf(pid).threads; }
+long RssMiB(pid_t pid) { return static_cast<long>(UsageOf(pid).rss_mib); }
+long OpenFds(pid_t pid) { return UsageOf(pid).fds; }
 
 // ---- what the daemons say ----
 
@@ -302,12 +270,11 @@ TEST_F(AttackTest, OpenProbePairFloodIsRefusedQuicklyAndRealPeersStillOpen) {
   absl::SleepFor(absl::Seconds(2));
   // node-b loses its pairs (its transport dies) and must open new ones to
   // node-a while the flood goes on.
-  const pid_t b_transport = TransportPid(pid(1));
+  const pid_t b_transport = ChildPid(pid(1));
   ASSERT_GT(b_transport, 0);
   ASSERT_EQ(kill(b_transport, SIGKILL), 0);
-  ASSERT_TRUE(
-      WaitFor([&] { return TransportPid(pid(1)) > 0 && TransportPid(pid(1)) != b_transport; },
-              absl::Seconds(10)));
+  ASSERT_TRUE(WaitFor([&] { return ChildPid(pid(1)) > 0 && ChildPid(pid(1)) != b_transport; },
+                      absl::Seconds(10)));
   const uint64_t probes_before = ProbesOk(cluster().grpc(1), "node-a");
   EXPECT_TRUE(WaitFor([&] { return ProbesOk(cluster().grpc(1), "node-a") >= probes_before + 5; },
                       absl::Seconds(20)))
@@ -347,7 +314,7 @@ TEST_F(AttackTest, PeerRefusedForRoomIsUpSoonAfterTheFloodEnds) {
   std::thread attacker(
       [&] { FloodOpens(cluster().grpc(0), OpenRequest("node-b", "node-a"), 2, 100, stop); });
   absl::SleepFor(absl::Seconds(1));
-  const pid_t b_transport = TransportPid(pid(1));
+  const pid_t b_transport = ChildPid(pid(1));
   ASSERT_GT(b_transport, 0);
   ASSERT_EQ(kill(b_transport, SIGKILL), 0);
   // Long enough for the backoff (5 s, 10 s, 20 s, ...) to have grown past
@@ -481,7 +448,7 @@ TEST_F(AttackTest, HostileAndBurstScrapesAreAnsweredAndLeaveNothingBehind) {
 // the peers' failure says why.
 TEST_F(AttackTest, FrozenTransportIsNoticedKilledAndReplaced) {
   StartCluster(2);
-  const pid_t frozen = TransportPid(pid(0));
+  const pid_t frozen = ChildPid(pid(0));
   ASSERT_GT(frozen, 0);
   ASSERT_EQ(kill(frozen, SIGSTOP), 0);
   const absl::Time stopped = absl::Now();
@@ -516,7 +483,7 @@ TEST_F(AttackTest, SigtermStopsDaemonAndTransportWithinTwoSecondsInEveryState) {
   StartCluster(3);
   // Healthy.
   {
-    const pid_t transport = TransportPid(pid(2));
+    const pid_t transport = ChildPid(pid(2));
     const absl::Time sent = absl::Now();
     cluster().Kill(2, SIGTERM);
     const auto exit = cluster().process(2)->Wait(absl::Seconds(5));
@@ -528,7 +495,7 @@ TEST_F(AttackTest, SigtermStopsDaemonAndTransportWithinTwoSecondsInEveryState) {
   }
   // Transport stopped, RPCs in flight.
   {
-    const pid_t transport = TransportPid(pid(1));
+    const pid_t transport = ChildPid(pid(1));
     ASSERT_EQ(kill(transport, SIGSTOP), 0);
     std::atomic<bool> stop{false};
     std::thread attacker(
@@ -634,10 +601,10 @@ TEST_F(AttackTest, RepeatedTransportKillsCostRestartsOnly) {
   int kills = 0;
   const absl::Time until = absl::Now() + absl::Seconds(30);
   while (absl::Now() < until && kills < 10) {
-    const pid_t transport = TransportPid(pid(0));
+    const pid_t transport = ChildPid(pid(0));
     if (transport > 0 && kill(transport, SIGKILL) == 0) {
       ++kills;
-      WaitFor([&] { return TransportPid(pid(0)) != transport; }, absl::Seconds(3));
+      WaitFor([&] { return ChildPid(pid(0)) != transport; }, absl::Seconds(3));
     }
     absl::SleepFor(absl::Milliseconds(500));
   }
@@ -679,7 +646,7 @@ TEST_F(AttackTest, MemoryOfAHugeConfigIsGivenBackAfterReloadingASmallOne) {
       << cluster().process(0)->Log().substr(0, 4000);
   absl::SleepFor(absl::Seconds(3));
   const long rss_huge = RssMiB(pid(0));
-  const long transport_rss_huge = RssMiB(TransportPid(pid(0)));
+  const long transport_rss_huge = RssMiB(ChildPid(pid(0)));
   reload(small_yaml);
   ASSERT_TRUE(WaitFor(
       [&] {
@@ -690,7 +657,7 @@ TEST_F(AttackTest, MemoryOfAHugeConfigIsGivenBackAfterReloadingASmallOne) {
   EXPECT_TRUE(WaitFor([&] { return RssMiB(pid(0)) <= rss_before + 25; }, absl::Seconds(20)))
       << "rss: before " << rss_before << " MiB, with 20000 peers " << rss_huge << ", now "
       << RssMiB(pid(0));
-  const pid_t transport = TransportPid(pid(0));
+  const pid_t transport = ChildPid(pid(0));
   ExpectRecovered(cluster());
   std::cerr << "[figures] reload to 20000 peers and back: daemon rss " << rss_before << " -> "
             << rss_huge << " -> " << RssMiB(pid(0)) << " MiB; transport " << transport_rss_huge

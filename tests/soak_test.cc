@@ -34,36 +34,14 @@ probe:
   bandwidth_message_bytes: 4MiB
 )";
 
-struct Usage {
-  double rss_mib = 0;
-  int fds = 0;
-  int threads = 0;
-};
-
 // The daemon plus its transport process.
-Usage Measure(pid_t daemon) {
-  std::vector<pid_t> pids = {daemon};
-  const std::string tasks = absl::StrCat("/proc/", daemon, "/task");
-  for (const auto& task : std::filesystem::directory_iterator(tasks)) {
-    std::ifstream in(task.path() / "children");
-    pid_t child;
-    while (in >> child) pids.push_back(child);
-  }
-  Usage u;
-  for (pid_t pid : pids) {
-    std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
-    std::string line;
-    while (std::getline(status, line)) {
-      std::vector<std::string> f = absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
-      int64_t v = 0;
-      if (f.size() >= 2 && f[0] == "VmRSS:" && absl::SimpleAtoi(f[1], &v)) u.rss_mib += v / 1024.0;
-      if (f.size() >= 2 && f[0] == "Threads:" && absl::SimpleAtoi(f[1], &v)) u.threads += v;
-    }
-    std::error_code ec;
-    for (auto it = std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/fd"), ec);
-         !ec && it != std::filesystem::directory_iterator(); ++it) {
-      ++u.fds;
-    }
+ProcessUsage Measure(pid_t daemon) {
+  ProcessUsage u = UsageOf(daemon);
+  if (const pid_t transport = ChildPid(daemon); transport > 0) {
+    const ProcessUsage t = UsageOf(transport);
+    u.rss_mib += t.rss_mib;
+    u.fds += t.fds;
+    u.threads += t.threads;
   }
   return u;
 }
@@ -109,7 +87,7 @@ TEST(SoakTest, HealthyLinksNeverFailAndResourcesStayFlat) {
   }
   // Warm-up: allocator pools, gRPC and the first transfers settle.
   absl::SleepFor(absl::Seconds(std::min(60, seconds / 5)));
-  std::vector<Usage> start;
+  std::vector<ProcessUsage> start;
   for (int i = 0; i < 4; ++i) start.push_back(Measure(cluster.process(i)->pid()));
   const absl::Time end = absl::Now() + absl::Seconds(seconds);
   while (absl::Now() < end) {
@@ -119,7 +97,7 @@ TEST(SoakTest, HealthyLinksNeverFailAndResourcesStayFlat) {
   std::cout << "soak: " << seconds << " s after warm-up, 4 daemons, 3 peers each\n";
   for (int i = 0; i < 4; ++i) {
     SCOPED_TRACE(cluster.node(i).name);
-    const Usage now = Measure(cluster.process(i)->pid());
+    const ProcessUsage now = Measure(cluster.process(i)->pid());
     auto status = GetStatus(cluster.grpc(i));
     ASSERT_TRUE(status.ok());
     uint64_t probes = 0;

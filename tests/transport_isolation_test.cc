@@ -8,9 +8,6 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "gloo/transport/tcp/address.h"
@@ -115,21 +112,9 @@ TEST(TransportIsolationTest, KilledTransportIsRestartedAndDaemonKeepsServing) {
   cluster.Start(0);
   cluster.Start(1);
   ASSERT_TRUE(WaitFor([&] { return PeerUp(cluster.grpc(0), "node-b"); }, absl::Seconds(20)));
-  // The transport is the daemon's only child (listed under the thread that
-  // forked it).
-  std::string children;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        const std::string tasks = absl::StrCat("/proc/", cluster.process(0)->pid(), "/task");
-        for (const auto& task : std::filesystem::directory_iterator(tasks)) {
-          std::ifstream in(task.path() / "children");
-          children.assign(std::istreambuf_iterator<char>(in), {});
-          if (!children.empty()) return true;
-        }
-        return false;
-      },
-      absl::Seconds(5)));
-  const pid_t transport = std::stoi(children);
+  pid_t transport = -1;
+  ASSERT_TRUE(WaitFor([&] { return (transport = ChildPid(cluster.process(0)->pid())) > 0; },
+                      absl::Seconds(5)));
   ASSERT_EQ(kill(transport, SIGKILL), 0);
   ASSERT_TRUE(WaitFor([&] { return Restarts(cluster.node(0).metrics_port, "node-a") == 1; },
                       absl::Seconds(10)));

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -139,6 +140,37 @@ std::string Process::Log() const {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+ProcessUsage UsageOf(pid_t pid) {
+  ProcessUsage usage;
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    std::vector<std::string> f = absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    int64_t v = 0;
+    if (f.size() < 2 || !absl::SimpleAtoi(f[1], &v)) continue;
+    if (f[0] == "VmRSS:") usage.rss_mib = v / 1024.0;
+    if (f[0] == "Threads:") usage.threads = v;
+  }
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/fd"), ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    ++usage.fds;
+  }
+  return usage;
+}
+
+pid_t ChildPid(pid_t parent) {
+  // Children are listed under the thread that forked them.
+  std::error_code ec;
+  for (const auto& task :
+       std::filesystem::directory_iterator(absl::StrCat("/proc/", parent, "/task"), ec)) {
+    std::ifstream in(task.path() / "children");
+    std::string children((std::istreambuf_iterator<char>(in)), {});
+    if (!children.empty()) return std::stoi(children);
+  }
+  return -1;
 }
 
 bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout) {

@@ -63,6 +63,17 @@ class Process {
   std::optional<int> exit_;
 };
 
+// What a process uses now, from /proc (zeros once it is gone).
+struct ProcessUsage {
+  double rss_mib = 0;
+  long fds = 0;
+  long threads = 0;
+};
+ProcessUsage UsageOf(pid_t pid);
+
+// The only child of process `parent` (a daemon's transport), or -1.
+pid_t ChildPid(pid_t parent);
+
 // Polls `condition` every 50 ms until it holds or `timeout` passes.
 bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout);
 
