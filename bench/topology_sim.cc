@@ -23,7 +23,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "daemon/config.h"
+#include "common/config.h"
 #include "daemon/metrics.h"
 #include "daemon/topology.h"
 #include "prometheus/text_serializer.h"

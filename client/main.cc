@@ -30,7 +30,7 @@
 #include "client/prometheus_source.h"
 #include "client/render.h"
 #include "client/targets.h"
-#include "daemon/tls.h"
+#include "common/tls.h"
 
 ABSL_FLAG(bool, json, false, "Print JSON instead of a table.");
 ABSL_FLAG(std::string, color, "auto", "Colour: auto (only on a TTY), always, never.");

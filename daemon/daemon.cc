@@ -9,13 +9,12 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "daemon/log.h"
-#include "daemon/probe_link.h"
-#include "daemon/proto_time.h"
-#include "daemon/tls.h"
-#include "daemon/transport.h"
-#include "daemon/version.h"
-#include "gloo/config.h"
+#include "common/log.h"
+#include "common/net.h"
+#include "common/proto_time.h"
+#include "common/tls.h"
+#include "common/version.h"
+#include "daemon/transport_supervisor.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -55,10 +54,6 @@ v1::Thresholds ThresholdsProto(const Thresholds& t) {
 
 }  // namespace
 
-std::string GlooVersionString() {
-  return absl::StrCat(GLOO_VERSION_MAJOR, ".", GLOO_VERSION_MINOR, ".", GLOO_VERSION_PATCH);
-}
-
 Daemon::Daemon(Config config, const Clock* clock)
     : config_(std::move(config)), clock_(clock), started_at_(clock->Now()) {}
 
@@ -87,12 +82,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) == 0) d->hostname_ = host;
 
-  // Fail at start, with the reason, rather than in a restart loop of the
-  // transport process.
-  if (auto device = CreateGlooDevice(d->endpoint_.address); !device.ok()) return device.status();
-
   d->metrics_ = std::make_unique<Metrics>(
-      Metrics::Identity{c.node, GLOOWATCH_VERSION, GlooVersionString(), d->endpoint_.interface,
+      Metrics::Identity{c.node, GLOOWATCH_VERSION, GLOOWATCH_GLOO_VERSION, d->endpoint_.interface,
                         d->endpoint_.link_speed_bytes_per_second});
   d->metrics_->SetThresholds(ThresholdsProto(c.thresholds));
   if (absl::Status s = d->metrics_->Serve(c.metrics_listen.ToString()); !s.ok()) return s;
@@ -169,6 +160,11 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
          c.metrics_listen.ToString(), c.peers.size());
 
   d->transport_->Start();
+  // Fail at start, with the reason, rather than in a restart loop of the
+  // transport process.
+  if (absl::Status started = d->transport_->AwaitStarted(absl::Seconds(30)); !started.ok()) {
+    return started;
+  }
   return d;
 }
 
@@ -301,7 +297,7 @@ v1::NodeStatus Daemon::Status() const {
   v1::NodeStatus s;
   s.set_node(config_.node);
   s.set_version(GLOOWATCH_VERSION);
-  s.set_gloo_version(GlooVersionString());
+  s.set_gloo_version(GLOOWATCH_GLOO_VERSION);
   s.set_hostname(hostname_);
   v1::GlooEndpoint* g = s.mutable_gloo();
   g->set_interface(endpoint_.interface);

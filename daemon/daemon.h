@@ -8,15 +8,15 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "daemon/clock.h"
-#include "daemon/config.h"
+#include "common/clock.h"
+#include "common/config.h"
 #include "daemon/gloo_endpoint.h"
 #include "daemon/metrics.h"
 #include "daemon/peer_tracker.h"
 #include "daemon/services.h"
 #include "daemon/topology.h"
 #include "daemon/training_reports.h"
-#include "daemon/transport.h"
+#include "daemon/transport_supervisor.h"
 #include "proto/gloowatch.pb.h"
 
 namespace grpc {
@@ -98,6 +98,5 @@ class Daemon {
 };
 
 // "0.5.0 (Debian 0.0~git20220518)"-style description of the Gloo we run on.
-std::string GlooVersionString();
 
 }  // namespace gloowatch

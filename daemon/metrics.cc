@@ -1,7 +1,7 @@
 #include "daemon/metrics.h"
 
 #include "absl/strings/str_cat.h"
-#include "daemon/failure.h"
+#include "common/failure.h"
 #include "daemon/scrape_server.h"
 #include "prometheus/text_serializer.h"
 

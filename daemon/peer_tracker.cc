@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "daemon/failure.h"
-#include "daemon/proto_time.h"
+#include "common/failure.h"
+#include "common/proto_time.h"
 
 namespace gloowatch {
 namespace {

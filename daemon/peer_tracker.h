@@ -12,12 +12,11 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "daemon/clock.h"
-#include "daemon/config.h"
-#include "daemon/estimators.h"
+#include "channel/probe_observer.h"
+#include "common/clock.h"
+#include "common/config.h"
+#include "common/estimators.h"
 #include "daemon/metrics.h"
-#include "daemon/probe_link.h"
-#include "daemon/probe_observer.h"
 #include "proto/gloowatch.pb.h"
 
 namespace gloowatch {

@@ -19,7 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
-#include "daemon/config.h"
+#include "common/config.h"
 
 namespace gloowatch {
 namespace {

@@ -12,13 +12,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "daemon/clock.h"
-#include "daemon/probe_link.h"
+#include "channel/responder_opener.h"
+#include "common/clock.h"
 #include "proto/gloowatch.grpc.pb.h"
-
-namespace gloo::transport {
-class Device;
-}
 
 namespace gloowatch {
 
@@ -43,52 +39,6 @@ class StatusService final : public v1::Status::CallbackService {
  private:
   StatusFn status_;
   ReportFn report_;
-};
-
-// Creates and starts the serving side of a probe pair for a request the
-// PeerService accepted.
-class ResponderOpener {
- public:
-  using Done = std::function<void(absl::StatusOr<v1::OpenProbePairResponse>)>;
-  virtual ~ResponderOpener() = default;
-  // Calls `done` exactly once, on any thread, perhaps before returning.
-  virtual void StartOpen(const v1::OpenProbePairRequest& request, Done done) = 0;
-};
-
-// Responders in this process. Each peer has at most kMaxRespondersPerPeer
-// serving threads. A new open never stops a live responder (a caller merely
-// claiming a peer's name must not break that peer's link); responders whose
-// requester went away end at their own timeout.
-class ResponderRegistry final : public ResponderOpener {
- public:
-  static constexpr size_t kMaxRespondersPerPeer = 3;
-
-  ResponderRegistry(std::string node, std::string version,
-                    std::shared_ptr<gloo::transport::Device> device, BandwidthGate* gate,
-                    const Clock* clock);
-  ~ResponderRegistry() override;
-
-  absl::StatusOr<v1::OpenProbePairResponse> Open(const v1::OpenProbePairRequest& request);
-  void StartOpen(const v1::OpenProbePairRequest& request, Done done) override {
-    done(Open(request));
-  }
-  // Stops every responder of peers not in `peers`.
-  void Retain(const std::set<std::string>& peers);
-  // Stops every responder; they end at their next command or timeout.
-  void StopAll();
-  size_t active_responders();
-
- private:
-  void Reap() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  const std::string node_;
-  const std::string version_;
-  std::shared_ptr<gloo::transport::Device> device_;
-  BandwidthGate* gate_;
-  const Clock* clock_;
-  absl::Mutex mu_;
-  std::map<std::string, std::vector<std::shared_ptr<ProbeResponder>>> responders_
-      ABSL_GUARDED_BY(mu_);
 };
 
 // Serves OpenProbePair: checks who asks and what, then hands the request to

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/log.h"
+#include "common/log.h"
 
 namespace gloowatch {
 

@@ -27,7 +27,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "daemon/config.h"
+#include "common/config.h"
 
 namespace gloowatch {
 

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "daemon/proto_time.h"
+#include "common/proto_time.h"
 
 namespace gloowatch {
 namespace {

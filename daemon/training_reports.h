@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "daemon/clock.h"
+#include "common/clock.h"
 #include "proto/gloowatch.pb.h"
 
 namespace gloowatch {

@@ -5,8 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-cmake -S . -B build -DGLOOWATCH_BUILD_TESTS=OFF >/dev/null
-cmake --build build -j2 --target gloowatchd gloowatch
+# Its own build directory: the demo must not leave build/ configured without
+# tests for the README's test command.
+cmake -S . -B build-demo -DGLOOWATCH_BUILD_TESTS=OFF >/dev/null
+cmake --build build-demo -j2 --target gloowatchd gloowatch
 
 work=$(mktemp -d)
 pids=()
@@ -34,7 +36,7 @@ for i in 0 1 2; do
       echo "  - {name: ${names[$j]}, grpc: 127.0.0.1:$(grpc_port "$j")}"
     done
   } > "$work/${names[$i]}.yaml"
-  build/gloowatchd --config "$work/${names[$i]}.yaml" 2> "$work/${names[$i]}.log" &
+  build-demo/gloowatchd --config "$work/${names[$i]}.yaml" 2> "$work/${names[$i]}.log" &
   pids+=($!)
 done
 
@@ -42,7 +44,7 @@ echo "three daemons started; measuring for 8 seconds..."
 sleep 8
 daemons="127.0.0.1:$(grpc_port 0),127.0.0.1:$(grpc_port 1),127.0.0.1:$(grpc_port 2)"
 set +e
-build/client/gloowatch health --daemons "$daemons"
+build-demo/client/gloowatch health --daemons "$daemons"
 verdict=$?
 set -e
 echo

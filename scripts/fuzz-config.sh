@@ -9,7 +9,7 @@ out=${FUZZ_BUILD_DIR:-build-fuzz}
 mkdir -p "$out/corpus"
 cp tests/fuzz/corpus/* "$out/corpus/" 2>/dev/null || true
 clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -I. tests/fuzz/config_fuzzer.cc daemon/config.cc daemon/user_text.cc -o "$out/config_fuzzer" \
+  -I. tests/fuzz/config_fuzzer.cc common/config.cc common/user_text.cc -o "$out/config_fuzzer" \
   $(pkg-config --cflags --libs absl_status absl_statusor absl_strings absl_str_format absl_time \
     absl_flat_hash_map absl_hash absl_raw_hash_set \
     yaml-cpp)

@@ -113,7 +113,6 @@ v1::OpenProbePairRequest OpenRequest(const std::string& from, const std::string&
   p->set_bandwidth_messages(8);
   p->set_skew_burst(8);
   p->set_gloo_timeout_ms(2000);
-  p->set_idle_timeout_ms(2000);
   return request;
 }
 

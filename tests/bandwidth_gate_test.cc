@@ -1,8 +1,8 @@
 // The bandwidth gate's accounting and budget, on an injected clock.
 #include "absl/time/time.h"
-#include "daemon/clock.h"
-#include "daemon/probe_link.h"
+#include "common/clock.h"
 #include "gtest/gtest.h"
+#include "transport/probe_link.h"
 
 namespace gloowatch {
 namespace {

@@ -1,4 +1,4 @@
-#include "daemon/config.h"
+#include "common/config.h"
 
 #include <pthread.h>
 #include <sys/stat.h>

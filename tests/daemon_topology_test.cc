@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "daemon/config.h"
+#include "common/config.h"
 #include "daemon/topology.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

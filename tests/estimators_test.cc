@@ -1,4 +1,4 @@
-#include "daemon/estimators.h"
+#include "common/estimators.h"
 
 #include <algorithm>
 #include <random>

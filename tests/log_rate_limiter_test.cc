@@ -1,8 +1,8 @@
 // LogRateLimiter: one line per key per interval, with a count of the rest.
 #include <cstdint>
 
-#include "daemon/clock.h"
-#include "daemon/log.h"
+#include "common/clock.h"
+#include "common/log.h"
 #include "gtest/gtest.h"
 
 namespace gloowatch {

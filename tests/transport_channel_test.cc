@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/message_channel.h"
+#include "channel/message_channel.h"
 #include "gtest/gtest.h"
 #include "proto/transport.pb.h"
 

@@ -78,7 +78,6 @@ TEST(TransportIsolationTest, GlooLoopAbortCostsATransportRestartNotTheDaemon) {
   p->set_bandwidth_messages(8);
   p->set_skew_burst(8);
   p->set_gloo_timeout_ms(2000);
-  p->set_idle_timeout_ms(2000);
   v1::OpenProbePairResponse response;
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));

@@ -13,14 +13,14 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "daemon/clock.h"
-#include "daemon/config.h"
-#include "daemon/estimators.h"
-#include "daemon/log.h"
-#include "daemon/probe_link.h"
-#include "daemon/probe_observer.h"
+#include "channel/probe_observer.h"
+#include "common/clock.h"
+#include "common/config.h"
+#include "common/estimators.h"
+#include "common/log.h"
 #include "grpcpp/security/credentials.h"
 #include "proto/gloowatch.grpc.pb.h"
+#include "transport/probe_link.h"
 
 namespace gloo::transport {
 class Device;
@@ -84,9 +84,6 @@ class PeerProber {
   // Joins the thread if it ended within `timeout`; true when joined.
   bool Join(absl::Duration timeout);
 
-  // When the thread last made progress (began a connect, a probe or a sleep),
-  // on the context clock's monotonic scale. Lock-free.
-  absl::Duration last_progress() const;
   // True when the thread has been inside one step longer than any healthy
   // step takes: a connect or probe for more than 6 Gloo timeouts (a bandwidth
   // transfer also gets one Gloo timeout per message), a sleep for more than
@@ -113,9 +110,8 @@ class PeerProber {
   ProbeObserver* const observer_;
   std::unique_ptr<v1::Peer::Stub> stub_;
   bool peer_is_loopback_;
-  // Monotonic nanoseconds: the last progress and when the current step
-  // counts as stalled (INT64_MAX while not running).
-  std::atomic<int64_t> progress_ns_{0};
+  // Monotonic nanoseconds: when the current step counts as stalled
+  // (INT64_MAX while not running).
   std::atomic<int64_t> stall_at_ns_{INT64_MAX};
   // The tx half of the current bandwidth probe ran; rx is still due.
   bool bandwidth_tx_done_ = false;

@@ -1,4 +1,4 @@
-#include "daemon/user_text.h"
+#include "common/user_text.h"
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"

@@ -1,4 +1,5 @@
-// Isolation of everything that touches Gloo in a child process.
+// The daemon's side of the transport process (transport/transport_main.h):
+// why everything that touches Gloo runs in a child process.
 //
 // Gloo's TCP pairs accept the first connection on their listening port and
 // read it on Gloo's event-loop thread, where a GLOO_ENFORCE on unexpected
@@ -15,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,20 +25,15 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "daemon/clock.h"
-#include "daemon/config.h"
-#include "daemon/message_channel.h"
+#include "channel/message_channel.h"
+#include "channel/probe_observer.h"
+#include "channel/responder_opener.h"
+#include "common/clock.h"
+#include "common/config.h"
 #include "daemon/open_admission.h"
-#include "daemon/probe_observer.h"
-#include "daemon/services.h"
 #include "proto/transport.pb.h"
 
 namespace gloowatch {
-
-// The transport process: takes its config from the daemon, probes every peer
-// from `gloo_address` and serves the responders the daemon asks for, until
-// the daemon goes away. Returns the process exit code.
-int RunTransport(const std::string& gloo_address, int fd);
 
 // Starts the transport process, restarts it with backoff when it dies or
 // stops answering, and carries messages both ways. No lock is held across
@@ -73,6 +70,10 @@ class TransportSupervisor final : public ResponderOpener {
   ~TransportSupervisor() override;
 
   void Start();
+  // Waits until the first transport process has its Gloo device and probers;
+  // its reason when it could not (the Gloo address cannot be bound, say), or
+  // when it ended first or `timeout` passed.
+  absl::Status AwaitStarted(absl::Duration timeout);
   // Ends the transport process and fails every open still waiting; returns
   // within about a second whatever state the transport is in.
   void Stop();
@@ -129,6 +130,8 @@ class TransportSupervisor final : public ResponderOpener {
   // The running transport's last reported transfer time (its total so far).
   int64_t reported_transfer_nanos_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t restarts_ ABSL_GUARDED_BY(mu_) = 0;
+  // How the first transport process started, once known.
+  std::optional<absl::Status> first_start_ ABSL_GUARDED_BY(mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
   transport::v1::ToTransport configure_ ABSL_GUARDED_BY(mu_);

@@ -10,7 +10,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "daemon/clock.h"
+#include "common/clock.h"
 
 namespace gloowatch {
 

@@ -1,4 +1,4 @@
-#include "daemon/message_channel.h"
+#include "channel/message_channel.h"
 
 #include <poll.h>
 #include <sys/socket.h>

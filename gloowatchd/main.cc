@@ -14,13 +14,14 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "daemon/config.h"
+#include "common/config.h"
+#include "common/exit_codes.h"
+#include "common/log.h"
+#include "common/version.h"
 #include "daemon/daemon.h"
-#include "daemon/log.h"
 #include "daemon/systemd_notify.h"
-#include "daemon/transport.h"
-#include "daemon/version.h"
 #include "google/protobuf/stubs/logging.h"
+#include "transport/transport_main.h"
 
 ABSL_FLAG(std::string, config, "/etc/gloowatch/gloowatchd.yaml", "Path of the YAML config");
 ABSL_FLAG(std::string, check_config, "",
@@ -34,9 +35,6 @@ ABSL_FLAG(std::string, gloo_address, "", "internal");
 
 namespace gloowatch {
 namespace {
-
-constexpr int kExitConfig = 78;       // EX_CONFIG
-constexpr int kExitUnavailable = 69;  // EX_UNAVAILABLE
 
 bool ParseLogLevel(const std::string& name, LogLevel* level) {
   if (name == "debug")
@@ -67,7 +65,7 @@ void LogProtobuf(google::protobuf::LogLevel level, const char* /*file*/, int /*l
 
 int Run() {
   if (absl::GetFlag(FLAGS_version)) {
-    std::cout << "gloowatchd " << GLOOWATCH_VERSION << " (Gloo " << GlooVersionString() << ")\n";
+    std::cout << "gloowatchd " << GLOOWATCH_VERSION << " (Gloo " << GLOOWATCH_GLOO_VERSION << ")\n";
     return 0;
   }
   LogLevel level;

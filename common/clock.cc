@@ -1,4 +1,4 @@
-#include "daemon/clock.h"
+#include "common/clock.h"
 
 #include <time.h>
 

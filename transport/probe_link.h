@@ -23,9 +23,11 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "daemon/clock.h"
-#include "daemon/config.h"
-#include "daemon/estimators.h"
+#include "channel/probe_observer.h"
+#include "common/clock.h"
+#include "common/config.h"
+#include "common/estimators.h"
+#include "common/probe_parameters.h"
 #include "proto/gloowatch.pb.h"
 
 namespace gloo::transport {
@@ -36,8 +38,6 @@ class Pair;
 }  // namespace gloo::transport
 
 namespace gloowatch {
-
-inline constexpr uint32_t kProbeProtocolVersion = 1;
 
 // Allows at most one bandwidth transfer involving this node at a time,
 // whichever side started it, and keeps all of them within a share of wall
@@ -110,10 +110,6 @@ inline constexpr absl::Duration kGlooLoopTimerSlack = absl::Milliseconds(100);
 absl::StatusOr<std::shared_ptr<gloo::transport::Device>> CreateGlooDevice(
     const std::string& address);
 
-// Validates probe parameters received from a peer (sizes we can serve
-// without unbounded memory or time).
-absl::Status ValidateProbeParameters(const v1::ProbeParameters& p);
-
 // A Gloo pair and its context, before and after connecting.
 struct PairEndpoint {
   std::shared_ptr<gloo::transport::Context> context;
@@ -145,21 +141,11 @@ class ProbePairs {
   ProbePairs() = default;
 };
 
-enum class BandwidthDirection { kTx, kRx };
-
-struct BandwidthSample {
-  double bytes_per_second;
-  uint64_t bytes;
-  absl::Duration elapsed;
-};
-
 // Renders the ip:port of serialized Gloo TCP address bytes (Address::str()
 // prints the port byte-swapped, so it is not used).
 std::string GlooAddressToString(const std::string& bytes);
 // True when the serialized address is 127.0.0.0/8 or ::1.
 bool GlooAddressIsLoopback(const std::string& bytes);
-// True for "localhost", 127.0.0.0/8 and ::1 written as text.
-bool IsLoopbackHost(const std::string& host);
 
 // The requester side of one peer link. Not thread-safe: owned and used by the
 // peer's prober thread. Every method catches Gloo exceptions and returns them
@@ -185,7 +171,7 @@ class ProbeSession {
   absl::StatusOr<std::vector<absl::Duration>> Ping(int count);
   // NTP-style four-timestamp exchanges.
   absl::StatusOr<std::vector<TimestampSample>> SyncBurst(int count);
-  // One timed transfer of the agreed size. kUnavailable (not a link failure)
+  // One timed transfer of the agreed size. kResourceExhausted (not a link failure)
   // when this node or the peer is busy with another transfer.
   absl::StatusOr<BandwidthSample> Bandwidth(BandwidthDirection direction, BandwidthGate& gate);
   // Keeps the peer's command wait from timing out between probes.
@@ -221,8 +207,6 @@ class ProbeResponder : public std::enable_shared_from_this<ProbeResponder> {
   // Asks the thread to end; it does at its next command or timeout.
   void Stop() { stop_.store(true); }
   bool finished() const { return finished_.load(); }
-  // Waits for the serving thread to end, at most `timeout`.
-  bool Join(absl::Duration timeout);
 
  private:
   ProbeResponder(const v1::ProbeParameters& params, const Clock* clock, BandwidthGate* gate,
@@ -238,8 +222,6 @@ class ProbeResponder : public std::enable_shared_from_this<ProbeResponder> {
   std::string peer_name_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> finished_{false};
-  absl::Mutex done_mu_;
-  bool done_ ABSL_GUARDED_BY(done_mu_) = false;
   std::unique_ptr<ProbePairs> pairs_;
 };
 

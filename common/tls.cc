@@ -1,4 +1,4 @@
-#include "daemon/tls.h"
+#include "common/tls.h"
 
 #include <fstream>
 #include <sstream>

@@ -1,4 +1,4 @@
-#include "daemon/probe_link.h"
+#include "transport/probe_link.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -220,30 +220,6 @@ absl::StatusOr<std::shared_ptr<gloo::transport::Device>> CreateGlooDevice(
   return device;
 }
 
-absl::Status ValidateProbeParameters(const v1::ProbeParameters& p) {
-  if (p.latency_message_bytes() < 8 || p.latency_message_bytes() > (1u << 20)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "latency_message_bytes must be in [8, 1048576], got ", p.latency_message_bytes()));
-  }
-  if (p.bandwidth_message_bytes() < 1 || p.bandwidth_message_bytes() > (256ull << 20)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "bandwidth_message_bytes must be in [1, 256MiB], got ", p.bandwidth_message_bytes()));
-  }
-  if (p.bandwidth_messages() < 1 || p.bandwidth_messages() > kMaxBandwidthMessages) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("bandwidth_messages must be in [1, 4096], got ", p.bandwidth_messages()));
-  }
-  if (p.skew_burst() < 1 || p.skew_burst() > 1000) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("skew_burst must be in [1, 1000], got ", p.skew_burst()));
-  }
-  if (p.gloo_timeout_ms() < 100 || p.gloo_timeout_ms() > 600000) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("gloo_timeout_ms must be in [100, 600000], got ", p.gloo_timeout_ms()));
-  }
-  return absl::OkStatus();
-}
-
 namespace {
 
 bool SockaddrFromBytes(const std::string& bytes, sockaddr_storage* out) {
@@ -288,10 +264,6 @@ bool GlooAddressIsLoopback(const std::string& bytes) {
     return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
   }
   return false;
-}
-
-bool IsLoopbackHost(const std::string& host) {
-  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
 }
 
 // --- ProbePairs --------------------------------------------------------------
@@ -445,7 +417,7 @@ absl::StatusOr<BandwidthSample> ProbeSession::Bandwidth(BandwidthDirection direc
                                                         BandwidthGate& gate) {
   std::optional<BandwidthGate::Lease> lease = gate.TryAcquire();
   if (!lease) {
-    return absl::UnavailableError(
+    return absl::ResourceExhaustedError(
         "busy: another transfer involves this node, or its bandwidth budget is spent");
   }
   const uint8_t op = direction == BandwidthDirection::kTx ? kOpBulkPush : kOpBulkPull;
@@ -454,7 +426,7 @@ absl::StatusOr<BandwidthSample> ProbeSession::Bandwidth(BandwidthDirection direc
   ControlReply reply;
   if (absl::Status s = AwaitControl(op, &reply); !s.ok()) return s;
   if (reply.status == kStatusBusy) {
-    return absl::UnavailableError("busy: the peer is in another transfer");
+    return absl::ResourceExhaustedError("busy: the peer is in another transfer");
   }
   if (reply.status != kStatusOk) {
     return absl::DataLossError("protocol: unexpected bulk reply status");
@@ -505,17 +477,10 @@ void ProbeResponder::Start(const std::string& peer_command_address,
   }).detach();
 }
 
-bool ProbeResponder::Join(absl::Duration timeout) {
-  absl::MutexLock lock(&done_mu_);
-  return done_mu_.AwaitWithTimeout(absl::Condition(&done_), timeout);
-}
-
 void ProbeResponder::Serve(std::string peer_command_address, std::string peer_bulk_address) {
   absl::Status status = pairs_->Connect(peer_command_address, peer_bulk_address);
   while (status.ok() && !stop_.load()) status = ServeOne();
   finished_.store(true);
-  absl::MutexLock lock(&done_mu_);
-  done_ = true;
 }
 
 absl::Status ProbeResponder::SendControl(const ControlReply& reply) {

@@ -1,4 +1,4 @@
-#include "daemon/failure.h"
+#include "common/failure.h"
 
 #include <initializer_list>
 

@@ -1,4 +1,4 @@
-#include "daemon/peer_prober.h"
+#include "transport/peer_prober.h"
 
 #include <algorithm>
 
@@ -6,9 +6,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "daemon/failure.h"
-#include "daemon/log.h"
-#include "daemon/version.h"
+#include "common/failure.h"
+#include "common/log.h"
+#include "common/net.h"
+#include "common/version.h"
 #include "grpcpp/grpcpp.h"
 
 namespace gloowatch {
@@ -119,7 +120,6 @@ v1::ProbeParameters MakeProbeParameters(const Config& config) {
       static_cast<uint32_t>(config.probe.bandwidth_bytes / config.probe.bandwidth_message_bytes));
   p.set_skew_burst(config.probe.skew_burst);
   p.set_gloo_timeout_ms(absl::ToInt64Milliseconds(config.gloo.timeout));
-  p.set_idle_timeout_ms(absl::ToInt64Milliseconds(config.gloo.timeout));
   return p;
 }
 
@@ -165,17 +165,12 @@ bool PeerProber::Join(absl::Duration timeout) {
   return true;
 }
 
-absl::Duration PeerProber::last_progress() const {
-  return absl::Nanoseconds(progress_ns_.load(std::memory_order_relaxed));
-}
-
 bool PeerProber::Stalled(absl::Duration now) const {
   return absl::ToInt64Nanoseconds(now) > stall_at_ns_.load(std::memory_order_relaxed);
 }
 
 void PeerProber::Progress(absl::Duration may_take) {
   const int64_t now = absl::ToInt64Nanoseconds(context_.clock->Monotonic());
-  progress_ns_.store(now, std::memory_order_relaxed);
   const int64_t limit = absl::ToInt64Nanoseconds(may_take);  // saturates
   stall_at_ns_.store(limit > INT64_MAX - now ? INT64_MAX : now + limit, std::memory_order_relaxed);
 }
@@ -349,7 +344,7 @@ void PeerProber::Run() {
         }
         Progress(may_take);
         absl::Status status = RunProbe(kind, **session);
-        if (absl::IsUnavailable(status) && absl::StartsWith(status.message(), "busy:")) {
+        if (absl::IsResourceExhausted(status)) {
           // Another transfer holds this node or the peer, or a bandwidth
           // budget is spent: not a link fault. Retry at a random moment after
           // our own budget allows, so our probers do not all retry at once.

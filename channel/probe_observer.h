@@ -2,15 +2,23 @@
 // or the channel to it from the transport process.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
-#include "daemon/estimators.h"
-#include "daemon/probe_link.h"
+#include "common/estimators.h"
 #include "proto/gloowatch.pb.h"
 
 namespace gloowatch {
+
+enum class BandwidthDirection { kTx, kRx };
+
+struct BandwidthSample {
+  double bytes_per_second;
+  uint64_t bytes;
+  absl::Duration elapsed;
+};
 
 class ProbeObserver {
  public:

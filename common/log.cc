@@ -1,4 +1,4 @@
-#include "daemon/log.h"
+#include "common/log.h"
 
 #include <atomic>
 #include <cstdio>

@@ -1,0 +1,365 @@
+#include "daemon/transport_supervisor.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "channel/peer_events.h"
+#include "common/estimators.h"
+#include "common/log.h"
+
+namespace gloowatch {
+namespace {
+
+using transport::v1::FromTransport;
+using transport::v1::ToTransport;
+
+std::string DescribeExit(int status) {
+  if (WIFEXITED(status)) return absl::StrCat("exited with code ", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    return absl::StrCat("was killed by signal ", WTERMSIG(status), " (",
+                        strsignal(WTERMSIG(status)), ")");
+  }
+  return absl::StrCat("ended with status ", status);
+}
+
+}  // namespace
+
+TransportSupervisor::TransportSupervisor(Options options, const Clock* clock)
+    : options_(std::move(options)),
+      clock_(clock),
+      admission_(options_.max_opens_in_flight, options_.max_opens_per_peer) {
+  configure_.mutable_configure()->set_yaml(options_.config.yaml);
+  configure_.mutable_configure()->set_source(options_.config.source);
+  for (const std::string& peer : options_.probe_peers) {
+    configure_.mutable_configure()->add_probe_peers(peer);
+  }
+  last_progress_ = clock_->Monotonic();
+}
+
+void TransportSupervisor::Reconfigure(const Config& config,
+                                      const std::vector<std::string>& probe_peers) {
+  absl::MutexLock lock(&mu_);
+  transport::v1::Configure* configure = configure_.mutable_configure();
+  configure->set_yaml(config.yaml);
+  configure->set_source(config.source);
+  configure->clear_probe_peers();
+  for (const std::string& peer : probe_peers) configure->add_probe_peers(peer);
+  // Only the latest config matters: one not yet sent is replaced.
+  configure_unsent_ = true;
+}
+
+TransportSupervisor::~TransportSupervisor() { Stop(); }
+
+void TransportSupervisor::Start() {
+  thread_ = std::thread([this] { Supervise(); });
+}
+
+absl::Status TransportSupervisor::AwaitStarted(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto known = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return first_start_.has_value(); };
+  if (!mu_.AwaitWithTimeout(absl::Condition(&known), timeout)) {
+    return absl::DeadlineExceededError(absl::StrCat("the probe transport process did not start in ",
+                                                    absl::FormatDuration(timeout)));
+  }
+  return *first_start_;
+}
+
+void TransportSupervisor::Stop() {
+  std::vector<Pending> waiting;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    waiting = TakePending();
+    if (channel_) channel_->Shutdown();
+  }
+  Fail(std::move(waiting), absl::UnavailableError("this node is shutting down"));
+  if (thread_.joinable()) thread_.join();
+}
+
+std::vector<TransportSupervisor::Pending> TransportSupervisor::TakePending() {
+  std::vector<Pending> taken;
+  for (auto& [id, pending] : pending_) taken.push_back(std::move(pending));
+  pending_.clear();
+  outbox_.clear();
+  return taken;
+}
+
+std::vector<TransportSupervisor::Pending> TransportSupervisor::TakeExpired() {
+  std::vector<Pending> taken;
+  const absl::Duration now = clock_->Monotonic();
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (it->second.deadline > now) {
+      ++it;
+      continue;
+    }
+    // Never sent (the transport is not reading): it must not be later.
+    const uint64_t id = it->first;
+    outbox_.erase(std::remove_if(outbox_.begin(), outbox_.end(),
+                                 [id](const ToTransport& m) { return m.open().id() == id; }),
+                  outbox_.end());
+    taken.push_back(std::move(it->second));
+    it = pending_.erase(it);
+  }
+  return taken;
+}
+
+void TransportSupervisor::Fail(std::vector<Pending> opens, const absl::Status& status) {
+  for (Pending& open : opens) open.done(status);
+}
+
+pid_t TransportSupervisor::Spawn(int fd) {
+  // Everything the child needs is built before fork: after it, only
+  // async-signal-safe calls.
+  std::vector<std::string> args = {options_.executable, "--transport_fd=3",
+                                   absl::StrCat("--gloo_address=", options_.gloo_address),
+                                   absl::StrCat("--log_level=", options_.log_level)};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (fd == 3) {
+      fcntl(3, F_SETFD, 0);  // dup2 onto itself would keep close-on-exec
+    } else {
+      dup2(fd, 3);
+    }
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+void TransportSupervisor::Supervise() {
+  Backoff backoff(options_.restart_initial, options_.restart_max);
+  while (true) {
+    int fds[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
+      GW_LOG(kError, "transport: socketpair: %s", strerror(errno));
+      absl::SleepFor(backoff.Next());
+      continue;
+    }
+    const pid_t pid = Spawn(fds[1]);
+    close(fds[1]);
+    const absl::Duration started = clock_->Monotonic();
+    const std::string why = RunOnce(pid, std::make_shared<MessageChannel>(fds[0]));
+    if (why.empty()) return;
+    {
+      absl::MutexLock lock(&mu_);
+      // The first process could not start: start-up fails with its reason
+      // (the daemon stops), no restart.
+      if (!first_start_) first_start_ = absl::UnavailableError(why);
+      if (!first_start_->ok()) return;
+      ++restarts_;
+    }
+    GW_LOG(kError, "%s; restarting it", why);
+    if (options_.on_exit) options_.on_exit(why);
+    // A transport that ran a good while before dying starts the backoff over.
+    if (clock_->Monotonic() - started > absl::Minutes(1)) backoff.Reset();
+    const absl::Duration until = clock_->Monotonic() + backoff.Next();
+    absl::MutexLock lock(&mu_);
+    // In steps, so that Healthy() sees supervision going on.
+    while (!stopping_ && clock_->Monotonic() < until) {
+      last_progress_ = clock_->Monotonic();
+      mu_.AwaitWithTimeout(absl::Condition(&stopping_),
+                           std::min(absl::Seconds(1), until - clock_->Monotonic()));
+    }
+    if (stopping_) return;
+  }
+}
+
+std::string TransportSupervisor::RunOnce(pid_t pid,
+                                         const std::shared_ptr<MessageChannel>& channel) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) channel->Shutdown();
+    channel_ = channel;
+    pid_ = pid;
+    last_heartbeat_ = clock_->Monotonic();
+    stalled_ = false;
+    reported_transfer_nanos_ = 0;
+    configure_unsent_ = true;  // the first message of every transport
+  }
+  std::thread writer([this, channel] { Write(channel); });
+  std::string hung;
+  FromTransport message;
+  absl::Duration tick = absl::Seconds(1);
+  while (true) {
+    const MessageChannel::Received received = channel->Receive(&message, tick);
+    if (received == MessageChannel::Received::kClosed) break;
+    if (received == MessageChannel::Received::kMessage) Dispatch(message);
+    std::vector<Pending> expired;
+    {
+      absl::MutexLock lock(&mu_);
+      const absl::Duration now = clock_->Monotonic();
+      last_progress_ = now;
+      if (now - last_heartbeat_ > options_.heartbeat_timeout) {
+        hung =
+            absl::StrCat("probe transport process ", pid, " stopped answering (no heartbeat for ",
+                         absl::FormatDuration(absl::Trunc(now - last_heartbeat_, absl::Seconds(1))),
+                         "); killed it");
+        break;
+      }
+      expired = TakeExpired();
+      // While opens wait, wake often enough to keep their deadline to a
+      // tenth of open_timeout.
+      tick = pending_.empty() ? absl::Seconds(1)
+                              : std::min(absl::Seconds(1), options_.open_timeout / 10);
+    }
+    Fail(std::move(expired), absl::DeadlineExceededError("probe transport did not answer in time"));
+  }
+  // The transport ended, is stopped or hung: nothing it had open stays.
+  bool stopping;
+  std::vector<Pending> waiting;
+  {
+    absl::MutexLock lock(&mu_);
+    channel_.reset();
+    pid_ = -1;
+    stopping = stopping_;
+    waiting = TakePending();
+  }
+  Fail(std::move(waiting), absl::UnavailableError(stopping ? "this node is shutting down"
+                                                           : "probe transport restarting; retry"));
+  channel->Shutdown();  // wakes the writer if it is blocked in send
+  int status = 0;
+  if (pid > 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  writer.join();
+  if (stopping) return "";
+  if (!hung.empty()) return hung;
+  return absl::StrCat("probe transport process ", pid, " ", DescribeExit(status));
+}
+
+void TransportSupervisor::Write(const std::shared_ptr<MessageChannel>& channel) {
+  while (true) {
+    ToTransport message;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return channel_ != channel || configure_unsent_ || !outbox_.empty();
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (channel_ != channel) return;
+      if (configure_unsent_) {
+        message = configure_;
+        configure_unsent_ = false;
+      } else {
+        message = std::move(outbox_.front());
+        outbox_.pop_front();
+      }
+    }
+    // Blocks while the transport does not read; a hung one is killed by the
+    // reader, which ends this send.
+    if (!channel->Send(message)) {
+      channel->Shutdown();
+      return;
+    }
+  }
+}
+
+void TransportSupervisor::Dispatch(const FromTransport& message) {
+  switch (message.kind_case()) {
+    case FromTransport::kPeer:
+      if (std::shared_ptr<ProbeObserver> observer = options_.observer_for(message.peer().peer())) {
+        ApplyPeerEvent(message.peer(), *observer);
+      }
+      break;
+    case FromTransport::kOpened: {
+      std::optional<Pending> answered;
+      {
+        absl::MutexLock lock(&mu_);
+        auto it = pending_.find(message.opened().id());
+        if (it == pending_.end()) break;  // it expired
+        answered = std::move(it->second);
+        pending_.erase(it);
+      }
+      const transport::v1::OpenResult& result = message.opened();
+      if (result.code() != 0) {
+        answered->done(
+            absl::Status(static_cast<absl::StatusCode>(result.code()), result.message()));
+      } else {
+        answered->done(result.response());
+      }
+      break;
+    }
+    case FromTransport::kHeartbeat: {
+      int64_t new_nanos = 0;
+      {
+        absl::MutexLock lock(&mu_);
+        last_heartbeat_ = clock_->Monotonic();
+        stalled_ = message.heartbeat().stalled();
+        const int64_t total = message.heartbeat().bandwidth_transfer_nanos();
+        new_nanos = std::max<int64_t>(total - reported_transfer_nanos_, 0);
+        reported_transfer_nanos_ = std::max(total, reported_transfer_nanos_);
+      }
+      if (new_nanos > 0 && options_.on_bandwidth_transfer) {
+        options_.on_bandwidth_transfer(absl::Nanoseconds(new_nanos));
+      }
+      break;
+    }
+    case FromTransport::kStarted: {
+      absl::Status started(static_cast<absl::StatusCode>(message.started().code()),
+                           message.started().message());
+      absl::MutexLock lock(&mu_);
+      if (!first_start_) {
+        first_start_ = started;
+      } else if (!started.ok()) {
+        GW_LOG(kError, "probe transport: %s", started.message());
+      }
+      break;
+    }
+    case FromTransport::KIND_NOT_SET:
+      break;
+  }
+}
+
+void TransportSupervisor::StartOpen(const v1::OpenProbePairRequest& request, Done done) {
+  OpenAdmission::Ticket ticket;
+  if (absl::Status s = admission_.Admit(request.from_node(), &ticket); !s.ok()) {
+    done(s);
+    return;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (channel_ && !stopping_) {
+      const uint64_t id = ++next_id_;
+      pending_[id] =
+          Pending{std::move(done), clock_->Monotonic() + options_.open_timeout, std::move(ticket)};
+      ToTransport& message = outbox_.emplace_back();
+      message.mutable_open()->set_id(id);
+      *message.mutable_open()->mutable_request() = request;
+      return;
+    }
+  }
+  done(absl::UnavailableError("probe transport restarting; retry"));
+}
+
+bool TransportSupervisor::Healthy() const {
+  absl::MutexLock lock(&mu_);
+  const absl::Duration now = clock_->Monotonic();
+  if (now - last_progress_ > 2 * options_.heartbeat_timeout) return false;
+  if (!channel_) return true;
+  return !stalled_ && now - last_heartbeat_ < options_.heartbeat_timeout;
+}
+
+uint64_t TransportSupervisor::restarts() const {
+  absl::MutexLock lock(&mu_);
+  return restarts_;
+}
+
+pid_t TransportSupervisor::pid() const {
+  absl::MutexLock lock(&mu_);
+  return pid_;
+}
+
+}  // namespace gloowatch
