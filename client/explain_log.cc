@@ -12,119 +12,256 @@
 namespace gloowatch::client {
 namespace {
 
-// Message texts verified against pytorch/gloo gloo/transport/tcp/{pair,
-// unbound_buffer,device}.cc, torch/csrc/distributed/c10d/TCPStore*.cpp and
-// against real torch 1.13 runs (tests/client/torch/gloo_failure.py).
+// Message texts from the code that prints them: pytorch/gloo
+// gloo/transport/tcp/{pair,unbound_buffer,device}.cc and gloo/common
+// (GLOO_ENFORCE "[enforce fail at FILE:LINE] COND. A vs B"), PyTorch's
+// ProcessGroupGloo.cpp and c10d TCPStore / socket.cpp (both the 1.x wordings
+// and the 2.x "[c10d] The client socket has ..." ones), torch elastic's agent
+// and rendezvous, the kernel's OOM killer; checked against real torch runs
+// (tests/client/torch/gloo_failure.py). Order matters: a line counts for the
+// first signature that matches, so specific causes come before the generic
+// wrappers that quote them (connectFullMesh).
+using S = LogSeverity;
+using St = Stage;
 constexpr LogSignature kSignatures[] = {
+    {"rank_killed",
+     R"(Out of memory: Kill(ed)? process|invoked oom-killer|\bOOMKilled\b|exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\) received|<Signals\.SIGKILL: 9>|exit(ed)? (with )?(code|status) 137\b|^\s*Killed\s*$)",
+     S::kError, St::kProcess,
+     "A rank's process was killed (SIGKILL, most often by the kernel's OOM killer). The other "
+     "ranks' timeouts and closed connections that follow are its echo, not separate faults.",
+     "Check `dmesg -T | grep -i oom` / `journalctl -k` on that host and the job's memory limit "
+     "(cgroup, Kubernetes limits, exit code 137); reduce batch size or workers per host."},
+    {"rank_crashed",
+     R"(exitcode\s*:\s*-(6|11)\b|Signal (6|11) \((SIGABRT|SIGSEGV)\) received|<Signals\.SIG(ABRT|SEGV): (6|11)>|Segmentation fault|core dumped)",
+     S::kError, St::kProcess,
+     "A rank's process crashed (abort or segmentation fault); the others failed because it went "
+     "away.",
+     "Read that rank's log above the crash (its first error or C++ exception); a core dump or "
+     "`faulthandler` shows where."},
+    {"address_family_mismatch", R"(ss1\.ss_family == ss2\.ss_family\. (\d+) vs (\d+))", S::kError,
+     St::kSetup,
+     "The ranks' Gloo addresses are of different families (IPv4 on one host, IPv6 on another): "
+     "each host resolved its name or interface differently, and Gloo cannot pair them.",
+     "Make every host resolve to the same family: GLOO_SOCKET_IFNAME naming an interface with an "
+     "IPv4 address on every host, or /etc/hosts mapping each host name to its IPv4 address "
+     "(Gloo takes getaddrinfo's first answer). `gloowatch diagnose` shows each host's choice.",
+     R"(address families \1 vs \2 (2 = IPv4, 10 = IPv6))"},
     {"collective_mismatch",
-     R"(Received data size doesn't match expected size|Detected mismatch between collectives)",
+     R"(op\.preamble\.length <= op\.nbytes\. (\d+) vs (\d+)|Received data size doesn't match expected size|Detected mismatch between collectives|[Mm]ismatch between collective)",
+     S::kError, St::kSetup,
      "Ranks issued different collectives (or different tensor sizes) in the same slot.",
      "Make every rank call the same collectives in the same order with the same shapes; run "
-     "with TORCH_DISTRIBUTED_DEBUG=DETAIL to see which rank diverged."},
-    {"peer_connection_closed", R"(Connection closed by peer)",
-     "The remote rank's process exited or crashed (EOF on the Gloo pair socket).",
-     "Read the remote rank's log first (OOM killer, SIGKILL, Python exception); check "
-     "`dmesg` on that host. This rank failed only because its peer went away."},
-    {"peer_connection_reset", R"((Read error|writev) .*(Connection reset by peer|Broken pipe))",
-     "The remote rank died or its socket was reset while a collective was in flight.",
-     "Find the rank that died (its own log, `dmesg` for the OOM killer); a reset with no dead "
-     "rank points to a middlebox killing idle TCP connections."},
-    {"collective_timeout", R"(Timed out waiting (\d+)ms for (recv|send) operation to complete)",
-     "A collective did not complete within the process-group timeout: some rank never joined "
-     "it (hung, slow, or stuck in a different collective).",
-     "Find the rank that did not reach the collective (py-spy dump on each rank). The limit is "
-     "init_process_group(timeout=...); 1800000ms is the 30 min default. GLOO_TIMEOUT_SECONDS "
-     "is not read by PyTorch or Gloo."},
-    {"pair_io_timeout", R"((Read|Write|Send) timeout \[)",
-     "A Gloo pair socket read/write hit the timeout (peer hung or the network stalls).",
-     "Check the peer rank is alive and the link is healthy (`gloowatch health`)."},
-    {"pair_closed_after_timeout", R"(Application timeout caused pair closure)",
-     "An earlier timeout closed this Gloo pair; later operations fail with it.",
-     "Look for the first timeout in the log; that one has the real cause."},
-    {"bad_interface_nccl_syntax", R"(Unable to find address for:? *\^)",
+     "with TORCH_DISTRIBUTED_DEBUG=DETAIL to see which rank diverged.",
+     R"(received \1 bytes for a \2-byte buffer)"},
+    {"backend_mismatch",
+     R"(ProcessGroupGloo does not support|Backend \S+ does not (support|implement)|No backend type associated with device type|Tensors must be CUDA and dense|ProcessGroupGloo::\S+: (unsupported|invalid) (device|tensor))",
+     S::kError, St::kSetup,
+     "The op or the tensors' device is not one this process group's backend serves: Gloo runs "
+     "CPU collectives (and only some on CUDA); NCCL only CUDA tensors.",
+     "Give each device its backend: init_process_group(backend=\"cpu:gloo,cuda:nccl\") (PyTorch "
+     ">= 2.0), or a separate new_group(backend=\"gloo\") for CPU tensors, or move the tensors; "
+     "check the op against the backend table in the torch.distributed docs."},
+    {"bad_interface_nccl_syntax", R"(Unable to find address for:? *\^)", S::kError, St::kSetup,
      "GLOO_SOCKET_IFNAME uses NCCL's '^' exclusion syntax, which Gloo does not support.",
      "Set GLOO_SOCKET_IFNAME to interface names (comma-separated, e.g. eth0 or eth0,eth1)."},
-    {"bad_interface", R"(Unable to find address for:? *(\S+))",
+    {"bad_interface", R"(Unable to find address for:? *(\S+))", S::kError, St::kSetup,
      "GLOO_SOCKET_IFNAME names an interface that does not exist here or has no address.",
      "Use an interface listed by `ip -br addr` that has an address on the training network, "
-     "same name on every host (or set it per host)."},
-    {"bad_address", R"(Unable to find interface for:? *(\S+))",
+     "same name on every host (or set it per host).",
+     R"(interface \1)"},
+    {"bad_address", R"(Unable to find interface for:? *(\S+))", S::kError, St::kSetup,
      "The address Gloo was told to bind to is not configured on any local interface.",
-     "Bind to an address of this host (`ip -br addr`), or use GLOO_SOCKET_IFNAME."},
+     "Bind to an address of this host (`ip -br addr`), or use GLOO_SOCKET_IFNAME.",
+     R"(address \1)"},
     {"loopback_fallback",
      R"(Using the loopback address as fallback|Manually set the network interface to bind to with GLOO_SOCKET_IFNAME)",
-     "The host name resolves to a loopback address, so Gloo bound to 127.0.0.1 and remote "
-     "ranks cannot connect.",
-     "Set GLOO_SOCKET_IFNAME to the training interface, or fix /etc/hosts so the host name "
-     "resolves to a routable address."},
-    {"pair_connect_timeout", R"(Connect timeout)",
+     S::kWarning, St::kSetup,
+     "The host name resolves to a loopback address, so Gloo bound to 127.0.0.1: harmless when "
+     "every rank runs on this host, fatal for ranks on other hosts (they cannot connect).",
+     "For a multi-host job set GLOO_SOCKET_IFNAME to the training interface, or fix /etc/hosts "
+     "so the host name resolves to a routable address."},
+    {"store_port_in_use",
+     R"(failed to bind to .*(Address already in use|errno: 98)|EADDRINUSE|server socket has failed to (listen|bind)|^\s*RuntimeError: Address already in use\s*$)",
+     S::kError, St::kSetup,
+     "MASTER_PORT is already in use on the rank 0 host (a stale job, or two jobs on one port).",
+     "Pick a free MASTER_PORT or stop the stale process (`ss -ltnp sport = :PORT`)."},
+    {"pair_bind_in_use", R"(\bbind: Address already in use)", S::kError, St::kSetup,
+     "A Gloo pair could not bind its listening socket: the address/port is taken (a fixed port "
+     "range exhausted, or another process on it).",
+     "Check net.ipv4.ip_local_port_range and what holds the ports (`ss -ltnp`); stale training "
+     "processes on this host are the usual holders."},
+    {"store_connect_timeout",
+     R"(client socket has timed out after (\S+) while trying to connect to \(([^,]+), (\d+)\)|connect\(\) timed out\. Original timeout was (\d+) ?ms|client socket has failed to connect to .*(errno: 110|Connection timed out))",
+     S::kError, St::kConnect,
+     "This rank could not reach the rendezvous store (MASTER_ADDR:MASTER_PORT) in time.",
+     "Check rank 0 is running and listening on MASTER_PORT, MASTER_ADDR is reachable from "
+     "here, and no firewall blocks that port.",
+     R"(store \2:\3 after \1)"},
+    {"store_connect_refused",
+     R"(client socket .*(Connection refused|errno: 111)|Connection refused.*TCPStore|TCPStore.*Connection refused)",
+     S::kError, St::kConnect,
+     "The rendezvous store refused the connection: nothing listens on MASTER_PORT yet.",
+     "Start rank 0 first or give the store a longer timeout; check MASTER_PORT matches."},
+    {"loopback_refused",
+     R"((connect|SO_ERROR|remote=)[^\n]*\[?(127\.0\.[01]\.1)\]?(:\d+)?[^\n]*Connection refused|Connection refused[^\n]*\[(127\.0\.[01]\.1)\])",
+     S::kError, St::kSetup,
+     "A Gloo pair connect to a loopback address was refused: a rank advertised 127.0.0.1 or "
+     "127.0.1.1 (its host name resolves to loopback, as Debian's /etc/hosts does), so peers "
+     "connect to themselves.",
+     "Set GLOO_SOCKET_IFNAME to the training interface on every host, or make the host name "
+     "resolve to the routable address (/etc/hosts).",
+     R"(loopback address \2\4)"},
+    {"pair_connect_timeout", R"(Connect timeout)", S::kError, St::kConnect,
      "Connecting a Gloo pair to a peer timed out: packets to the peer's pair port are dropped.",
      "Gloo pairs listen on ephemeral ports (net.ipv4.ip_local_port_range), not only "
      "MASTER_PORT; open that range between the hosts (pytorch/pytorch#44544, pytorch/gloo#54). "
      "Run `gloowatch diagnose`."},
-    {"pair_connect_refused", R"(connect.*Connection refused)",
+    {"pair_connect_refused", R"(connect.*Connection refused|SO_ERROR: Connection refused)",
+     S::kError, St::kConnect,
      "A Gloo pair connect was refused: the peer was not listening on that address/port.",
      "Check the peer rank is running and bound to a reachable interface (GLOO_SOCKET_IFNAME); "
      "a firewall REJECT rule also shows as refused."},
-    {"no_route", R"(No route to host|Network is unreachable)",
+    {"no_route", R"(No route to host|Network is unreachable)", S::kError, St::kConnect,
      "No route to the peer address: wrong interface/subnet chosen, or a REJECT firewall rule.",
      "Check GLOO_SOCKET_IFNAME selects an interface on the same network on every host; check "
      "`ip route get PEER`."},
-    {"store_connect_timeout",
-     R"(The client socket has timed out after \S+ while trying to connect to \(([^,]+), (\d+)\))",
-     "This rank could not reach the rendezvous store (MASTER_ADDR:MASTER_PORT) in time.",
-     "Check rank 0 is running and listening on MASTER_PORT, MASTER_ADDR is reachable from "
-     "here, and no firewall blocks that port."},
-    {"store_connect_refused", R"(client socket .*Connection refused|Connection refused.*TCPStore)",
-     "The rendezvous store refused the connection: nothing listens on MASTER_PORT yet.",
-     "Start rank 0 first or give the store a longer timeout; check MASTER_PORT matches."},
-    {"store_port_in_use", R"(failed to bind to .*Address already in use|EADDRINUSE)",
-     "MASTER_PORT is already in use on the rank 0 host (a stale job, or two jobs on one port).",
-     "Pick a free MASTER_PORT or stop the stale process (`ss -ltnp sport = :PORT`)."},
+    {"connect_full_mesh", R"(connectFullMesh failed)", S::kError, St::kConnect,
+     "Gloo could not connect its pairs to every other rank during init_process_group.",
+     "Read the error it quotes; common causes are an IPv4/IPv6 mix across hosts, a host name "
+     "resolving to loopback, or blocked ephemeral ports. `gloowatch diagnose` checks all three."},
+    {"rendezvous_failed",
+     R"(RendezvousTimeoutError|RendezvousClosedError|RendezvousConnectionError|RendezvousError)",
+     S::kError, St::kConnect,
+     "torch elastic's rendezvous failed: not every node joined in time, the rendezvous was "
+     "closed, or its store (--rdzv_endpoint) could not be reached.",
+     "Check --nnodes and --rdzv_endpoint on every node, that all nodes started, and that the "
+     "endpoint's port is reachable."},
+    {"peer_connection_closed", R"(Connection closed by peer)", S::kError, St::kPeerGone,
+     "The remote rank's process exited or crashed (EOF on the Gloo pair socket).",
+     "Read the remote rank's log first (OOM killer, SIGKILL, Python exception); check "
+     "`dmesg` on that host. This rank failed only because its peer went away."},
+    {"peer_connection_reset",
+     R"((Read error|writev|read|write) .*(Connection reset by peer|Broken pipe))", S::kError,
+     St::kPeerGone,
+     "The remote rank died or its socket was reset while a collective was in flight.",
+     "Find the rank that died (its own log, `dmesg` for the OOM killer); a reset with no dead "
+     "rank points to a middlebox killing idle TCP connections."},
+    {"collective_timeout", R"(Timed out waiting (\d+)ms for (recv|send) operation to complete)",
+     S::kError, St::kWait,
+     "A collective did not complete within the process-group timeout: some rank never joined "
+     "it (hung, slow, or stuck in a different collective).",
+     "Find the rank that did not reach the collective (py-spy dump on each rank). The limit is "
+     "init_process_group(timeout=...), 30 min by default; GLOO_TIMEOUT_SECONDS is not read by "
+     "PyTorch or Gloo.",
+     R"(a \2 waited \1 ms, the timeout in force)"},
+    {"pair_io_timeout", R"((Read|Write|Send) timeout \[)", S::kError, St::kWait,
+     "A Gloo pair socket read/write hit the timeout (peer hung or the network stalls).",
+     "Check the peer rank is alive and the link is healthy (`gloowatch health`)."},
     {"store_barrier_timeout", R"(Timed out initializing process group in store based barrier)",
+     S::kError, St::kWait,
      "Not all ranks joined the process group in time (world_size larger than the ranks "
      "actually started, or a rank crashed during start-up).",
      "Check world_size/rank values and that every rank started; see its log."},
-    {"store_wait_timeout", R"(Socket Timeout|Wait timeout for key)",
+    {"store_wait_timeout", R"(Socket Timeout|Wait timeout for key|Timeout waiting for key)",
+     S::kError, St::kWait,
      "Waiting on the rendezvous store timed out: another rank never published its address.",
      "A rank failed before publishing (check all rank logs) or the store timeout is too short."},
     {"monitored_barrier_timeout",
-     R"(timed out in monitoredBarrier|failed to pass monitoredBarrier)",
+     R"(timed out in monitoredBarrier|failed to pass monitoredBarrier)", S::kError, St::kWait,
      "monitored_barrier found ranks that did not arrive (the message names them).",
      "Inspect the named ranks; they are hung or dead."},
-    {"socket_closed", R"(Socket (unexpectedly )?closed)",
+    {"pair_closed_after_timeout", R"(Application timeout caused pair closure)", S::kError,
+     St::kAftermath, "An earlier timeout closed this Gloo pair; later operations fail with it.",
+     "Look for the first timeout in the log; that one has the real cause."},
+    {"socket_closed", R"(Socket (unexpectedly )?closed)", S::kError, St::kAftermath,
      "A Gloo pair socket was already closed when used (after an earlier failure).",
      "Look for the first error in the log."},
 };
 
 // RE2 matches in linear time, so a huge or binary file costs a scan, not a
-// backtracking blow-up; long lines are still cut, as no message is that long.
-constexpr size_t kMaxLineBytes = 8192;
+// backtracking blow-up. Lines are cut at 1 MiB: Ray and some launchers put a
+// whole traceback on one line.
+constexpr size_t kMaxLineBytes = 1 << 20;
 constexpr size_t kExampleBytes = 300;
+constexpr size_t kDetailBytes = 200;
+
+RE2::Options MatchOptions(bool case_sensitive) {
+  RE2::Options options;
+  options.set_case_sensitive(case_sensitive);
+  options.set_log_errors(false);
+  options.set_encoding(RE2::Options::EncodingLatin1);  // logs may hold any bytes
+  return options;
+}
 
 const std::vector<std::unique_ptr<RE2>>& CompiledSignatures() {
   static const auto* compiled = [] {
-    RE2::Options options;
-    options.set_case_sensitive(false);
-    options.set_log_errors(false);
-    options.set_encoding(RE2::Options::EncodingLatin1);  // logs may hold any bytes
     auto* v = new std::vector<std::unique_ptr<RE2>>;
-    for (const auto& s : kSignatures) v->push_back(std::make_unique<RE2>(s.regex, options));
+    for (const auto& s : kSignatures) {
+      v->push_back(std::make_unique<RE2>(s.regex, MatchOptions(false)));
+    }
     return v;
   }();
   return *compiled;
 }
 
-std::string Printable(absl::string_view s) {
+// A line its program logged as a warning: c10d's "[W socket.cpp:...]",
+// glog's "W0412 ...", Python logging's "WARNING", warnings.warn.
+bool LoggedAsWarning(absl::string_view line) {
+  static const RE2* warning = new RE2(
+      R"(^\s*(\[W[ \d]|W\d{4} )|\bWARNING\b|\bUserWarning\b|\] Warning: )", MatchOptions(true));
+  return RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *warning);
+}
+
+std::string Printable(absl::string_view s, size_t limit) {
   std::string out;
-  for (char c : s.substr(0, kExampleBytes)) {
+  for (char c : s.substr(0, limit)) {
     unsigned char u = static_cast<unsigned char>(c);
     out.push_back((u < 0x20 && u != '\t') || u == 0x7f ? '?' : c);
   }
   return out;
 }
 
+// `rewrite` with \N replaced by group N of `regex` on `line`. A group of
+// another alternative than the one that matched is empty; when every group
+// the rewrite names is, there is no detail.
+std::string Detail(const RE2& regex, const char* rewrite, absl::string_view line) {
+  if (rewrite == nullptr) return "";
+  const int groups = regex.NumberOfCapturingGroups();
+  std::vector<re2::StringPiece> match(groups + 1);
+  if (!regex.Match(re2::StringPiece(line.data(), line.size()), 0, line.size(), RE2::UNANCHORED,
+                   match.data(), groups + 1)) {
+    return "";
+  }
+  std::string out;
+  bool any = false;
+  for (const char* c = rewrite; *c != '\0'; ++c) {
+    if (*c == '\\' && c[1] >= '1' && c[1] <= '9') {
+      const int group = c[1] - '0';
+      if (group <= groups && match[group].data() != nullptr) {
+        out.append(match[group].data(), match[group].size());
+        any = true;
+      }
+      ++c;
+    } else {
+      out.push_back(*c);
+    }
+  }
+  return any ? Printable(out, kDetailBytes) : "";
+}
+
 }  // namespace
+
+const char* LogSeverityName(LogSeverity s) {
+  switch (s) {
+    case LogSeverity::kInfo:
+      return "info";
+    case LogSeverity::kWarning:
+      return "warning";
+    case LogSeverity::kError:
+      return "error";
+  }
+  return "info";
+}
 
 absl::Span<const LogSignature> LogSignatures() { return kSignatures; }
 
@@ -144,9 +281,17 @@ LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
     for (size_t i = 0; i < regexes.size(); ++i) {
       if (!RE2::PartialMatch(re2::StringPiece(view.data(), view.size()), *regexes[i])) continue;
       SignatureHit& h = by_sig[i];
-      if (h.count++ == 0) {
-        h.first_line = e.lines;
-        h.example = Printable(absl::StripLeadingAsciiWhitespace(view));
+      LogSeverity severity = kSignatures[i].severity;
+      if (severity == LogSeverity::kError && LoggedAsWarning(view))
+        severity = LogSeverity::kWarning;
+      // The first line that shows the signature at its worst stands for it.
+      const bool first = h.count++ == 0;
+      if (first) h.first_line = e.lines;
+      if (first || severity > h.severity) {
+        h.severity = severity;
+        h.example = Printable(absl::StripLeadingAsciiWhitespace(view), kExampleBytes);
+        h.detail = Detail(*regexes[i], kSignatures[i].detail, view);
+        h.line_of_example = e.lines;
       }
       h.last_line = e.lines;
       break;
@@ -161,6 +306,20 @@ LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
   std::sort(e.hits.begin(), e.hits.end(), [](const SignatureHit& a, const SignatureHit& b) {
     return a.first_line < b.first_line;
   });
+  for (size_t i = 0; i < e.hits.size(); ++i) {
+    const SignatureHit& h = e.hits[i];
+    e.worst = std::max(e.worst, h.severity);
+    if (h.severity != LogSeverity::kError) continue;
+    if (e.root_cause < 0) {
+      e.root_cause = static_cast<int>(i);
+      continue;
+    }
+    const SignatureHit& best = e.hits[e.root_cause];
+    if (h.signature->stage < best.signature->stage ||
+        (h.signature->stage == best.signature->stage && h.line_of_example < best.line_of_example)) {
+      e.root_cause = static_cast<int>(i);
+    }
+  }
   return e;
 }
 
@@ -172,18 +331,29 @@ std::string RenderExplanationText(const LogExplanation& e) {
     return out;
   }
   absl::StrAppend(&out, e.source, ": ", e.hits.size(), " known signature",
-                  e.hits.size() == 1 ? "" : "s", " in ", e.lines, " lines\n\n");
+                  e.hits.size() == 1 ? "" : "s", " in ", e.lines, " lines\n");
+  if (e.root_cause >= 0) {
+    const SignatureHit& root = e.hits[e.root_cause];
+    absl::StrAppend(&out, "root cause: ", root.id, " (line ", root.line_of_example, ")",
+                    root.detail.empty() ? "" : absl::StrCat(": ", root.detail), "\n");
+  } else {
+    absl::StrAppend(&out, "no errors; warnings only\n");
+  }
+  absl::StrAppend(&out, "\n");
   size_t width = 9;
   for (const auto& h : e.hits) width = std::max(width, h.id.size());
-  absl::StrAppendFormat(&out, "%-*s %6s %7s %7s\n", static_cast<int>(width), "SIGNATURE", "COUNT",
-                        "FIRST", "LAST");
+  absl::StrAppendFormat(&out, "%-*s %-8s %6s %7s %7s\n", static_cast<int>(width), "SIGNATURE",
+                        "SEVERITY", "COUNT", "FIRST", "LAST");
   for (const auto& h : e.hits) {
-    absl::StrAppendFormat(&out, "%-*s %6d %7d %7d\n", static_cast<int>(width), h.id, h.count,
-                          h.first_line, h.last_line);
+    absl::StrAppendFormat(&out, "%-*s %-8s %6d %7d %7d\n", static_cast<int>(width), h.id,
+                          LogSeverityName(h.severity), h.count, h.first_line, h.last_line);
   }
   for (const auto& h : e.hits) {
-    absl::StrAppend(&out, "\n", h.id, " (line ", h.first_line, "): ", h.example, "\n",
-                    "  cause: ", h.signature->cause, "\n", "  fix:   ", h.signature->fix, "\n");
+    absl::StrAppend(&out, "\n", h.id, " (", LogSeverityName(h.severity), ", line ",
+                    h.line_of_example, "): ", h.example, "\n");
+    if (!h.detail.empty()) absl::StrAppend(&out, "  seen:  ", h.detail, "\n");
+    absl::StrAppend(&out, "  cause: ", h.signature->cause, "\n", "  fix:   ", h.signature->fix,
+                    "\n");
   }
   return out;
 }
@@ -194,17 +364,43 @@ nlohmann::json ExplanationToJson(const LogExplanation& e) {
   j["source"] = e.source;
   j["lines"] = e.lines;
   j["binary"] = e.binary;
+  j["severity"] = e.hits.empty() ? "none" : LogSeverityName(e.worst);
+  j["root_cause"] = nullptr;
   j["signatures"] = nlohmann::json::array();
   for (const auto& h : e.hits) {
     j["signatures"].push_back({{"id", h.id},
+                               {"severity", LogSeverityName(h.severity)},
                                {"count", h.count},
                                {"first_line", h.first_line},
                                {"last_line", h.last_line},
+                               {"line", h.line_of_example},
                                {"example", h.example},
+                               {"detail", h.detail},
                                {"cause", h.signature->cause},
                                {"fix", h.signature->fix}});
   }
+  if (e.root_cause >= 0) {
+    const SignatureHit& root = e.hits[e.root_cause];
+    j["root_cause"] = {{"id", root.id},
+                       {"line", root.line_of_example},
+                       {"detail", root.detail},
+                       {"cause", root.signature->cause},
+                       {"fix", root.signature->fix}};
+  }
   return j;
+}
+
+int ExplanationExitCode(const LogExplanation& e) {
+  if (e.hits.empty()) return 0;
+  switch (e.worst) {
+    case LogSeverity::kError:
+      return 2;
+    case LogSeverity::kWarning:
+      return 1;
+    case LogSeverity::kInfo:
+      return 0;
+  }
+  return 0;
 }
 
 }  // namespace gloowatch::client

@@ -13,11 +13,30 @@
 
 namespace gloowatch::client {
 
+enum class LogSeverity { kInfo, kWarning, kError };
+const char* LogSeverityName(LogSeverity s);
+
+// How close a cause is to the root of a failure: a killed rank comes before
+// the timeouts it causes elsewhere. The root cause of a log is its error of
+// the lowest stage (the earliest line among equals).
+enum class Stage {
+  kProcess = 1,  // a rank was killed or crashed
+  kSetup,        // configuration: interfaces, address families, ports, backends, mismatches
+  kConnect,      // reaching a peer or the store
+  kPeerGone,     // a peer's connection ended under us
+  kWait,         // something never arrived: timeouts
+  kAftermath,    // a consequence of an earlier failure
+};
+
 struct LogSignature {
   const char* id;
   const char* regex;  // RE2 syntax, matched case-insensitively anywhere in a line
+  LogSeverity severity;
+  Stage stage;
   const char* cause;
   const char* fix;
+  // What the line says, from its groups (RE2 rewrite, \1 ...), or nullptr.
+  const char* detail = nullptr;
 };
 
 // In priority order: a line counts for the first signature that matches it.
@@ -31,7 +50,12 @@ struct SignatureHit {
   int count = 0;
   int first_line = 0;  // 1-based
   int last_line = 0;
-  std::string example;  // first matching line, trimmed and truncated
+  std::string example;      // first matching line, trimmed and truncated
+  int line_of_example = 0;  // the line `example`, `detail` and `severity` come from
+  std::string detail;       // the signature's detail, filled from that line
+  // The first matching line's severity: the signature's, or lower when the
+  // line itself was logged as a warning (a retry that may yet succeed).
+  LogSeverity severity = LogSeverity::kInfo;
 };
 
 struct LogExplanation {
@@ -39,11 +63,15 @@ struct LogExplanation {
   int lines = 0;
   bool binary = false;             // NUL bytes seen; lines are still scanned
   std::vector<SignatureHit> hits;  // ordered by first_line
+  int root_cause = -1;             // index into hits of the root cause, -1 without errors
+  LogSeverity worst = LogSeverity::kInfo;
 };
 
 LogExplanation ExplainLog(std::istream& in, absl::string_view source);
 
 std::string RenderExplanationText(const LogExplanation& e);
 nlohmann::json ExplanationToJson(const LogExplanation& e);
+// 0 nothing found (or information only), 1 warnings only, 2 an error.
+int ExplanationExitCode(const LogExplanation& e);
 
 }  // namespace gloowatch::client

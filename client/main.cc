@@ -122,7 +122,7 @@ int RunExplainLog(const std::vector<std::string>& args) {
   } else {
     std::cout << RenderExplanationText(e);
   }
-  return kExitOk;
+  return ExplanationExitCode(e);
 }
 
 bool UseColor() {

@@ -57,6 +57,143 @@ TEST(ExplainLog, FixtureExactCountsAndLines) {
     EXPECT_EQ(e.hits[i].last_line, kFixtureTruth[i].last);
   }
   EXPECT_THAT(e.hits[1].example, HasSubstr("Timed out waiting 1800000ms"));
+  EXPECT_EQ(e.hits[1].detail, "a recv waited 1800000 ms, the timeout in force");
+  EXPECT_EQ(e.hits[0].severity, LogSeverity::kWarning);  // the loopback fallback
+  EXPECT_EQ(e.hits[1].severity, LogSeverity::kError);
+  // Of the errors, the earliest set-up fault is the root: the timeouts and
+  // the closed pair come later in the chain.
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "bad_interface_nccl_syntax");
+  EXPECT_EQ(ExplanationExitCode(e), 2);
+}
+
+// One line per cause, each in the form the code that prints it uses (Gloo's
+// GLOO_ENFORCE "[enforce fail at FILE:LINE] COND. A vs B", c10d's socket and
+// store messages in their 1.x and 2.x wordings, torch elastic, the kernel):
+// the signature, severity and detail each must give.
+struct LineCase {
+  std::string line;
+  std::string id;
+  LogSeverity severity;
+  std::string detail;
+};
+
+class SignatureLines : public ::testing::TestWithParam<LineCase> {};
+
+TEST_P(SignatureLines, NamesTheCauseWithTheValuesOfTheLine) {
+  std::istringstream in("step 1\n" + GetParam().line + "\n");
+  LogExplanation e = ExplainLog(in, "case");
+  ASSERT_EQ(e.hits.size(), 1u) << GetParam().line;
+  EXPECT_EQ(e.hits[0].id, GetParam().id) << GetParam().line;
+  EXPECT_EQ(e.hits[0].first_line, 2);
+  EXPECT_EQ(e.hits[0].severity, GetParam().severity) << GetParam().line;
+  EXPECT_EQ(e.hits[0].detail, GetParam().detail) << GetParam().line;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    FromTheSources, SignatureLines,
+    ::testing::Values(
+        LineCase{"[ 4211.812] Out of memory: Killed process 31337 (python3) total-vm:91234kB",
+                 "rank_killed", LogSeverity::kError, ""},
+        LineCase{"    exitcode  : -9 (pid: 4242)", "rank_killed", LogSeverity::kError, ""},
+        LineCase{"torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) "
+                 "local_rank: 1 (pid: 77) of binary: /usr/bin/python3",
+                 "rank_killed", LogSeverity::kError, ""},
+        LineCase{"Killed", "rank_killed", LogSeverity::kError, ""},
+        LineCase{"    exitcode  : -6 (pid: 4243)", "rank_crashed", LogSeverity::kError, ""},
+        LineCase{"RuntimeError: Gloo connectFullMesh failed with [enforce fail at "
+                 "../third_party/gloo/gloo/transport/tcp/pair.cc:799] ss1.ss_family == "
+                 "ss2.ss_family. 2 vs 10",
+                 "address_family_mismatch", LogSeverity::kError,
+                 "address families 2 vs 10 (2 = IPv4, 10 = IPv6)"},
+        LineCase{"RuntimeError: Gloo connectFullMesh failed with "
+                 "[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
+                 "connect_full_mesh", LogSeverity::kError, ""},
+        LineCase{"RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/"
+                 "pair.cc:446] op.preamble.length <= op.nbytes. 8773632 vs 8386560",
+                 "collective_mismatch", LogSeverity::kError,
+                 "received 8773632 bytes for a 8386560-byte buffer"},
+        LineCase{"RuntimeError: No backend type associated with device type cpu",
+                 "backend_mismatch", LogSeverity::kError, ""},
+        LineCase{"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:799] connect "
+                 "[127.0.1.1]:45677: Connection refused",
+                 "loopback_refused", LogSeverity::kError, "loopback address 127.0.1.1"},
+        LineCase{"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:799] connect "
+                 "[10.1.2.3]:45677: Connection refused",
+                 "pair_connect_refused", LogSeverity::kError, ""},
+        LineCase{"RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:272] "
+                 "SO_ERROR: Connection refused",
+                 "pair_connect_refused", LogSeverity::kError, ""},
+        LineCase{"RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/"
+                 "pair.cc:150] rv != -1. -1 vs -1. bind: Address already in use",
+                 "pair_bind_in_use", LogSeverity::kError, ""},
+        LineCase{"torch.distributed.DistNetworkError: The server socket has failed to listen on "
+                 "any local network address. The server socket has failed to bind to [::]:29500 "
+                 "(errno: 98 - Address already in use).",
+                 "store_port_in_use", LogSeverity::kError, ""},
+        LineCase{"RuntimeError: connect() timed out. Original timeout was 1800000 ms.",
+                 "store_connect_timeout", LogSeverity::kError, ""},
+        LineCase{"torch.distributed.DistNetworkError: The client socket has timed out after "
+                 "600s while trying to connect to (10.0.0.1, 29500).",
+                 "store_connect_timeout", LogSeverity::kError, "store 10.0.0.1:29500 after 600s"},
+        // A retry the store client logs as a warning: the run may still succeed.
+        LineCase{"[W socket.cpp:464] [c10d] The client socket has failed to connect to "
+                 "[localhost]:29500 (errno: 111 - Connection refused).",
+                 "store_connect_refused", LogSeverity::kWarning, ""},
+        LineCase{"torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
+                 "rendezvous_failed", LogSeverity::kError, ""},
+        LineCase{"RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:84] "
+                 "Timed out waiting 10000ms for send operation to complete",
+                 "collective_timeout", LogSeverity::kError,
+                 "a send waited 10000 ms, the timeout in force"},
+        LineCase{"RuntimeError: Wait timeout for key(s): [\"rank_1\"]", "store_wait_timeout",
+                 LogSeverity::kError, ""},
+        LineCase{"[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) "
+                 "address. Using the loopback address as fallback. Manually set the network "
+                 "interface to bind to with GLOO_SOCKET_IFNAME. (function operator())",
+                 "loopback_fallback", LogSeverity::kWarning, ""}));
+
+TEST(ExplainLog, TheKilledRankIsTheRootNotTheTimeoutsItCaused) {
+  std::istringstream in(
+      "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by "
+      "peer [10.0.0.3]:19722\n"
+      "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:84] Timed out "
+      "waiting 1800000ms for send operation to complete\n"
+      "    exitcode  : -9 (pid: 4242)\n");
+  LogExplanation e = ExplainLog(in, "ranks");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "rank_killed");
+  nlohmann::json j = ExplanationToJson(e);
+  EXPECT_EQ(j["root_cause"]["id"], "rank_killed");
+  EXPECT_EQ(j["root_cause"]["line"], 3);
+  EXPECT_EQ(j["severity"], "error");
+}
+
+TEST(ExplainLog, HealthyRunWithKnownWarningsHasNoError) {
+  std::istringstream in(
+      "[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) address. "
+      "Using the loopback address as fallback. Manually set the network interface to bind to "
+      "with GLOO_SOCKET_IFNAME. (function operator())\n"
+      "[W socket.cpp:663] [c10d] The client socket has failed to connect to [localhost]:29500 "
+      "(errno: 97 - Address family not supported by protocol).\n"
+      "[W socket.cpp:464] [c10d] The client socket has failed to connect to [localhost]:29500 "
+      "(errno: 111 - Connection refused).\n"
+      "epoch 3 loss 0.12\n");
+  LogExplanation e = ExplainLog(in, "healthy");
+  EXPECT_EQ(e.root_cause, -1);
+  EXPECT_EQ(e.worst, LogSeverity::kWarning);
+  EXPECT_EQ(ExplanationExitCode(e), 1);
+  EXPECT_THAT(RenderExplanationText(e), HasSubstr("no errors; warnings only"));
+}
+
+TEST(ExplainLog, AMessageDeepInsideAFlattenedTracebackIsFound) {
+  // Ray and some launchers put a whole traceback on one line.
+  std::string line(200000, 'x');
+  line += " RuntimeError: Connection closed by peer [10.0.0.2]:4000";
+  std::istringstream in(line + "\n");
+  LogExplanation e = ExplainLog(in, "ray");
+  ASSERT_EQ(e.hits.size(), 1u);
+  EXPECT_EQ(e.hits[0].id, "peer_connection_closed");
 }
 
 TEST(ExplainLog, JsonFieldByField) {
@@ -75,7 +212,11 @@ TEST(ExplainLog, JsonFieldByField) {
     EXPECT_TRUE(s["cause"].is_string() && !s["cause"].get<std::string>().empty());
     EXPECT_TRUE(s["fix"].is_string() && !s["fix"].get<std::string>().empty());
     EXPECT_TRUE(s["example"].is_string());
+    EXPECT_TRUE(s["severity"] == "error" || s["severity"] == "warning") << s;
+    EXPECT_TRUE(s["detail"].is_string());
   }
+  EXPECT_EQ(j["severity"], "error");
+  EXPECT_EQ(j["root_cause"]["id"], "bad_interface_nccl_syntax");
   EXPECT_THAT(j["signatures"][1]["fix"].get<std::string>(), HasSubstr("init_process_group"));
 }
 

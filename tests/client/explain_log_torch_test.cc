@@ -62,7 +62,7 @@ class TorchGlooFailure : public ::testing::Test {
 
   // Runs both ranks of `scenario`; returns rank 0's stderr.
   std::string RunScenario(const std::string& scenario,
-                          std::map<std::string, std::string> extra_env = {}) {
+                          std::map<std::string, std::string> extra_env = {}, bool fails = true) {
     extra_env["MASTER_ADDR"] = "127.0.0.1";
     extra_env["MASTER_PORT"] = std::to_string(FreePort());
     const auto env = Env(extra_env);
@@ -76,11 +76,17 @@ class TorchGlooFailure : public ::testing::Test {
     ProcessResult r1 = rank1.get();
     EXPECT_FALSE(r0.timed_out) << r0.err;
     EXPECT_FALSE(r1.timed_out) << r1.err;
-    EXPECT_NE(r0.exit_code, 0) << "rank 0 should fail; stderr: " << r0.err;
+    if (fails) {
+      EXPECT_NE(r0.exit_code, 0) << "rank 0 should fail; stderr: " << r0.err;
+    } else {
+      EXPECT_EQ(r0.exit_code, 0) << r0.err;
+      EXPECT_EQ(r1.exit_code, 0) << r1.err;
+    }
     return r0.err;
   }
 
-  nlohmann::json Explain(const std::string& log) {
+  // expected_exit -1: no error (0 or 1).
+  nlohmann::json Explain(const std::string& log, int expected_exit = 2) {
     char path[] = "/tmp/gloowatch_torch_log_XXXXXX";
     int fd = mkstemp(path);
     EXPECT_GE(fd, 0);
@@ -89,7 +95,11 @@ class TorchGlooFailure : public ::testing::Test {
     ProcessResult r =
         RunProcess({CliPath(), "explain-log", "--json", path}, std::nullopt, "", absl::Seconds(30));
     unlink(path);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
+    if (expected_exit >= 0) {
+      EXPECT_EQ(r.exit_code, expected_exit) << r.err;
+    } else {
+      EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.exit_code << r.err;
+    }
     return nlohmann::json::parse(r.out);
   }
 
@@ -119,6 +129,8 @@ TEST_F(TorchGlooFailure, CollectiveTimeout) {
   EXPECT_THAT(log, HasSubstr("Timed out waiting 3000ms for recv operation to complete"));
   nlohmann::json j = Explain(log);
   EXPECT_THAT(Ids(j), Contains("collective_timeout")) << log;
+  EXPECT_EQ(j["root_cause"]["id"], "collective_timeout") << log;
+  EXPECT_EQ(j["root_cause"]["detail"], "a recv waited 3000 ms, the timeout in force");
 }
 
 TEST_F(TorchGlooFailure, BadSocketIfname) {
@@ -126,6 +138,17 @@ TEST_F(TorchGlooFailure, BadSocketIfname) {
   EXPECT_THAT(log, HasSubstr("Unable to find address for: doesnotexist0"));
   nlohmann::json j = Explain(log);
   EXPECT_THAT(Ids(j), Contains("bad_interface")) << log;
+  EXPECT_EQ(j["root_cause"]["id"], "bad_interface") << log;
+  EXPECT_EQ(j["root_cause"]["detail"], "interface doesnotexist0") << log;
+}
+
+// A run that works prints, at most, warnings (the loopback fallback when the
+// host name resolves to 127.0.1.1, store connect retries): never an error.
+TEST_F(TorchGlooFailure, HealthyRunHasNoError) {
+  std::string log = RunScenario("healthy", {}, /*fails=*/false);
+  nlohmann::json j = Explain(log, -1);
+  EXPECT_TRUE(j["root_cause"].is_null()) << log;
+  EXPECT_NE(j["severity"], "error") << log;
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 """Provokes one real torch.distributed Gloo failure; used by explain_log tests.
 
 Usage: gloo_failure.py SCENARIO RANK WORLD_SIZE
-Scenarios: peer_killed, collective_timeout, bad_ifname. MASTER_ADDR/PORT come
+Scenarios: peer_killed, collective_timeout, bad_ifname, healthy. MASTER_ADDR/PORT come
 from the environment. Every blocking call is bounded: init and collectives
 time out after a few seconds, so a broken run never hangs the test.
 """
@@ -30,8 +30,10 @@ def main():
             dist.all_reduce(t)
         else:
             time.sleep(8)
-    elif scenario == "bad_ifname":
-        dist.all_reduce(t)
+    elif scenario in ("bad_ifname", "healthy"):
+        for _ in range(5):
+            dist.all_reduce(t)
+        dist.destroy_process_group()
     print("rank %d finished" % rank, flush=True)
 
 
