@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "absl/time/civil_time.h"
+#include "absl/time/time.h"
 #include "re2/re2.h"
 
 namespace gloowatch::client {
@@ -249,6 +251,67 @@ std::string Detail(const RE2& regex, const char* rewrite, absl::string_view line
   return any ? Printable(out, kDetailBytes) : "";
 }
 
+// A timestamp at the start of a line: ISO dates (Python logging, torch
+// elastic's "[2024-05-01 12:00:00,123]"), glog's and c10's "W0501
+// 12:00:00.123456" (no year), syslog's "May  1 12:00:00" (no year). Lines of
+// different kinds are not compared.
+enum TimeKind { kNoTime = 0, kDated, kMonthDay, kSyslog };
+
+bool ParseTime(absl::string_view line, std::string* text, int* kind, double* seconds) {
+  static const RE2* iso =
+      new RE2(R"(^\s*\[?((\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?))",
+              MatchOptions(true));
+  static const RE2* glog =
+      new RE2(R"(^\s*\[?([IWEF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?))",
+              MatchOptions(true));
+  static const RE2* syslog =
+      new RE2(R"(^\s*(([A-Z][a-z]{2}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2})))", MatchOptions(true));
+  const re2::StringPiece in(line.data(), line.size());
+  std::string t, fraction, month_name;
+  int year = 0, month = 0, day = 0, h = 0, m = 0, sec = 0;
+  auto frac = [&] { return fraction.empty() ? 0.0 : std::stod("0." + fraction); };
+  if (RE2::PartialMatch(in, *iso, &t, &year, &month, &day, &h, &m, &sec, &fraction)) {
+    *kind = kDated;
+    *seconds = absl::ToUnixSeconds(absl::FromCivil(absl::CivilSecond(year, month, day, h, m, sec),
+                                                   absl::UTCTimeZone())) +
+               frac();
+  } else if (RE2::PartialMatch(in, *glog, &t, &month, &day, &h, &m, &sec, &fraction)) {
+    *kind = kMonthDay;
+    *seconds = ((month * 31 + day) * 24 + h) * 3600.0 + m * 60 + sec + frac();
+  } else if (RE2::PartialMatch(in, *syslog, &t, &month_name, &day, &h, &m, &sec)) {
+    static constexpr absl::string_view kMonths = "JanFebMarAprMayJunJulAugSepOctNovDec";
+    const size_t at = kMonths.find(month_name);
+    if (at == absl::string_view::npos || at % 3 != 0) return false;
+    *kind = kSyslog;
+    *seconds = ((static_cast<int>(at / 3) * 31 + day) * 24 + h) * 3600.0 + m * 60 + sec;
+  } else {
+    return false;
+  }
+  *text = t;
+  return true;
+}
+
+// "rank N" from a file name (rank3.log, rank_3, worker-rank-3) or from
+// PyTorch's "[rankN]:" line prefix.
+std::string RankFromName(absl::string_view source) {
+  static const RE2* rank = new RE2(R"(rank[_-]?(\d+))", MatchOptions(false));
+  std::string n;
+  const absl::string_view base = source.substr(source.find_last_of('/') + 1);
+  if (RE2::PartialMatch(re2::StringPiece(base.data(), base.size()), *rank, &n)) {
+    return "rank " + n;
+  }
+  return "";
+}
+
+std::string RankFromLine(absl::string_view line) {
+  static const RE2* rank = new RE2(R"(^\s*\[rank(\d+)\]:)", MatchOptions(true));
+  std::string n;
+  if (RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *rank, &n)) {
+    return "rank " + n;
+  }
+  return "";
+}
+
 }  // namespace
 
 const char* LogSeverityName(LogSeverity s) {
@@ -270,6 +333,7 @@ bool SignatureCompiles(size_t index) { return CompiledSignatures().at(index)->ok
 LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
   LogExplanation e;
   e.source = std::string(source);
+  e.rank = RankFromName(source);
   const auto& regexes = CompiledSignatures();
   std::vector<SignatureHit> by_sig(regexes.size());
   std::string line;
@@ -278,6 +342,7 @@ LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
     if (line.find('\0') != std::string::npos) e.binary = true;
     if (line.size() > kMaxLineBytes) line.resize(kMaxLineBytes);
     absl::string_view view = absl::StripTrailingAsciiWhitespace(line);
+    if (e.rank.empty()) e.rank = RankFromLine(view);
     for (size_t i = 0; i < regexes.size(); ++i) {
       if (!RE2::PartialMatch(re2::StringPiece(view.data(), view.size()), *regexes[i])) continue;
       SignatureHit& h = by_sig[i];
@@ -292,6 +357,9 @@ LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
         h.example = Printable(absl::StripLeadingAsciiWhitespace(view), kExampleBytes);
         h.detail = Detail(*regexes[i], kSignatures[i].detail, view);
         h.line_of_example = e.lines;
+        h.time.clear();
+        h.time_kind = kNoTime;
+        ParseTime(view, &h.time, &h.time_kind, &h.time_seconds);
       }
       h.last_line = e.lines;
       break;
@@ -364,6 +432,7 @@ nlohmann::json ExplanationToJson(const LogExplanation& e) {
   j["source"] = e.source;
   j["lines"] = e.lines;
   j["binary"] = e.binary;
+  j["rank"] = e.rank;
   j["severity"] = e.hits.empty() ? "none" : LogSeverityName(e.worst);
   j["root_cause"] = nullptr;
   j["signatures"] = nlohmann::json::array();
@@ -376,16 +445,15 @@ nlohmann::json ExplanationToJson(const LogExplanation& e) {
                                {"line", h.line_of_example},
                                {"example", h.example},
                                {"detail", h.detail},
+                               {"time", h.time},
                                {"cause", h.signature->cause},
                                {"fix", h.signature->fix}});
   }
   if (e.root_cause >= 0) {
     const SignatureHit& root = e.hits[e.root_cause];
-    j["root_cause"] = {{"id", root.id},
-                       {"line", root.line_of_example},
-                       {"detail", root.detail},
-                       {"cause", root.signature->cause},
-                       {"fix", root.signature->fix}};
+    j["root_cause"] = {
+        {"id", root.id},     {"line", root.line_of_example},   {"detail", root.detail},
+        {"time", root.time}, {"cause", root.signature->cause}, {"fix", root.signature->fix}};
   }
   return j;
 }
@@ -401,6 +469,114 @@ int ExplanationExitCode(const LogExplanation& e) {
       return 0;
   }
   return 0;
+}
+
+namespace {
+
+const SignatureHit& Hit(const JobExplanation& job, CauseRef ref) {
+  return job.logs[ref.log].hits[ref.hit];
+}
+
+// Earlier in the failure chain, then earlier in time when both lines carry
+// comparable timestamps, then the order the logs were given in.
+bool Before(const JobExplanation& job, CauseRef a, CauseRef b) {
+  const SignatureHit& x = Hit(job, a);
+  const SignatureHit& y = Hit(job, b);
+  if (x.signature->stage != y.signature->stage) return x.signature->stage < y.signature->stage;
+  if (x.time_kind != kNoTime && x.time_kind == y.time_kind && x.time_seconds != y.time_seconds) {
+    return x.time_seconds < y.time_seconds;
+  }
+  return a.log < b.log;
+}
+
+std::string Who(const JobExplanation& job, CauseRef ref) {
+  const LogExplanation& log = job.logs[ref.log];
+  const SignatureHit& h = Hit(job, ref);
+  std::string where = absl::StrCat(log.source, " line ", h.line_of_example);
+  if (!h.time.empty()) absl::StrAppend(&where, ", ", h.time);
+  return log.rank.empty() ? where : absl::StrCat(log.rank, " (", where, ")");
+}
+
+}  // namespace
+
+JobExplanation ExplainJob(std::vector<LogExplanation> logs) {
+  JobExplanation job;
+  job.logs = std::move(logs);
+  std::vector<CauseRef> roots;
+  for (size_t i = 0; i < job.logs.size(); ++i) {
+    if (job.logs[i].root_cause >= 0) roots.push_back({static_cast<int>(i), job.logs[i].root_cause});
+  }
+  if (roots.empty()) return job;
+  std::stable_sort(roots.begin(), roots.end(),
+                   [&](CauseRef a, CauseRef b) { return Before(job, a, b); });
+  job.root = roots.front();
+  job.echoes.assign(roots.begin() + 1, roots.end());
+  // The echoes read best in the order they happened.
+  std::stable_sort(job.echoes.begin(), job.echoes.end(), [&](CauseRef a, CauseRef b) {
+    const SignatureHit& x = Hit(job, a);
+    const SignatureHit& y = Hit(job, b);
+    if (x.time_kind != kNoTime && x.time_kind == y.time_kind)
+      return x.time_seconds < y.time_seconds;
+    return a.log < b.log;
+  });
+  return job;
+}
+
+std::string RenderJobText(const JobExplanation& job) {
+  std::string out = absl::StrCat(job.logs.size(), " logs\n");
+  if (job.root.log < 0) {
+    absl::StrAppend(&out, "no errors in any of them\n");
+  } else {
+    const SignatureHit& root = Hit(job, job.root);
+    absl::StrAppend(&out, "root cause: ", Who(job, job.root), ": ", root.id,
+                    root.detail.empty() ? "" : absl::StrCat(" (", root.detail, ")"), "\n",
+                    "  cause: ", root.signature->cause, "\n", "  fix:   ", root.signature->fix,
+                    "\n");
+    if (!job.echoes.empty()) absl::StrAppend(&out, "then, its echo:\n");
+    for (CauseRef echo : job.echoes) {
+      const SignatureHit& h = Hit(job, echo);
+      absl::StrAppend(&out, "  ", Who(job, echo), ": ", h.id,
+                      h.detail.empty() ? "" : absl::StrCat(" (", h.detail, ")"), "\n");
+    }
+  }
+  for (const LogExplanation& log : job.logs)
+    absl::StrAppend(&out, "\n", RenderExplanationText(log));
+  return out;
+}
+
+nlohmann::json JobToJson(const JobExplanation& job) {
+  nlohmann::json j;
+  j["schema"] = "gloowatch.explain_log.v1";
+  j["logs"] = nlohmann::json::array();
+  LogSeverity worst = LogSeverity::kInfo;
+  bool any = false;
+  for (const LogExplanation& log : job.logs) {
+    j["logs"].push_back(ExplanationToJson(log));
+    worst = std::max(worst, log.worst);
+    any = any || !log.hits.empty();
+  }
+  j["severity"] = any ? LogSeverityName(worst) : "none";
+  auto ref = [&](CauseRef r) {
+    const SignatureHit& h = Hit(job, r);
+    return nlohmann::json{{"source", job.logs[r.log].source},
+                          {"rank", job.logs[r.log].rank},
+                          {"id", h.id},
+                          {"line", h.line_of_example},
+                          {"time", h.time},
+                          {"detail", h.detail},
+                          {"cause", h.signature->cause},
+                          {"fix", h.signature->fix}};
+  };
+  j["root_cause"] = job.root.log < 0 ? nlohmann::json(nullptr) : ref(job.root);
+  j["echoes"] = nlohmann::json::array();
+  for (CauseRef echo : job.echoes) j["echoes"].push_back(ref(echo));
+  return j;
+}
+
+int JobExitCode(const JobExplanation& job) {
+  int code = 0;
+  for (const LogExplanation& log : job.logs) code = std::max(code, ExplanationExitCode(log));
+  return code;
 }
 
 }  // namespace gloowatch::client

@@ -56,6 +56,11 @@ struct SignatureHit {
   // The first matching line's severity: the signature's, or lower when the
   // line itself was logged as a warning (a retry that may yet succeed).
   LogSeverity severity = LogSeverity::kInfo;
+  // The timestamp that line starts with, if any: its text, and seconds on a
+  // scale shared by lines of the same `time_kind` (0: none).
+  std::string time;
+  int time_kind = 0;
+  double time_seconds = 0;
 };
 
 struct LogExplanation {
@@ -65,6 +70,9 @@ struct LogExplanation {
   std::vector<SignatureHit> hits;  // ordered by first_line
   int root_cause = -1;             // index into hits of the root cause, -1 without errors
   LogSeverity worst = LogSeverity::kInfo;
+  // Whose log this is: "rank N" from the file name or the "[rankN]:" prefix
+  // PyTorch puts on its lines, else empty.
+  std::string rank;
 };
 
 LogExplanation ExplainLog(std::istream& in, absl::string_view source);
@@ -73,5 +81,23 @@ std::string RenderExplanationText(const LogExplanation& e);
 nlohmann::json ExplanationToJson(const LogExplanation& e);
 // 0 nothing found (or information only), 1 warnings only, 2 an error.
 int ExplanationExitCode(const LogExplanation& e);
+
+// Several logs of one job (one per rank or per host): the root cause across
+// them is the error of the earliest stage, the earliest in time among equals
+// where their timestamps compare; every other log's own root cause is listed
+// after it, in time order, as its echo.
+struct CauseRef {
+  int log = -1;  // index into logs
+  int hit = -1;  // index into logs[log].hits
+};
+struct JobExplanation {
+  std::vector<LogExplanation> logs;
+  CauseRef root;
+  std::vector<CauseRef> echoes;
+};
+JobExplanation ExplainJob(std::vector<LogExplanation> logs);
+std::string RenderJobText(const JobExplanation& job);
+nlohmann::json JobToJson(const JobExplanation& job);
+int JobExitCode(const JobExplanation& job);
 
 }  // namespace gloowatch::client

@@ -27,6 +27,7 @@
 #include "client/explain_log.h"
 #include "client/fetch.h"
 #include "client/flags.h"
+#include "client/log_input.h"
 #include "client/prometheus_source.h"
 #include "client/render.h"
 #include "client/targets.h"
@@ -88,7 +89,7 @@ constexpr char kUsage[] =
     "  health       cluster health from every daemon (--daemons | --config | --cluster)\n"
     "               or from Prometheus (--prometheus URL)\n"
     "  diagnose     connectivity/environment checks (--report-path FILE)\n"
-    "  explain-log  explain Gloo/PyTorch failures in a log (FILE or -)\n"
+    "  explain-log  explain Gloo/PyTorch failures in logs (FILE... or DIR or -; .gz/.zst too)\n"
     "  report-step  send one training-step report to a daemon\n"
     "see docs/client.md for every flag, exit code and JSON schema\n";
 
@@ -103,26 +104,37 @@ std::string DumpJson(const nlohmann::json& j) {
 }
 
 int RunExplainLog(const std::vector<std::string>& args) {
-  if (args.size() != 1) return Usage("explain-log takes exactly one FILE (or - for stdin)");
-  const std::string& path = args[0];
-  LogExplanation e;
-  if (path == "-") {
-    e = ExplainLog(std::cin, "-");
-  } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      std::cerr << "gloowatch explain-log: cannot open '" << path << "': " << std::strerror(errno)
-                << "\n";
+  if (args.empty()) return Usage("explain-log takes FILE... (files, directories, or - for stdin)");
+  absl::StatusOr<std::vector<std::string>> paths = ExpandLogPaths(args);
+  if (!paths.ok() || paths->empty()) {
+    std::cerr << "gloowatch explain-log: "
+              << (paths.ok() ? "no files in the given directories" : paths.status().message())
+              << "\n";
+    return kExitNoInput;
+  }
+  std::vector<LogExplanation> logs;
+  for (const std::string& path : *paths) {
+    if (path == "-") {
+      logs.push_back(ExplainLog(std::cin, "-"));
+      continue;
+    }
+    absl::StatusOr<std::unique_ptr<std::istream>> in = OpenLog(path);
+    if (!in.ok()) {
+      std::cerr << "gloowatch explain-log: " << in.status().message() << "\n";
       return kExitNoInput;
     }
-    e = ExplainLog(in, path);
+    logs.push_back(ExplainLog(**in, path));
   }
-  if (absl::GetFlag(FLAGS_json)) {
-    std::cout << DumpJson(ExplanationToJson(e)) << "\n";
-  } else {
-    std::cout << RenderExplanationText(e);
+  const bool json = absl::GetFlag(FLAGS_json);
+  // One log keeps the single-log output; several are explained as one job.
+  if (logs.size() == 1) {
+    std::cout << (json ? DumpJson(ExplanationToJson(logs[0])) + "\n"
+                       : RenderExplanationText(logs[0]));
+    return ExplanationExitCode(logs[0]);
   }
-  return ExplanationExitCode(e);
+  const JobExplanation job = ExplainJob(std::move(logs));
+  std::cout << (json ? DumpJson(JobToJson(job)) + "\n" : RenderJobText(job));
+  return JobExitCode(job);
 }
 
 bool UseColor() {

@@ -48,6 +48,17 @@ TEST(ExplainLogCli, WarningsOnlyExitOne) {
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
 }
 
+TEST(ExplainLogCli, SeveralFilesAreOneJob) {
+  ProcessResult r = Cli({"explain-log", Fixture(), "/dev/null"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("2 logs"));
+  EXPECT_THAT(r.out, HasSubstr("root cause: "));
+  ProcessResult j = Cli({"explain-log", "--json", Fixture(), "/dev/null"});
+  nlohmann::json parsed = nlohmann::json::parse(j.out);
+  EXPECT_EQ(parsed["logs"].size(), 2u);
+  EXPECT_EQ(parsed["root_cause"]["id"], "bad_interface_nccl_syntax");
+}
+
 TEST(ExplainLogCli, EmptyFile) {
   ProcessResult r = Cli({"explain-log", "/dev/null"});
   EXPECT_EQ(r.exit_code, 0);

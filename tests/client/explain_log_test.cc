@@ -1,9 +1,15 @@
 #include "client/explain_log.h"
 
+#include <zlib.h>
+#include <zstd.h>
+
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 
+#include "client/log_input.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/client/subprocess.h"
@@ -261,6 +267,123 @@ TEST(ExplainLog, CrLfAndFirstMatchWins) {
   EXPECT_EQ(e.hits[0].id, "bad_interface_nccl_syntax");
   EXPECT_EQ(e.hits[0].count, 1);  // not also counted as bad_interface
   EXPECT_EQ(e.hits[1].id, "bad_interface");
+}
+
+LogExplanation Explain(const std::string& text, const std::string& source) {
+  std::istringstream in(text);
+  return ExplainLog(in, source);
+}
+
+TEST(ExplainJob, TheKilledRankIsTheRootAndTheOthersItsEchoInTimeOrder) {
+  std::vector<LogExplanation> logs;
+  logs.push_back(Explain(
+      "2024-05-01 12:04:41,100 [rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/"
+      "unbound_buffer.cc:84] Timed out waiting 10000ms for recv operation to complete\n",
+      "logs/rank0.log"));
+  logs.push_back(Explain(
+      "2024-05-01 12:04:20,000 RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] "
+      "Connection closed by peer [10.0.0.3]:19722\n",
+      "logs/node2-rank2.txt"));
+  logs.push_back(
+      Explain("2024-05-01 12:04:11,000 INFO step 10\n"
+              "2024-05-01 12:04:11,500 [ERROR] failed (exitcode: -9) local_rank: 1 "
+              "(pid: 77) of binary: /usr/bin/python3\n",
+              "logs/rank1.log"));
+  logs.push_back(Explain("epoch 3 loss 0.1\n", "logs/rank3.log"));
+  const JobExplanation job = ExplainJob(std::move(logs));
+  ASSERT_EQ(job.root.log, 2);
+  EXPECT_EQ(job.logs[2].rank, "rank 1");
+  EXPECT_EQ(job.logs[2].hits[job.root.hit].id, "rank_killed");
+  ASSERT_EQ(job.echoes.size(), 2u);
+  EXPECT_EQ(job.echoes[0].log, 1);  // 12:04:20, before rank 0's 12:04:41
+  EXPECT_EQ(job.echoes[1].log, 0);
+  EXPECT_EQ(JobExitCode(job), 2);
+  const std::string text = RenderJobText(job);
+  EXPECT_THAT(text, HasSubstr("root cause: rank 1 (logs/rank1.log line 2, 2024-05-01 "
+                              "12:04:11,500): rank_killed"));
+  EXPECT_THAT(text, HasSubstr("rank 0 (logs/rank0.log line 1, 2024-05-01 12:04:41,100): "
+                              "collective_timeout (a recv waited 10000 ms"));
+  nlohmann::json j = JobToJson(job);
+  EXPECT_EQ(j["root_cause"]["rank"], "rank 1");
+  EXPECT_EQ(j["root_cause"]["time"], "2024-05-01 12:04:11,500");
+  EXPECT_EQ(j["echoes"].size(), 2u);
+  EXPECT_EQ(j["logs"].size(), 4u);
+  EXPECT_EQ(j["severity"], "error");
+}
+
+TEST(ExplainJob, SameStageTheEarlierInTimeIsTheRoot) {
+  std::vector<LogExplanation> logs;
+  logs.push_back(
+      Explain("E0501 12:00:09.000000 1 x] Connection closed by peer [10.0.0.1]:1\n", "a.log"));
+  logs.push_back(
+      Explain("E0501 12:00:02.000000 1 x] Connection closed by peer [10.0.0.2]:1\n", "b.log"));
+  const JobExplanation job = ExplainJob(std::move(logs));
+  EXPECT_EQ(job.root.log, 1);
+}
+
+TEST(ExplainJob, NoErrorsAnywhere) {
+  std::vector<LogExplanation> logs;
+  logs.push_back(Explain("fine\n", "a.log"));
+  logs.push_back(Explain("fine\n", "b.log"));
+  const JobExplanation job = ExplainJob(std::move(logs));
+  EXPECT_EQ(job.root.log, -1);
+  EXPECT_EQ(JobExitCode(job), 0);
+  EXPECT_TRUE(JobToJson(job)["root_cause"].is_null());
+}
+
+// Logs as users attach them: gzip and zstd are read like the plain text.
+class CompressedLogs : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("gloowatch-logs-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Path(const std::string& name) { return (dir_ / name).string(); }
+
+  std::filesystem::path dir_;
+  const std::string text_ =
+      "step 1\nRuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection "
+      "closed by peer [10.0.0.2]:42311\n";
+};
+
+TEST_F(CompressedLogs, GzipAndZstdReadAsText) {
+  gzFile gz = gzopen(Path("a.log.gz").c_str(), "wb");
+  ASSERT_NE(gz, nullptr);
+  ASSERT_EQ(gzwrite(gz, text_.data(), text_.size()), static_cast<int>(text_.size()));
+  gzclose(gz);
+  std::string zst(ZSTD_compressBound(text_.size()), '\0');
+  zst.resize(ZSTD_compress(zst.data(), zst.size(), text_.data(), text_.size(), 3));
+  std::ofstream(Path("b.log.zst"), std::ios::binary) << zst;
+  std::ofstream(Path("c.log"), std::ios::binary) << text_;
+  auto paths = ExpandLogPaths({dir_.string()});
+  ASSERT_TRUE(paths.ok());
+  ASSERT_EQ(paths->size(), 3u);
+  for (const std::string& path : *paths) {
+    SCOPED_TRACE(path);
+    auto in = OpenLog(path);
+    ASSERT_TRUE(in.ok()) << in.status();
+    LogExplanation e = ExplainLog(**in, path);
+    EXPECT_EQ(e.lines, 2);
+    ASSERT_EQ(e.hits.size(), 1u);
+    EXPECT_EQ(e.hits[0].id, "peer_connection_closed");
+    EXPECT_EQ(e.hits[0].first_line, 2);
+  }
+}
+
+TEST_F(CompressedLogs, CorruptGzipEndsTheInputWithoutCrashing) {
+  std::ofstream(Path("bad.gz"), std::ios::binary) << std::string("\x1f\x8b\x08\x00garbage", 12);
+  auto in = OpenLog(Path("bad.gz"));
+  ASSERT_TRUE(in.ok());
+  LogExplanation e = ExplainLog(**in, "bad.gz");
+  EXPECT_TRUE(e.hits.empty());
+}
+
+TEST(OpenLog, MissingFileIsNamed) {
+  auto in = OpenLog("/nonexistent/rank0.log");
+  ASSERT_FALSE(in.ok());
+  EXPECT_TRUE(absl::IsNotFound(in.status()));
+  EXPECT_THAT(std::string(in.status().message()), HasSubstr("/nonexistent/rank0.log"));
 }
 
 }  // namespace
