@@ -10,6 +10,7 @@
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
 #include "re2/re2.h"
+#include "re2/set.h"
 
 namespace gloowatch::client {
 namespace {
@@ -195,6 +196,20 @@ RE2::Options MatchOptions(bool case_sensitive) {
   return options;
 }
 
+// Every signature in one automaton: a line costs one pass whatever the size
+// of the table, and most lines match none. Indices are table positions.
+const RE2::Set& SignatureSet() {
+  static const RE2::Set* set = [] {
+    RE2::Options options = MatchOptions(false);
+    options.set_max_mem(64 << 20);
+    auto* s = new RE2::Set(options, RE2::UNANCHORED);
+    for (const auto& signature : kSignatures) s->Add(signature.regex, nullptr);
+    s->Compile();
+    return s;
+  }();
+  return *set;
+}
+
 const std::vector<std::unique_ptr<RE2>>& CompiledSignatures() {
   static const auto* compiled = [] {
     auto* v = new std::vector<std::unique_ptr<RE2>>;
@@ -335,7 +350,9 @@ LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
   e.source = std::string(source);
   e.rank = RankFromName(source);
   const auto& regexes = CompiledSignatures();
+  const RE2::Set& set = SignatureSet();
   std::vector<SignatureHit> by_sig(regexes.size());
+  std::vector<int> matched;
   std::string line;
   while (std::getline(in, line)) {
     ++e.lines;
@@ -343,8 +360,11 @@ LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
     if (line.size() > kMaxLineBytes) line.resize(kMaxLineBytes);
     absl::string_view view = absl::StripTrailingAsciiWhitespace(line);
     if (e.rank.empty()) e.rank = RankFromLine(view);
-    for (size_t i = 0; i < regexes.size(); ++i) {
-      if (!RE2::PartialMatch(re2::StringPiece(view.data(), view.size()), *regexes[i])) continue;
+    matched.clear();
+    if (!set.Match(re2::StringPiece(view.data(), view.size()), &matched)) continue;
+    // The line counts for the first signature in table order.
+    {
+      const size_t i = static_cast<size_t>(*std::min_element(matched.begin(), matched.end()));
       SignatureHit& h = by_sig[i];
       LogSeverity severity = kSignatures[i].severity;
       if (severity == LogSeverity::kError && LoggedAsWarning(view))
@@ -362,7 +382,6 @@ LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
         ParseTime(view, &h.time, &h.time_kind, &h.time_seconds);
       }
       h.last_line = e.lines;
-      break;
     }
   }
   for (size_t i = 0; i < by_sig.size(); ++i) {
