@@ -1,5 +1,10 @@
 #include "client/diagnose.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -313,7 +318,12 @@ Check CheckEnvironment(const std::vector<EnvFinding>& findings) {
 Check CheckConsistency(const std::vector<FetchResult>& daemons) {
   Check c = Make("consistency");
   std::map<std::string, std::map<std::string, std::vector<std::string>>> values;
+  std::map<std::string, std::vector<std::string>> by_family;
   for (const v1::NodeStatus* n : Reached(daemons)) {
+    if (!n->gloo().address().empty()) {
+      by_family[n->gloo().address().find(':') == std::string::npos ? "IPv4" : "IPv6"].push_back(
+          absl::StrCat(n->node(), " (", n->gloo().address(), ")"));
+    }
     values["version"][n->version()].push_back(n->node());
     values["gloo_version"][n->gloo_version()].push_back(n->node());
     values["interface"][n->gloo().interface()].push_back(n->node());
@@ -338,6 +348,84 @@ Check CheckConsistency(const std::vector<FetchResult>& daemons) {
   if (c.status != Severity::kPass) {
     c.remediation = "Roll out one gloowatchd/Gloo version and one interface setting to every node.";
   }
+  // Gloo pairs only connect within one family: a job over these hosts fails
+  // in connectFullMesh with "ss1.ss_family == ss2.ss_family. 2 vs 10".
+  if (by_family.size() > 1) {
+    Raise(c, Severity::kFail);
+    for (const auto& [family, nodes] : by_family) {
+      c.evidence.push_back(absl::StrCat(family, ": ", absl::StrJoin(nodes, ", ")));
+    }
+    c.summary = "Gloo addresses mix IPv4 and IPv6: pairs between them cannot connect";
+    c.remediation =
+        "Give every host an address of one family: GLOO_SOCKET_IFNAME naming an interface with an "
+        "IPv4 address everywhere, or /etc/hosts mapping each host name to its IPv4 address (Gloo "
+        "takes getaddrinfo's first answer).";
+  }
+  return c;
+}
+
+Check CheckMasterAddr(const std::map<std::string, std::string>& env, bool remote_peers) {
+  Check c = Make("master_addr");
+  const auto addr = env.find("MASTER_ADDR");
+  const auto port = env.find("MASTER_PORT");
+  if (addr == env.end()) {
+    c.summary = "MASTER_ADDR not set here (torchrun and the launcher set it per job)";
+    return c;
+  }
+  const std::string& a = addr->second;
+  c.evidence.push_back(absl::StrCat("MASTER_ADDR=", a));
+  if (port != env.end()) c.evidence.push_back(absl::StrCat("MASTER_PORT=", port->second));
+  int port_number = 0;
+  if (port != env.end() &&
+      (!absl::SimpleAtoi(port->second, &port_number) || port_number < 1 || port_number > 65535)) {
+    Raise(c, Severity::kFail);
+    c.summary = absl::StrCat("MASTER_PORT '", port->second, "' is not a port number");
+    c.remediation = "Set MASTER_PORT to a free TCP port number on the rank 0 host (e.g. 29500).";
+    return c;
+  }
+  // A port, a scheme or a path in MASTER_ADDR: the store connects to a host
+  // of that literal name and fails to resolve it.
+  const bool ipv6_literal = std::count(a.begin(), a.end(), ':') > 1;
+  if (a.empty() || a.find_first_of(" /\t") != std::string::npos ||
+      (!ipv6_literal && a.find(':') != std::string::npos)) {
+    Raise(c, Severity::kFail);
+    c.summary = absl::StrCat("MASTER_ADDR '", a, "' is not a host name or address");
+    c.remediation =
+        "MASTER_ADDR takes the rank 0 host alone (no port, no scheme); the port goes "
+        "in MASTER_PORT.";
+    return c;
+  }
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int rc = getaddrinfo(a.c_str(), nullptr, &hints, &found);
+  if (rc != 0) {
+    Raise(c, Severity::kFail);
+    c.summary = absl::StrCat("MASTER_ADDR '", a, "' does not resolve here: ", gai_strerror(rc));
+    c.remediation = "Use an address or a name every host resolves (DNS or /etc/hosts).";
+    return c;
+  }
+  bool loopback = true;
+  for (addrinfo* i = found; i != nullptr; i = i->ai_next) {
+    char text[INET6_ADDRSTRLEN] = {0};
+    const void* raw =
+        i->ai_family == AF_INET
+            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(i->ai_addr)->sin_addr)
+            : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(i->ai_addr)->sin6_addr);
+    inet_ntop(i->ai_family, raw, text, sizeof(text));
+    const std::string t = text;
+    loopback &= t.rfind("127.", 0) == 0 || t == "::1";
+  }
+  freeaddrinfo(found);
+  if (loopback && remote_peers) {
+    Raise(c, Severity::kFail);
+    c.summary = absl::StrCat("MASTER_ADDR '", a, "' resolves to loopback, but peers are remote");
+    c.remediation =
+        "Each rank would look for the store on its own host: set MASTER_ADDR to the "
+        "rank 0 host's address on the training network.";
+    return c;
+  }
+  c.summary = absl::StrCat("MASTER_ADDR '", a, "' resolves", loopback ? " (to loopback)" : "");
   return c;
 }
 
@@ -453,6 +541,7 @@ DiagnoseReport RunDiagnose(const DiagnoseOptions& o) {
     checks.push_back(CheckConsistency(daemons));
   }
   checks.push_back(CheckEnvironment(AuditEnvironment(o.env)));
+  checks.push_back(CheckMasterAddr(o.env, remote));
   if (!o.training_config.empty()) checks.push_back(CheckTrainingConfig(o.training_config, daemons));
   return MakeReport(std::move(checks));
 }

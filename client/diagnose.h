@@ -46,6 +46,10 @@ Check CheckMtu(const std::vector<FetchResult>& daemons);
 Check CheckThresholds(const std::vector<FetchResult>& daemons);
 Check CheckEnvironment(const std::vector<EnvFinding>& findings);
 Check CheckConsistency(const std::vector<FetchResult>& daemons);
+// MASTER_ADDR / MASTER_PORT as the c10d store will use them: a port or scheme
+// in the address, a port that is no number, a name that does not resolve, or
+// loopback while the peers are remote.
+Check CheckMasterAddr(const std::map<std::string, std::string>& env, bool remote_peers);
 Check CheckTrainingConfig(const std::string& path, const std::vector<FetchResult>& daemons);
 
 struct DiagnoseOptions {

@@ -125,6 +125,36 @@ TEST(CheckMtuAndConsistency, Differences) {
   EXPECT_THAT(c.summary, HasSubstr("gloo_version"));
 }
 
+TEST(CheckConsistency, IPv4AndIPv6GlooAddressesFail) {
+  FetchResult a = Daemon("node-a", 32768, 60999), b = Daemon("node-b", 32768, 60999);
+  a.status->mutable_gloo()->set_address("10.0.0.1");
+  b.status->mutable_gloo()->set_address("fd00::2");
+  Check c = CheckConsistency({a, b});
+  EXPECT_EQ(c.status, Severity::kFail);
+  EXPECT_THAT(c.summary, HasSubstr("IPv4 and IPv6"));
+  EXPECT_THAT(c.evidence, Contains(HasSubstr("node-b (fd00::2)")));
+  b.status->mutable_gloo()->set_address("10.0.0.2");
+  EXPECT_EQ(CheckConsistency({a, b}).status, Severity::kPass);
+}
+
+// Only literals and localhost: resolving them needs no name server.
+TEST(CheckMasterAddr, WhatTheStoreWouldTrip) {
+  EXPECT_EQ(CheckMasterAddr({}, true).status, Severity::kPass);
+  Check with_port = CheckMasterAddr({{"MASTER_ADDR", "10.0.0.1:29500"}}, true);
+  EXPECT_EQ(with_port.status, Severity::kFail);
+  EXPECT_THAT(with_port.remediation, HasSubstr("MASTER_PORT"));
+  EXPECT_EQ(CheckMasterAddr({{"MASTER_ADDR", "tcp://10.0.0.1"}}, true).status, Severity::kFail);
+  EXPECT_EQ(CheckMasterAddr({{"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500x"}}, true).status,
+            Severity::kFail);
+  EXPECT_EQ(CheckMasterAddr({{"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"}}, true).status,
+            Severity::kPass);
+  EXPECT_EQ(CheckMasterAddr({{"MASTER_ADDR", "fd00::1"}}, true).status, Severity::kPass);
+  Check loopback = CheckMasterAddr({{"MASTER_ADDR", "127.0.0.1"}}, true);
+  EXPECT_EQ(loopback.status, Severity::kFail);
+  EXPECT_THAT(loopback.summary, HasSubstr("loopback"));
+  EXPECT_EQ(CheckMasterAddr({{"MASTER_ADDR", "localhost"}}, false).status, Severity::kPass);
+}
+
 TEST(CheckThresholds, EachLimit) {
   FetchResult a = Daemon("node-a", 32768, 60999);
   auto* p = AddPeer(a, "node-b", "10.0.0.2:7601", v1::PEER_STATE_UP);
