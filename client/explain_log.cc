@@ -64,6 +64,22 @@ constexpr LogSignature kSignatures[] = {
      "Give each device its backend: init_process_group(backend=\"cpu:gloo,cuda:nccl\") (PyTorch "
      ">= 2.0), or a separate new_group(backend=\"gloo\") for CPU tensors, or move the tensors; "
      "check the op against the backend table in the torch.distributed docs."},
+    // Gloo's device.cc: "rp != nullptr" is getaddrinfo on a host name that
+    // failed; "ifa != nullptr" (below) an interface that is not there.
+    {"hostname_unresolvable", R"(rp != nullptr\. Unable to find address for:? *(\S+))", S::kError,
+     St::kSetup,
+     "The host name Gloo was given (the machine's own name, or MASTER_ADDR's) does not resolve "
+     "on this host, so Gloo cannot pick an address to bind.",
+     "Make the name resolve on every host (DNS or /etc/hosts, to the training-network address), "
+     "or set GLOO_SOCKET_IFNAME so Gloo uses an interface instead of the name.",
+     R"(host \1)"},
+    {"version_mismatch", R"(sizeof\(impl_\) == bytes\.size\(\)\. (\d+) vs (\d+))", S::kError,
+     St::kSetup,
+     "The ranks exchanged Gloo addresses of different sizes: they run different Gloo builds "
+     "(different PyTorch versions on the hosts).",
+     "Install the same torch build on every host (`python -c 'import torch; "
+     "print(torch.__version__)'` on each).",
+     R"(address sizes \1 vs \2 bytes)"},
     {"bad_interface_nccl_syntax", R"(Unable to find address for:? *\^)", S::kError, St::kSetup,
      "GLOO_SOCKET_IFNAME uses NCCL's '^' exclusion syntax, which Gloo does not support.",
      "Set GLOO_SOCKET_IFNAME to interface names (comma-separated, e.g. eth0 or eth0,eth1)."},
@@ -84,7 +100,7 @@ constexpr LogSignature kSignatures[] = {
      "For a multi-host job set GLOO_SOCKET_IFNAME to the training interface, or fix /etc/hosts "
      "so the host name resolves to a routable address."},
     {"store_port_in_use",
-     R"(failed to bind to .*(Address already in use|errno: 98)|EADDRINUSE|server socket has failed to (listen|bind)|^\s*RuntimeError: Address already in use\s*$)",
+     R"(failed to bind to .*(Address already in use|errno: 98)|EADDRINUSE|server socket has failed to (listen|bind)|RuntimeError: Address already in use( at |\s*$))",
      S::kError, St::kSetup,
      "MASTER_PORT is already in use on the rank 0 host (a stale job, or two jobs on one port).",
      "Pick a free MASTER_PORT or stop the stale process (`ss -ltnp sport = :PORT`)."},
@@ -94,7 +110,7 @@ constexpr LogSignature kSignatures[] = {
      "Check net.ipv4.ip_local_port_range and what holds the ports (`ss -ltnp`); stale training "
      "processes on this host are the usual holders."},
     {"store_connect_timeout",
-     R"(client socket has timed out after (\S+) while trying to connect to \(([^,]+), (\d+)\)|connect\(\) timed out\. Original timeout was (\d+) ?ms|client socket has failed to connect to .*(errno: 110|Connection timed out))",
+     R"(client socket has timed out after (\S+) while trying to connect to \(([^,]+), (\d+)\)|connect\(\) timed out\. Original timeout was (\d+) ?ms|client socket has failed to connect to any network address|client socket has failed to connect to .*(errno: 110|Connection timed out))",
      S::kError, St::kConnect,
      "This rank could not reach the rendezvous store (MASTER_ADDR:MASTER_PORT) in time.",
      "Check rank 0 is running and listening on MASTER_PORT, MASTER_ADDR is reachable from "
@@ -144,8 +160,8 @@ constexpr LogSignature kSignatures[] = {
      "Read the remote rank's log first (OOM killer, SIGKILL, Python exception); check "
      "`dmesg` on that host. This rank failed only because its peer went away."},
     {"peer_connection_reset",
-     R"((Read error|writev|read|write) .*(Connection reset by peer|Broken pipe))", S::kError,
-     St::kPeerGone,
+     R"((Read error|writev|read|write) .*(Connection reset by peer|Broken pipe)|^\s*(RuntimeError|ConnectionResetError)[^:]*: (\[Errno 104\] )?Connection reset by peer)",
+     S::kError, St::kPeerGone,
      "The remote rank died or its socket was reset while a collective was in flight.",
      "Find the rank that died (its own log, `dmesg` for the OOM killer); a reset with no dead "
      "rank points to a middlebox killing idle TCP connections."},
@@ -165,7 +181,8 @@ constexpr LogSignature kSignatures[] = {
      "Not all ranks joined the process group in time (world_size larger than the ranks "
      "actually started, or a rank crashed during start-up).",
      "Check world_size/rank values and that every rank started; see its log."},
-    {"store_wait_timeout", R"(Socket Timeout|Wait timeout for key|Timeout waiting for key)",
+    {"store_wait_timeout",
+     R"(Socket Timeout|Wait timeout for key|Timeout waiting for key|RuntimeError: Wait timeout)",
      S::kError, St::kWait,
      "Waiting on the rendezvous store timed out: another rank never published its address.",
      "A rank failed before publishing (check all rank logs) or the store timeout is too short."},
@@ -221,11 +238,16 @@ const std::vector<std::unique_ptr<RE2>>& CompiledSignatures() {
   return *compiled;
 }
 
-// A line its program logged as a warning: c10d's "[W socket.cpp:...]",
-// glog's "W0412 ...", Python logging's "WARNING", warnings.warn.
+// A line PyTorch's C++ code logged as a warning, which for the store client
+// means a retry that may yet succeed: c10's "[W socket.cpp:558]" or "[W427
+// 01:04:16.149509694 socket.cpp:752]" (also after a launcher's prefix such
+// as "trainer/0 [1]:"), glog's "W0412 ..." at the start, warnings.warn's
+// UserWarning. A Python logger's WARNING is not one: Ray logs a Gloo
+// exception that way.
 bool LoggedAsWarning(absl::string_view line) {
-  static const RE2* warning = new RE2(
-      R"(^\s*(\[W[ \d]|W\d{4} )|\bWARNING\b|\bUserWarning\b|\] Warning: )", MatchOptions(true));
+  static const RE2* warning =
+      new RE2(R"(\[W(\d{3,4} [\d:.]+)? ?[\w.]+\.(cpp|cc|h|hpp):\d+\]|^\s*W\d{4} |\bUserWarning\b)",
+              MatchOptions(true));
   return RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *warning);
 }
 

@@ -19,6 +19,7 @@
 #include "absl/flags/marshalling.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/cluster.h"
@@ -26,12 +27,13 @@
 #include "client/exit_codes.h"
 #include "client/explain_log.h"
 #include "client/fetch.h"
-#include "client/flags.h"
 #include "client/log_input.h"
 #include "client/prometheus_source.h"
 #include "client/render.h"
 #include "client/targets.h"
+#include "common/flags.h"
 #include "common/tls.h"
+#include "common/version.h"
 
 ABSL_FLAG(bool, json, false, "Print JSON instead of a table.");
 ABSL_FLAG(std::string, color, "auto", "Colour: auto (only on a TTY), always, never.");
@@ -83,18 +85,10 @@ ABSL_FLAG(double, comm_seconds, std::numeric_limits<double>::quiet_NaN(),
 namespace gloowatch::client {
 namespace {
 
-constexpr char kUsage[] =
-    "usage: gloowatch COMMAND [flags]\n"
-    "commands:\n"
-    "  health       cluster health from every daemon (--daemons | --config | --cluster)\n"
-    "               or from Prometheus (--prometheus URL)\n"
-    "  diagnose     connectivity/environment checks (--report-path FILE)\n"
-    "  explain-log  explain Gloo/PyTorch failures in logs (FILE... or DIR or -; .gz/.zst too)\n"
-    "  report-step  send one training-step report to a daemon\n"
-    "see docs/client.md for every flag, exit code and JSON schema\n";
+std::string ProgramUsage();
 
 int Usage(const std::string& message) {
-  std::cerr << "gloowatch: " << message << "\n" << kUsage;
+  std::cerr << "gloowatch: " << message << "\n" << ProgramUsage();
   return kExitUsage;
 }
 
@@ -137,10 +131,15 @@ int RunExplainLog(const std::vector<std::string>& args) {
   return JobExitCode(job);
 }
 
-bool UseColor() {
+// --color=auto follows no-color.org (NO_COLOR set and not empty) and
+// TERM=dumb; --color was validated by Main.
+bool UseColor(int fd) {
   const std::string c = absl::GetFlag(FLAGS_color);
-  return c == "always" ||
-         (c == "auto" && isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr);
+  if (c != "auto") return c == "always";
+  const char* no_color = std::getenv("NO_COLOR");
+  const char* term = std::getenv("TERM");
+  return isatty(fd) && (no_color == nullptr || *no_color == '\0') &&
+         !(term != nullptr && std::string(term) == "dumb");
 }
 
 // Daemons from exactly one of --daemons / --config / --cluster.
@@ -204,6 +203,12 @@ int RunDiagnoseCommand(const std::vector<std::string>& args) {
   }
   o.env = CurrentEnvironment();
   DiagnoseReport report = RunDiagnose(o);
+  if (report_path == "-") {
+    // The JSON on stdout for a pipe; the human report moves to stderr.
+    std::cout << DumpJson(ReportToJson(report, o)) << "\n";
+    std::cerr << RenderReportText(report, UseColor(STDERR_FILENO));
+    return report.ExitCode();
+  }
   {
     std::ofstream out(report_path, std::ios::trunc);
     out << DumpJson(ReportToJson(report, o)) << "\n";
@@ -213,7 +218,8 @@ int RunDiagnoseCommand(const std::vector<std::string>& args) {
       return kExitCantCreate;
     }
   }
-  std::cout << RenderReportText(report, UseColor()) << "report: " << report_path << "\n";
+  std::cout << RenderReportText(report, UseColor(STDOUT_FILENO)) << "report: " << report_path
+            << "\n";
   return report.ExitCode();
 }
 
@@ -301,7 +307,7 @@ int RunHealth(const std::vector<std::string>& args) {
   const double watch = absl::GetFlag(FLAGS_watch);
   if (watch < 0 || std::isnan(watch)) return Usage("--watch must be >= 0 seconds");
   const int rounds = absl::GetFlag(FLAGS_watch_count);
-  const bool color = UseColor();
+  const bool color = UseColor(STDOUT_FILENO);
   int code = kExitOk;
   for (int round = 0;; ++round) {
     const absl::Time start = absl::Now();
@@ -363,19 +369,95 @@ int RunReportStep(const std::vector<std::string>& args) {
                                                                     : kExitUnavailable;
 }
 
+struct Command {
+  const char* name;
+  const char* usage;  // after "gloowatch "
+  const char* summary;
+  int (*run)(const std::vector<std::string>& args);
+  std::vector<std::string> flags;
+};
+
+const std::vector<std::string> kDaemonFlags = {"daemons", "config",   "cluster", "deadline",
+                                               "tls_ca",  "tls_cert", "tls_key"};
+
+std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+const std::vector<Command>& Commands() {
+  static const auto* commands = new std::vector<Command>{
+      {"health",
+       "health (--daemons A,B | --config FILE | --cluster FILE | --prometheus URL) [flags]",
+       "cluster health: matrices, worst links, verdict", RunHealth,
+       With(kDaemonFlags, {"json", "color", "watch", "watch_count", "prometheus", "prometheus_job",
+                           "prometheus_selector", "prometheus_lookback",
+                           "prometheus_bearer_token_file", "prometheus_header"})},
+      {"diagnose", "diagnose --report-path FILE|- [flags]",
+       "connectivity and environment checks of a Gloo setup", RunDiagnoseCommand,
+       With(kDaemonFlags, {"color", "report_path", "ports", "ifname", "target", "training_config",
+                           "connect_timeout", "scan_timeout", "scan_concurrency"})},
+      {"explain-log",
+       "explain-log [--json] FILE|DIR|- [FILE|DIR ...]",
+       "explain Gloo / PyTorch failures in logs (.gz and .zst too)",
+       RunExplainLog,
+       {"json"}},
+      {"report-step",
+       "report-step --job J --rank R --step N --step-seconds S --comm-seconds C [flags]",
+       "send one training-step report to the local daemon",
+       RunReportStep,
+       {"daemon", "job", "rank", "step", "step_seconds", "comm_seconds", "deadline", "tls_ca",
+        "tls_cert", "tls_key"}},
+  };
+  return *commands;
+}
+
+constexpr char kExitCodes[] =
+    "exit codes: 0 healthy / nothing found, 1 degraded / warnings, 2 failed / errors,\n"
+    "  64 usage, 65 bad data, 66 input missing, 69 unavailable, 73 cannot create output\n";
+
+std::string ProgramUsage() {
+  std::string out =
+      "usage: gloowatch COMMAND [flags]   (gloowatch COMMAND --help for its flags)\n"
+      "commands:\n";
+  for (const Command& c : Commands()) {
+    absl::StrAppend(&out, "  ", absl::StrFormat("%-12s", c.name), " ", c.summary, "\n");
+  }
+  absl::StrAppend(&out, "  --version    print the version\n", kExitCodes,
+                  "see docs/client.md for every flag, exit code and JSON schema\n");
+  return out;
+}
+
 int Main(int argc, char** argv) {
   if (argc < 2) return Usage("missing command");
   const std::string command = argv[1];
   if (command == "help" || command == "--help" || command == "-h") {
-    std::cout << kUsage;
+    std::cout << ProgramUsage();
     return kExitOk;
   }
-  auto args = ParseFlags(argc, argv, 2, {"target", "prometheus_header"});
-  if (!args.ok()) return Usage(std::string(args.status().message()));
-  if (command == "explain-log") return RunExplainLog(*args);
-  if (command == "diagnose") return RunDiagnoseCommand(*args);
-  if (command == "health") return RunHealth(*args);
-  if (command == "report-step") return RunReportStep(*args);
+  if (command == "--version" || command == "version") {
+    std::cout << "gloowatch " << GLOOWATCH_VERSION << "\n";
+    return kExitOk;
+  }
+  for (const Command& c : Commands()) {
+    if (command != c.name) continue;
+    if (WantsHelp(argc, argv, 2)) {
+      std::cout << "usage: gloowatch " << c.usage << "\n"
+                << c.summary << "\n\nflags:\n"
+                << DescribeFlags(c.flags) << kExitCodes;
+      return kExitOk;
+    }
+    auto args = ParseFlags(argc, argv, 2, {{"target", "prometheus_header"}, c.flags});
+    if (!args.ok()) {
+      return Usage(
+          absl::StrCat(c.name, ": ", args.status().message(), " (gloowatch ", c.name, " --help)"));
+    }
+    const std::string color = absl::GetFlag(FLAGS_color);
+    if (color != "auto" && color != "always" && color != "never") {
+      return Usage(absl::StrCat("--color must be auto, always or never, got '", color, "'"));
+    }
+    return c.run(*args);
+  }
   return Usage(absl::StrCat("unknown command '", command, "'"));
 }
 

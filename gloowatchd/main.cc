@@ -10,12 +10,11 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/config.h"
 #include "common/exit_codes.h"
+#include "common/flags.h"
 #include "common/log.h"
 #include "common/version.h"
 #include "daemon/daemon.h"
@@ -71,7 +70,7 @@ int Run() {
   LogLevel level;
   if (!ParseLogLevel(absl::GetFlag(FLAGS_log_level), &level)) {
     std::cerr << "gloowatchd: --log_level must be debug, info, warning or error\n";
-    return 64;
+    return kExitUsage;
   }
   SetLogLevel(level);
   google::protobuf::SetLogHandler(&LogProtobuf);
@@ -169,19 +168,6 @@ int Run() {
 }  // namespace
 }  // namespace gloowatch
 
-// absl flags are spelled with underscores; accept the dashed spelling
-// operators expect (--check-config) too.
-static void DashesToUnderscores(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    char* arg = argv[i];
-    if (arg[0] != '-' || arg[1] != '-') continue;
-    if (arg[2] == '\0') break;  // "--" ends the flags
-    for (char* c = arg + 2; *c != '\0' && *c != '='; ++c) {
-      if (*c == '-') *c = '_';
-    }
-  }
-}
-
 int main(int argc, char** argv) {
   // Every prober and responder is a thread, and glibc would give each thread
   // that allocates its own arena (up to 8 per core), each keeping what it
@@ -194,10 +180,28 @@ int main(int argc, char** argv) {
   // update a process-wide lock graph. The unit tests keep that check; the
   // daemon, with a lock per probe and a hundred threads, does not pay for it.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  DashesToUnderscores(argc, argv);
-  absl::SetProgramUsageMessage(
-      "gloowatchd --config FILE | --check-config FILE | --version\n"
-      "Probes Gloo pairs to every configured peer; see docs/config.md.");
-  absl::ParseCommandLine(argc, argv);
+  const std::vector<std::string> flags = {"config", "check_config", "version", "log_level"};
+  if (gloowatch::WantsHelp(argc, argv, 1)) {
+    std::cout << "usage: gloowatchd [--config FILE] | --check-config FILE | --version\n"
+                 "Probes Gloo pairs to every configured peer and exports what it measures; see "
+                 "docs/config.md.\n\nflags:\n"
+              << gloowatch::DescribeFlags(flags)
+              << "exit codes: 0 clean stop, 1 invalid config with --check-config, 64 bad flag,\n"
+                 "  69 a port or the Gloo interface unavailable, 78 invalid config\n";
+    return gloowatch::kExitOk;
+  }
+  // Dashes or underscores (--check-config, --check_config); the internal
+  // flags of the transport process too.
+  std::vector<std::string> allowed = flags;
+  allowed.insert(allowed.end(), {"transport_fd", "gloo_address"});
+  absl::StatusOr<std::vector<std::string>> args =
+      gloowatch::ParseFlags(argc, argv, 1, {{}, allowed});
+  if (!args.ok() || !args->empty()) {
+    std::cerr << "gloowatchd: "
+              << (args.ok() ? "unexpected argument '" + args->front() + "'"
+                            : std::string(args.status().message()))
+              << " (gloowatchd --help)\n";
+    return gloowatch::kExitUsage;
+  }
   return gloowatch::Run();
 }

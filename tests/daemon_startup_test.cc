@@ -135,6 +135,20 @@ TEST(DaemonStartupTest, VersionPrintsBothVersions) {
   EXPECT_THAT(p.Log(), HasSubstr("Gloo 0.5"));
 }
 
+TEST(DaemonStartupTest, HelpListsTheFlagsAndABadFlagIsAUsageError) {
+  TempDir dir;
+  Process help({BinaryPath("gloowatchd"), "--help"}, dir.path() + "/help.log");
+  EXPECT_EQ(help.Wait(absl::Seconds(10)), 0);
+  EXPECT_THAT(help.Log(), HasSubstr("--check_config"));
+  EXPECT_THAT(help.Log(), HasSubstr("exit codes:"));
+  EXPECT_THAT(help.Log(), ::testing::Not(HasSubstr("transport_fd")));  // internal
+  Process bad({BinaryPath("gloowatchd"), "--no-such-flag"}, dir.path() + "/bad.log");
+  EXPECT_EQ(bad.Wait(absl::Seconds(10)), 64);
+  EXPECT_THAT(bad.Log(), HasSubstr("unknown flag '--no-such-flag'"));
+  Process extra({BinaryPath("gloowatchd"), "stray"}, dir.path() + "/extra.log");
+  EXPECT_EQ(extra.Wait(absl::Seconds(10)), 64);
+}
+
 TEST(DaemonStartupTest, SigtermStopsPromptly) {
   TempDir dir;
   const std::string config =

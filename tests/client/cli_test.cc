@@ -78,6 +78,32 @@ TEST(ExplainLogCli, MissingFileNamesIt) {
   EXPECT_THAT(r.err, HasSubstr("No such file"));
 }
 
+TEST(Cli, HelpAndVersion) {
+  ProcessResult help = Cli({"health", "--help"});
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_THAT(help.out, HasSubstr("usage: gloowatch health"));
+  EXPECT_THAT(help.out, HasSubstr("--deadline=3s"));
+  EXPECT_THAT(help.out, HasSubstr("exit codes:"));
+  EXPECT_THAT(help.out, ::testing::Not(HasSubstr("--report_path")));  // diagnose's
+  for (const char* command : {"diagnose", "explain-log", "report-step"}) {
+    ProcessResult r = Cli({command, "-h"});
+    EXPECT_EQ(r.exit_code, 0) << command;
+    EXPECT_THAT(r.out, HasSubstr(std::string("usage: gloowatch ") + command));
+  }
+  ProcessResult version = Cli({"--version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_THAT(version.out, ::testing::StartsWith("gloowatch 0."));
+}
+
+TEST(Cli, FlagsOfAnotherCommandAndBadEnumsAreRefused) {
+  ProcessResult other = Cli({"health", "--job", "x", "--daemons", "127.0.0.1:1"});
+  EXPECT_EQ(other.exit_code, 64);
+  EXPECT_THAT(other.err, HasSubstr("'--job' does not apply"));
+  ProcessResult color = Cli({"health", "--color=rainbow", "--daemons", "127.0.0.1:1"});
+  EXPECT_EQ(color.exit_code, 64);
+  EXPECT_THAT(color.err, HasSubstr("--color must be auto, always or never"));
+}
+
 TEST(Cli, UsageErrors) {
   EXPECT_EQ(Cli({}).exit_code, 64);
   EXPECT_EQ(Cli({"frobnicate"}).exit_code, 64);

@@ -106,6 +106,22 @@ INSTANTIATE_TEST_SUITE_P(
                  "local_rank: 1 (pid: 77) of binary: /usr/bin/python3",
                  "rank_killed", LogSeverity::kError, ""},
         LineCase{"Killed", "rank_killed", LogSeverity::kError, ""},
+        LineCase{"RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/"
+                 "device.cc:127] rp != nullptr. Unable to find address for: trainer-7",
+                 "hostname_unresolvable", LogSeverity::kError, "host trainer-7"},
+        LineCase{"RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/"
+                 "address.cc:45] sizeof(impl_) == bytes.size(). 136 vs 68",
+                 "version_mismatch", LogSeverity::kError, "address sizes 136 vs 68 bytes"},
+        // A Python logger's WARNING around a Gloo exception is still the error.
+        LineCase{"(pid=1) 2020-05-07 21:07:16,707 WARNING trainer.py:413 -- [/pytorch/"
+                 "third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:72] Timed out waiting "
+                 "10000ms for recv operation to complete",
+                 "collective_timeout", LogSeverity::kError,
+                 "a recv waited 10000 ms, the timeout in force"},
+        // c10's own warning behind a launcher's prefix is a retry.
+        LineCase{"trainer/0 [1]:[W socket.cpp:558] [c10d] The client socket has failed to "
+                 "connect to [::ffff:10.0.0.5]:40323 (errno: 110 - Connection timed out).",
+                 "store_connect_timeout", LogSeverity::kWarning, ""},
         LineCase{"    exitcode  : -6 (pid: 4243)", "rank_crashed", LogSeverity::kError, ""},
         LineCase{"RuntimeError: Gloo connectFullMesh failed with [enforce fail at "
                  "../third_party/gloo/gloo/transport/tcp/pair.cc:799] ss1.ss_family == "

@@ -1,4 +1,4 @@
-#include "client/flags.h"
+#include "common/flags.h"
 
 #include <algorithm>
 #include <map>
@@ -9,11 +9,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 
-namespace gloowatch::client {
+namespace gloowatch {
 
 absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv, int start,
-                                                    const std::vector<std::string>& repeatable) {
+                                                    const FlagRules& rules) {
+  const std::vector<std::string>& repeatable = rules.repeatable;
   std::vector<std::string> positional;
   std::map<std::string, std::vector<std::string>> repeated;
   for (int i = start; i < argc; ++i) {
@@ -46,6 +48,11 @@ absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv, int s
     if (flag == nullptr || absl::StartsWith(flag->Filename(), "absl/")) {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag '", arg, "'"));
     }
+    if (!rules.allowed.empty() && std::find(rules.allowed.begin(), rules.allowed.end(),
+                                            flag->Name()) == rules.allowed.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("flag '--", flag->Name(), "' does not apply to this command"));
+    }
     if (flag->IsOfType<bool>() && !has_value) {
       value = negated ? "false" : "true";
     } else if (!has_value) {
@@ -74,4 +81,25 @@ absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv, int s
   return positional;
 }
 
-}  // namespace gloowatch::client
+bool WantsHelp(int argc, char** argv, int start) {
+  for (int i = start; i < argc; ++i) {
+    const absl::string_view arg = argv[i];
+    if (arg == "--") return false;
+    if (arg == "--help" || arg == "-h" || arg == "-help") return true;
+  }
+  return false;
+}
+
+std::string DescribeFlags(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& name : names) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr) continue;
+    const std::string value = flag->DefaultValue();
+    absl::StrAppend(&out, "  --", name, value.empty() ? "" : absl::StrCat("=", value), "\n      ",
+                    flag->Help(), "\n");
+  }
+  return out;
+}
+
+}  // namespace gloowatch
