@@ -310,7 +310,7 @@ bool ParseTime(absl::string_view line, std::string* text, int* kind, double* sec
   if (RE2::PartialMatch(in, *iso, &t, &year, &month, &day, &h, &m, &sec, &fraction)) {
     *kind = kDated;
     *seconds = absl::ToUnixSeconds(absl::FromCivil(absl::CivilSecond(year, month, day, h, m, sec),
-                                                   absl::UTCTimeZone())) +
+                                                   absl::LocalTimeZone())) +
                frac();
   } else if (RE2::PartialMatch(in, *glog, &t, &month, &day, &h, &m, &sec, &fraction)) {
     *kind = kMonthDay;
@@ -402,6 +402,8 @@ LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
         h.time.clear();
         h.time_kind = kNoTime;
         ParseTime(view, &h.time, &h.time_kind, &h.time_seconds);
+        h.unix_time.reset();
+        if (h.time_kind == kDated) h.unix_time = h.time_seconds;
       }
       h.last_line = e.lines;
     }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <istream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,9 @@ struct SignatureHit {
   std::string time;
   int time_kind = 0;
   double time_seconds = 0;
+  // When the timestamp has a date: unix seconds, read in the local time zone
+  // (TZ) as logs print it.
+  std::optional<double> unix_time;
 };
 
 struct LogExplanation {

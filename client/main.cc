@@ -23,6 +23,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/cluster.h"
+#include "client/cluster_at.h"
 #include "client/diagnose.h"
 #include "client/exit_codes.h"
 #include "client/explain_log.h"
@@ -97,6 +98,8 @@ std::string DumpJson(const nlohmann::json& j) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+std::optional<PrometheusOptions> PrometheusFlags(absl::Duration deadline, int* exit);
+
 int RunExplainLog(const std::vector<std::string>& args) {
   if (args.empty()) return Usage("explain-log takes FILE... (files, directories, or - for stdin)");
   absl::StatusOr<std::vector<std::string>> paths = ExpandLogPaths(args);
@@ -119,15 +122,38 @@ int RunExplainLog(const std::vector<std::string>& args) {
     }
     logs.push_back(ExplainLog(**in, path));
   }
+  int exit = kExitOk;
+  std::optional<PrometheusOptions> prometheus;
+  if (!absl::GetFlag(FLAGS_prometheus).empty()) {
+    prometheus = PrometheusFlags(absl::GetFlag(FLAGS_deadline), &exit);
+    if (!prometheus) return exit;
+  }
   const bool json = absl::GetFlag(FLAGS_json);
   // One log keeps the single-log output; several are explained as one job.
-  if (logs.size() == 1) {
-    std::cout << (json ? DumpJson(ExplanationToJson(logs[0])) + "\n"
-                       : RenderExplanationText(logs[0]));
-    return ExplanationExitCode(logs[0]);
-  }
+  const bool single = logs.size() == 1;
   const JobExplanation job = ExplainJob(std::move(logs));
-  std::cout << (json ? DumpJson(JobToJson(job)) + "\n" : RenderJobText(job));
+  nlohmann::json out = single ? ExplanationToJson(job.logs[0]) : JobToJson(job);
+  std::string text = single ? RenderExplanationText(job.logs[0]) : RenderJobText(job);
+  if (prometheus) {
+    // What gloowatch saw on the links when the root cause was logged.
+    const SignatureHit* root =
+        job.root.log < 0 ? nullptr : &job.logs[job.root.log].hits[job.root.hit];
+    if (root == nullptr || !root->unix_time) {
+      const std::string why =
+          root == nullptr ? "no error to look up" : "the root cause's line has no dated timestamp";
+      out["cluster_at_failure"] = {{"skipped", why}};
+      absl::StrAppend(&text, "\ncluster view: ", why, "\n");
+    } else {
+      absl::StatusOr<ClusterAtTime> cluster = ClusterAt(*prometheus, *root->unix_time);
+      if (!cluster.ok()) {
+        std::cerr << "gloowatch explain-log: " << cluster.status().message() << "\n";
+        return kExitUnavailable;
+      }
+      out["cluster_at_failure"] = ClusterAtToJson(*cluster);
+      absl::StrAppend(&text, "\n", RenderClusterAt(*cluster, prometheus->url));
+    }
+  }
+  std::cout << (json ? DumpJson(out) + "\n" : text);
   return JobExitCode(job);
 }
 
@@ -223,7 +249,8 @@ int RunDiagnoseCommand(const std::vector<std::string>& args) {
   return report.ExitCode();
 }
 
-// --prometheus and its companions; exit code in *exit on error.
+// --prometheus and its companions (health, explain-log); exit code in *exit
+// on error.
 std::optional<PrometheusOptions> PrometheusFlags(absl::Duration deadline, int* exit) {
   PrometheusOptions o;
   o.url = absl::GetFlag(FLAGS_prometheus);
@@ -398,10 +425,11 @@ const std::vector<Command>& Commands() {
        With(kDaemonFlags, {"color", "report_path", "ports", "ifname", "target", "training_config",
                            "connect_timeout", "scan_timeout", "scan_concurrency"})},
       {"explain-log",
-       "explain-log [--json] FILE|DIR|- [FILE|DIR ...]",
+       "explain-log [--json] [--prometheus URL] FILE|DIR|- [FILE|DIR ...]",
        "explain Gloo / PyTorch failures in logs (.gz and .zst too)",
        RunExplainLog,
-       {"json"}},
+       {"json", "prometheus", "prometheus_job", "prometheus_selector",
+        "prometheus_bearer_token_file", "prometheus_header", "deadline", "tls_ca"}},
       {"report-step",
        "report-step --job J --rank R --step N --step-seconds S --comm-seconds C [flags]",
        "send one training-step report to the local daemon",

@@ -480,10 +480,8 @@ absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnaps
   return out;
 }
 
-namespace {
-
-// One instant query; the "data.result" array.
-absl::StatusOr<json> Query(const PrometheusOptions& o, const std::string& promql, double time) {
+absl::StatusOr<json> QueryPrometheus(const PrometheusOptions& o, const std::string& promql,
+                                     double time) {
   const std::string url = absl::StrCat(absl::StripSuffix(o.url, "/"), "/api/v1/query");
   const std::string form =
       absl::StrCat("query=", FormEscape(promql), "&time=", absl::StrFormat("%.3f", time));
@@ -524,6 +522,12 @@ absl::StatusOr<json> Query(const PrometheusOptions& o, const std::string& promql
                      "` with an instant vector (is this a Prometheus server?)"));
   }
   return reply["data"]["result"];
+}
+
+namespace {
+
+absl::StatusOr<json> Query(const PrometheusOptions& o, const std::string& promql, double time) {
+  return QueryPrometheus(o, promql, time);
 }
 
 }  // namespace

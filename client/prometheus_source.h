@@ -72,6 +72,11 @@ std::vector<int64_t> FailureWindows(const nlohmann::json& series);
 absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnapshot& snapshot,
                                                            const PrometheusOptions& options);
 
+// One instant query at `time` (unix seconds): its "data.result" array, with
+// the errors FetchFromPrometheus describes below.
+absl::StatusOr<nlohmann::json> QueryPrometheus(const PrometheusOptions& options,
+                                               const std::string& promql, double time);
+
 // Runs the queries (5, plus one or two per distinct failure window) and converts.
 // Errors name the URL and the problem: INVALID_ARGUMENT for a bad URL,
 // UNAVAILABLE / DEADLINE_EXCEEDED for transport failures, FAILED_PRECONDITION

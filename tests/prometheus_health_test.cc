@@ -190,6 +190,54 @@ class PrometheusHealthTest : public ::testing::Test {
   std::unique_ptr<Process> prometheus_;
 };
 
+// explain-log --prometheus: a training log's failure meets what gloowatch saw
+// on the links at that moment. node-c dies; a log line stamped now (read in
+// TZ=UTC) names the Gloo symptom; the cluster view names node-c's links as
+// down and blames nothing else.
+TEST_F(PrometheusHealthTest, ExplainLogShowsTheLinksAtTheTimeOfTheFailure) {
+  // The view covers +-30 s around the line: let the start-up, when links
+  // were not up yet, fall out of it.
+  absl::SleepFor(absl::Seconds(31));
+  cluster_.Kill(2, SIGKILL);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Scalar("gloowatch_peer_up{node=\"node-a\",peer=\"node-c\"}") == 0 &&
+               Scalar("gloowatch_peer_up{node=\"node-b\",peer=\"node-c\"}") == 0;
+      },
+      absl::Seconds(20)));
+  const std::string stamp =
+      absl::FormatTime("%Y-%m-%d %H:%M:%S,000", absl::Now(), absl::UTCTimeZone());
+  const std::string log = dir_.Write(
+      "rank0.log", absl::StrCat(stamp, " INFO step 12\n", stamp,
+                                " RuntimeError: [../third_party/gloo/gloo/transport/tcp/"
+                                "pair.cc:598] Connection closed by peer [127.0.0.1]:40000\n"));
+  const std::map<std::string, std::string> env = {{"TZ", "UTC"}};
+  ProcessResult text = RunProcess({CliPath(), "explain-log", "--prometheus", Url(), log}, env, "",
+                                  absl::Seconds(20));
+  EXPECT_EQ(text.exit_code, 2) << text.err;
+  EXPECT_TRUE(absl::StrContains(text.out, "2 of 6 links not healthy")) << text.out;
+  EXPECT_TRUE(absl::StrContains(text.out, "node-a -> node-c: down")) << text.out;
+  EXPECT_TRUE(absl::StrContains(text.out, "node-b -> node-c: down")) << text.out;
+  EXPECT_FALSE(absl::StrContains(text.out, "node-a -> node-b")) << text.out;
+  ProcessResult j = RunProcess({CliPath(), "explain-log", "--json", "--prometheus", Url(), log},
+                               env, "", absl::Seconds(20));
+  json parsed = ParseJson(j);
+  ASSERT_FALSE(parsed.is_discarded()) << j.out << j.err;
+  EXPECT_EQ(parsed["root_cause"]["id"], "peer_connection_closed");
+  std::set<std::string> down;
+  for (const json& l : parsed["cluster_at_failure"]["unhealthy"]) {
+    if (l["down"] == true)
+      down.insert(l["node"].get<std::string>() + "->" + l["peer"].get<std::string>());
+  }
+  EXPECT_EQ(down, (std::set<std::string>{"node-a->node-c", "node-b->node-c"})) << parsed.dump(1);
+  // A Prometheus that is not there: a clear error, 69.
+  ProcessResult gone = RunProcess({CliPath(), "explain-log", "--prometheus",
+                                   absl::StrCat("http://127.0.0.1:", FreePort()), log},
+                                  env, "", absl::Seconds(20));
+  EXPECT_EQ(gone.exit_code, 69) << gone.err;
+  EXPECT_TRUE(absl::StrContains(gone.err, "cannot reach Prometheus")) << gone.err;
+}
+
 TEST_F(PrometheusHealthTest, SamePictureAsTheDaemonsAndAKilledDaemonFails) {
   const absl::Time start = absl::Now();
   // Both reads agree once Prometheus has scraped every figure; each attempt
