@@ -31,6 +31,8 @@ void SystemdNotifier::Ready(const std::string& status) {
   Send(absl::StrCat("READY=1\nSTATUS=", status));
 }
 
+void SystemdNotifier::Reloading() { Send("RELOADING=1\nSTATUS=reloading the config"); }
+
 void SystemdNotifier::Stopping() { Send("STOPPING=1\nSTATUS=shutting down"); }
 
 void SystemdNotifier::Status(const std::string& status) { Send(absl::StrCat("STATUS=", status)); }

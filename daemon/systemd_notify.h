@@ -17,6 +17,9 @@ class SystemdNotifier {
 
   // READY=1 plus a STATUS= line: the ports listen, probing has started.
   void Ready(const std::string& status);
+  // RELOADING=1 with a STATUS= line: a reload (SIGHUP) has begun; Ready()
+  // ends it.
+  void Reloading();
   // STOPPING=1: shutdown has begun.
   void Stopping();
   // STATUS=: free text shown by `systemctl status`.

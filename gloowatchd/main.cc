@@ -107,7 +107,6 @@ int Run() {
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  const size_t peer_count = config->peers.size();
   absl::StatusOr<std::unique_ptr<Daemon>> daemon = Daemon::Start(
       *std::move(config), RealClock::Get(), {"/proc/self/exe", absl::GetFlag(FLAGS_log_level)});
   if (!daemon.ok()) {
@@ -119,10 +118,14 @@ int Run() {
   // pings only while every probe thread makes progress, so a hung Gloo call
   // gets the service restarted.
   SystemdNotifier systemd;
-  const size_t probed = (*daemon)->Status().topology().probed_peers();
-  systemd.Ready(probed == peer_count
-                    ? absl::StrCat("probing ", peer_count, " peers")
-                    : absl::StrCat("probing ", probed, " of ", peer_count, " peers (sampled)"));
+  auto probing = [&daemon] {
+    const v1::Topology topology = (*daemon)->Status().topology();
+    const size_t peers = topology.cluster_nodes() > 0 ? topology.cluster_nodes() - 1 : 0;
+    const size_t probed = topology.probed_peers();
+    return probed == peers ? absl::StrCat("probing ", peers, " peers")
+                           : absl::StrCat("probing ", probed, " of ", peers, " peers (sampled)");
+  };
+  systemd.Ready(probing());
   absl::Duration loop_tick = absl::Seconds(1);
   if (systemd.watchdog_enabled()) {
     loop_tick = std::min(loop_tick, systemd.watchdog_interval() / 2);
@@ -152,11 +155,18 @@ int Run() {
       }
     }
     if (sig == SIGHUP) {
+      systemd.Reloading();
       absl::StatusOr<Config> next = LoadConfigFile(absl::GetFlag(FLAGS_config));
       absl::Status reloaded = next.ok() ? (*daemon)->Reload(*std::move(next)) : next.status();
       if (!reloaded.ok()) {
         GW_LOG(kError, "SIGHUP: reload refused, keeping the running config: %s",
                reloaded.message());
+        // Where `systemctl status` shows it, not only in the journal.
+        const std::string why(reloaded.message());
+        systemd.Ready(absl::StrCat(probing(), "; last reload REFUSED: ",
+                                   why.substr(0, std::min<size_t>(why.find('\n'), 200))));
+      } else {
+        systemd.Ready(probing());
       }
     }
   }

@@ -158,6 +158,25 @@ TEST_F(SystemdNotifyTest, ReadyAfterThePortsListenThenWatchdogPingsThenStopping)
   EXPECT_EQ(refused_lines, 1) << log;
 }
 
+// systemctl reload: RELOADING=1, then READY=1 again; a refused config says so
+// in the status text that `systemctl status` shows, and the daemon goes on.
+TEST_F(SystemdNotifyTest, ReloadIsAnnouncedAndARefusalShowsInTheStatus) {
+  ASSERT_TRUE(socket_.ok());
+  StartDaemon({});
+  ASSERT_THAT(socket_.Receive(absl::Seconds(10)), ::testing::HasSubstr("READY=1"))
+      << daemon_->Log();
+  // An unknown key: the reload is refused, the running config stays.
+  dir_.Write("node-a.yaml", "node: node-a\nlantency: 1\n");
+  daemon_->Signal(SIGHUP);
+  const std::vector<Message> refused = Collect(absl::Seconds(5), "REFUSED");
+  EXPECT_EQ(Count(refused, "RELOADING=1"), 1) << daemon_->Log();
+  ASSERT_FALSE(refused.empty());
+  EXPECT_THAT(refused.back().text, ::testing::HasSubstr("READY=1"));
+  EXPECT_THAT(refused.back().text, ::testing::HasSubstr("last reload REFUSED"));
+  EXPECT_THAT(refused.back().text, ::testing::HasSubstr("lantency"));
+  EXPECT_TRUE(GetStatus(absl::StrCat("127.0.0.1:", self_.grpc_port)).ok());
+}
+
 TEST_F(SystemdNotifyTest, NoWatchdogPingsWhenWatchdogPidIsAnotherProcess) {
   ASSERT_TRUE(socket_.ok());
   // sd_watchdog_enabled(3): WATCHDOG_PID naming another process means the

@@ -64,16 +64,22 @@ for stub in deb-systemd-helper deb-systemd-invoke systemctl; do
 done
 PATH="$tmp/stubs:$PATH" sh "$tmp/control/postinst" configure > "$tmp/postinst.out" ||
   err "postinst configure failed"
+# A fresh install registers the unit without enabling it (the config is a
+# template); an upgrade of an enabled unit keeps it enabled.
 for call in 'deb-systemd-helper unmask gloowatchd.service' \
-    'deb-systemd-helper --quiet was-enabled gloowatchd.service' \
-    'deb-systemd-helper enable gloowatchd.service'; do
+    'deb-systemd-helper update-state gloowatchd.service'; do
   grep -qxF "$call" "$tmp/calls" || err "postinst configure did not run: $call"
 done
+if grep -qxF 'deb-systemd-helper enable gloowatchd.service' "$tmp/calls"; then
+  err "postinst enabled the unit on a fresh install (the shipped config is a template)"
+fi
 if [ -d /run/systemd/system ]; then
   grep -qxF 'systemctl --system daemon-reload' "$tmp/calls" || err "postinst did not daemon-reload"
 fi
 : > "$tmp/calls"
 PATH="$tmp/stubs:$PATH" sh "$tmp/control/postinst" configure 0.0.9 > /dev/null || err "postinst upgrade failed"
+grep -qxF 'deb-systemd-helper enable gloowatchd.service' "$tmp/calls" ||
+  err "postinst upgrade did not keep the unit enabled"
 if [ -d /run/systemd/system ]; then
   grep -qxF 'deb-systemd-invoke try-restart gloowatchd.service' "$tmp/calls" ||
     err "postinst upgrade did not try-restart"
@@ -82,6 +88,20 @@ fi
 PATH="$tmp/stubs:$PATH" sh "$tmp/control/postrm" remove || err "postrm remove failed"
 if [ -x /usr/bin/deb-systemd-helper ]; then
   grep -qxF 'deb-systemd-helper mask gloowatchd.service' "$tmp/calls" || err "postrm remove did not mask"
+fi
+
+# Debian policy as lintian checks it: no error (copyright, changelog,
+# stripped binaries, manual pages are all there).
+if command -v lintian >/dev/null; then
+  lintian --tag-display-limit 0 "$deb" > "$tmp/lintian.out" 2>&1 || true
+  cat "$tmp/lintian.out"
+  if grep -q '^E: ' "$tmp/lintian.out"; then err "lintian reports errors"; fi
+  for page in ./usr/share/man/man8/gloowatchd.8.gz ./usr/share/man/man1/gloowatch.1.gz \
+      ./usr/share/doc/gloowatch/copyright ./usr/share/doc/gloowatch/changelog.gz; do
+    printf '%s\n' "$contents" | grep -qxF "$page" || err "package lacks $page"
+  done
+else
+  err "lintian is not installed (scripts/packages.txt lists it)"
 fi
 
 # Run what was packaged.

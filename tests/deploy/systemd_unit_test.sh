@@ -18,7 +18,7 @@ for line in \
   'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK' \
   'ConfigurationDirectory=gloowatch' \
   'ExecStart=/usr/sbin/gloowatchd --config /etc/gloowatch/gloowatchd.yaml' \
-  'ExecReload=/bin/kill -HUP $MAINPID' 'WantedBy=multi-user.target'; do
+  'ExecReload=/bin/sh -c "kill -HUP $MAINPID"' 'WantedBy=multi-user.target'; do
   grep -qxF -- "$line" "$unit" || err "missing directive: $line"
 done
 
