@@ -52,6 +52,19 @@ void ChannelObserver::RecordBandwidth(BandwidthDirection direction, const Bandwi
   channel_->Send(m);
 }
 
+void ChannelObserver::RecordTcp(const TcpSample& sample) {
+  FromTransport m = Event();
+  auto* out = m.mutable_peer()->mutable_tcp();
+  out->set_retransmitted_segments(sample.retransmitted_segments);
+  out->set_sent_segments(sample.sent_segments);
+  out->set_spurious_retransmitted_segments(sample.spurious_retransmitted_segments);
+  if (sample.rtt) out->set_rtt_nanos(absl::ToInt64Nanoseconds(*sample.rtt));
+  if (sample.rtt_variation) {
+    out->set_rtt_variation_nanos(absl::ToInt64Nanoseconds(*sample.rtt_variation));
+  }
+  channel_->Send(m);
+}
+
 FromTransport ChannelObserver::Event() const {
   FromTransport m;
   m.mutable_peer()->set_peer(peer_);
@@ -86,6 +99,18 @@ void ApplyPeerEvent(const transport::v1::PeerEvent& e, ProbeObserver& observer) 
           {e.bandwidth().bytes_per_second(), e.bandwidth().bytes(),
            absl::Nanoseconds(e.bandwidth().elapsed_nanos())});
       break;
+    case transport::v1::PeerEvent::kTcp: {
+      TcpSample sample;
+      sample.retransmitted_segments = e.tcp().retransmitted_segments();
+      sample.sent_segments = e.tcp().sent_segments();
+      sample.spurious_retransmitted_segments = e.tcp().spurious_retransmitted_segments();
+      if (e.tcp().has_rtt_nanos()) sample.rtt = absl::Nanoseconds(e.tcp().rtt_nanos());
+      if (e.tcp().has_rtt_variation_nanos()) {
+        sample.rtt_variation = absl::Nanoseconds(e.tcp().rtt_variation_nanos());
+      }
+      observer.RecordTcp(sample);
+      break;
+    }
     case transport::v1::PeerEvent::EVENT_NOT_SET:
       break;
   }

@@ -23,6 +23,7 @@ class ChannelObserver final : public ProbeObserver {
   void RecordRtts(const std::vector<absl::Duration>& rtts) override;
   void RecordOffset(const OffsetEstimate& e) override;
   void RecordBandwidth(BandwidthDirection direction, const BandwidthSample& sample) override;
+  void RecordTcp(const TcpSample& sample) override;
 
  private:
   transport::v1::FromTransport Event() const;

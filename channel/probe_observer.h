@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,17 @@ struct BandwidthSample {
   absl::Duration elapsed;
 };
 
+// What the kernel's TCP statistics of the probe pairs' sockets (ours, the
+// sending side) added since the previous sample.
+struct TcpSample {
+  uint64_t retransmitted_segments = 0;
+  uint64_t sent_segments = 0;
+  // Retransmissions the peer had already received (not losses).
+  uint64_t spurious_retransmitted_segments = 0;
+  // The command pair's smoothed RTT and its variation, when it was read.
+  std::optional<absl::Duration> rtt, rtt_variation;
+};
+
 class ProbeObserver {
  public:
   virtual ~ProbeObserver() = default;
@@ -30,6 +42,7 @@ class ProbeObserver {
   virtual void RecordRtts(const std::vector<absl::Duration>& rtts) = 0;
   virtual void RecordOffset(const OffsetEstimate& estimate) = 0;
   virtual void RecordBandwidth(BandwidthDirection direction, const BandwidthSample& sample) = 0;
+  virtual void RecordTcp(const TcpSample& /*sample*/) {}
 };
 
 }  // namespace gloowatch

@@ -86,6 +86,36 @@ Metrics::Metrics(Identity identity)
                  .Name("gloowatch_peer_probes_total")
                  .Help("Completed probes by kind (latency|skew|bandwidth)")
                  .Register(r);
+  tcp_retransmitted_ =
+      &BuildCounter()
+           .Name("gloowatch_peer_tcp_retransmitted_segments_total")
+           .Help(
+               "TCP segments the probe pairs' sockets retransmitted to the peer (kernel tcp_info)")
+           .Register(r);
+  tcp_spurious_ = &BuildCounter()
+                       .Name("gloowatch_peer_tcp_spurious_retransmitted_segments_total")
+                       .Help("Of those, retransmissions the peer reported it already had (DSACK)")
+                       .Register(r);
+  tcp_sent_ = &BuildCounter()
+                   .Name("gloowatch_peer_tcp_sent_segments_total")
+                   .Help(
+                       "TCP data segments the probe pairs' sockets sent to the peer, "
+                       "retransmissions included")
+                   .Register(r);
+  tcp_loss_ratio_ = &BuildGauge()
+                         .Name("gloowatch_peer_tcp_loss_ratio")
+                         .Help(
+                             "Lost (retransmitted, not spurious) over sent TCP segments of the "
+                             "probe pairs, last 60 s")
+                         .Register(r);
+  tcp_rtt_ = &BuildGauge()
+                  .Name("gloowatch_peer_tcp_rtt_seconds")
+                  .Help("Kernel's smoothed round-trip time of the command pair's TCP connection")
+                  .Register(r);
+  tcp_rtt_variation_ = &BuildGauge()
+                            .Name("gloowatch_peer_tcp_rtt_variation_seconds")
+                            .Help("Kernel's round-trip time variation of the same connection")
+                            .Register(r);
   training_step_ = &BuildCounter()
                         .Name("gloowatch_training_step_seconds_total")
                         .Help("Wall time of reported training steps")
@@ -183,6 +213,9 @@ PeerMetrics::PeerMetrics(Metrics* metrics, const std::string& peer)
   }
   const char* kinds[] = {"latency", "skew", "bandwidth"};
   for (int i = 0; i < 3; ++i) probes_[i] = &metrics_->probes_->Add(With("kind", kinds[i]));
+  tcp_retransmitted_ = &metrics_->tcp_retransmitted_->Add(labels_);
+  tcp_spurious_ = &metrics_->tcp_spurious_->Add(labels_);
+  tcp_sent_ = &metrics_->tcp_sent_->Add(labels_);
 }
 
 PeerMetrics::~PeerMetrics() {
@@ -199,6 +232,12 @@ PeerMetrics::~PeerMetrics() {
   if (offset_error_) m.offset_error_->Remove(offset_error_);
   for (auto& [reason, counter] : failures_) m.failures_->Remove(counter);
   for (prometheus::Counter* c : probes_) m.probes_->Remove(c);
+  m.tcp_retransmitted_->Remove(tcp_retransmitted_);
+  m.tcp_spurious_->Remove(tcp_spurious_);
+  m.tcp_sent_->Remove(tcp_sent_);
+  if (tcp_loss_ratio_) m.tcp_loss_ratio_->Remove(tcp_loss_ratio_);
+  if (tcp_rtt_) m.tcp_rtt_->Remove(tcp_rtt_);
+  if (tcp_rtt_variation_) m.tcp_rtt_variation_->Remove(tcp_rtt_variation_);
 }
 
 prometheus::Labels PeerMetrics::With(const char* key, const char* value) const {
@@ -245,5 +284,19 @@ void PeerMetrics::CountFailure(v1::FailureReason reason) {
 }
 
 void PeerMetrics::CountProbe(Probe kind) { probes_[static_cast<int>(kind)]->Increment(); }
+
+void PeerMetrics::AddTcp(uint64_t retransmitted, uint64_t spurious, uint64_t sent,
+                         std::optional<double> loss_ratio, std::optional<double> rtt_seconds,
+                         std::optional<double> rtt_variation_seconds) {
+  tcp_retransmitted_->Increment(static_cast<double>(retransmitted));
+  tcp_spurious_->Increment(static_cast<double>(spurious));
+  tcp_sent_->Increment(static_cast<double>(sent));
+  absl::MutexLock lock(&mu_);
+  if (loss_ratio) Lazy(metrics_->tcp_loss_ratio_, tcp_loss_ratio_).Set(*loss_ratio);
+  if (rtt_seconds) Lazy(metrics_->tcp_rtt_, tcp_rtt_).Set(*rtt_seconds);
+  if (rtt_variation_seconds) {
+    Lazy(metrics_->tcp_rtt_variation_, tcp_rtt_variation_).Set(*rtt_variation_seconds);
+  }
+}
 
 }  // namespace gloowatch

@@ -44,6 +44,11 @@ class PeerMetrics {
   void CountFailure(v1::FailureReason reason);
   enum class Probe { kLatency, kSkew, kBandwidth };
   void CountProbe(Probe kind);
+  // Segments retransmitted (of them spurious) and sent since the last call;
+  // the windowed loss ratio and the RTT figures when known.
+  void AddTcp(uint64_t retransmitted, uint64_t spurious, uint64_t sent,
+              std::optional<double> loss_ratio, std::optional<double> rtt_seconds,
+              std::optional<double> rtt_variation_seconds);
 
  private:
   friend class Metrics;
@@ -65,6 +70,12 @@ class PeerMetrics {
   prometheus::Gauge* offset_error_ = nullptr;
   std::map<v1::FailureReason, prometheus::Counter*> failures_;
   prometheus::Counter* probes_[3] = {nullptr, nullptr, nullptr};
+  prometheus::Counter* tcp_retransmitted_ = nullptr;
+  prometheus::Counter* tcp_spurious_ = nullptr;
+  prometheus::Counter* tcp_sent_ = nullptr;
+  prometheus::Gauge* tcp_loss_ratio_ = nullptr;
+  prometheus::Gauge* tcp_rtt_ = nullptr;
+  prometheus::Gauge* tcp_rtt_variation_ = nullptr;
 };
 
 class Metrics {
@@ -112,6 +123,12 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>* offset_error_;
   prometheus::Family<prometheus::Counter>* failures_;
   prometheus::Family<prometheus::Counter>* probes_;
+  prometheus::Family<prometheus::Counter>* tcp_retransmitted_;
+  prometheus::Family<prometheus::Counter>* tcp_spurious_;
+  prometheus::Family<prometheus::Counter>* tcp_sent_;
+  prometheus::Family<prometheus::Gauge>* tcp_loss_ratio_;
+  prometheus::Family<prometheus::Gauge>* tcp_rtt_;
+  prometheus::Family<prometheus::Gauge>* tcp_rtt_variation_;
   prometheus::Family<prometheus::Counter>* training_step_;
   prometheus::Family<prometheus::Counter>* training_comm_;
   prometheus::Family<prometheus::Counter>* training_steps_;

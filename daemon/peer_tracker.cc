@@ -12,6 +12,11 @@ namespace {
 // a flapping peer cannot grow memory.
 constexpr size_t kMaxFailureTimes = 100000;
 
+// The TCP loss ratio's window: a dozen reports of the transport (every 5 s),
+// enough segments for a ratio of a few percent to mean something.
+constexpr absl::Duration kTcpLossWindow = absl::Seconds(60);
+constexpr size_t kMaxTcpWindowEntries = 1000;
+
 }  // namespace
 
 PeerTracker::PeerTracker(PeerConfig peer, absl::Duration latency_window,
@@ -120,6 +125,47 @@ void PeerTracker::RecordBandwidth(BandwidthDirection direction, const BandwidthS
   metrics_->SetBandwidth(tx, sample.bytes_per_second, ratio);
   metrics_->CountProbe(PeerMetrics::Probe::kBandwidth);
   status_.set_probes_ok(status_.probes_ok() + 1);
+}
+
+void PeerTracker::RecordTcp(const TcpSample& sample) {
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  // A retransmission is a loss unless the peer said it had the original.
+  const uint64_t lost =
+      sample.retransmitted_segments -
+      std::min(sample.spurious_retransmitted_segments, sample.retransmitted_segments);
+  tcp_window_.push_back({now, lost, sample.sent_segments});
+  while (tcp_window_.size() > kMaxTcpWindowEntries ||
+         tcp_window_.front().at < now - kTcpLossWindow) {
+    tcp_window_.pop_front();
+  }
+  uint64_t lost_in_window = 0, sent = 0;
+  for (const TcpWindowEntry& e : tcp_window_) {
+    lost_in_window += e.lost;
+    sent += e.sent;
+  }
+  v1::TcpFigures* tcp = status_.mutable_tcp();
+  tcp->set_retransmitted_segments(tcp->retransmitted_segments() + sample.retransmitted_segments);
+  tcp->set_sent_segments(tcp->sent_segments() + sample.sent_segments);
+  tcp->set_spurious_retransmitted_segments(tcp->spurious_retransmitted_segments() +
+                                           sample.spurious_retransmitted_segments);
+  tcp->set_window_seconds(absl::ToDoubleSeconds(kTcpLossWindow));
+  std::optional<double> ratio;
+  if (sent > 0) {
+    ratio = static_cast<double>(lost_in_window) / static_cast<double>(sent);
+    tcp->set_loss_ratio(*ratio);
+  }
+  std::optional<double> rtt, rtt_variation;
+  if (sample.rtt) {
+    rtt = absl::ToDoubleSeconds(*sample.rtt);
+    tcp->set_rtt_seconds(*rtt);
+  }
+  if (sample.rtt_variation) {
+    rtt_variation = absl::ToDoubleSeconds(*sample.rtt_variation);
+    tcp->set_rtt_variation_seconds(*rtt_variation);
+  }
+  metrics_->AddTcp(sample.retransmitted_segments, sample.spurious_retransmitted_segments,
+                   sample.sent_segments, ratio, rtt, rtt_variation);
 }
 
 void PeerTracker::TrimFailures(absl::Time now) const {

@@ -35,6 +35,7 @@ class PeerTracker final : public ProbeObserver {
   void RecordRtts(const std::vector<absl::Duration>& rtts) override;
   void RecordOffset(const OffsetEstimate& estimate) override;
   void RecordBandwidth(BandwidthDirection direction, const BandwidthSample& sample) override;
+  void RecordTcp(const TcpSample& sample) override;
 
   v1::PeerStatus Snapshot() const;
 
@@ -51,6 +52,11 @@ class PeerTracker final : public ProbeObserver {
   v1::PeerStatus status_ ABSL_GUARDED_BY(mu_);
   PercentileWindow rtt_window_ ABSL_GUARDED_BY(mu_);
   mutable std::deque<absl::Time> failure_times_ ABSL_GUARDED_BY(mu_);
+  struct TcpWindowEntry {
+    absl::Time at;
+    uint64_t lost, sent;
+  };
+  std::deque<TcpWindowEntry> tcp_window_ ABSL_GUARDED_BY(mu_);
   bool ever_up_ ABSL_GUARDED_BY(mu_) = false;
 };
 

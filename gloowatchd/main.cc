@@ -182,8 +182,9 @@ int main(int argc, char** argv) {
   // Every prober and responder is a thread, and glibc would give each thread
   // that allocates its own arena (up to 8 per core), each keeping what it
   // freed. Two arenas are plenty for our allocation rate. A fixed mmap
-  // threshold keeps the 4 MiB bandwidth regions out of the arenas: they go
-  // back to the kernel after each transfer instead of staying resident.
+  // threshold keeps the bandwidth regions out of the arenas: the one the
+  // gate keeps between transfers is its own mapping, and a larger one a
+  // peer asked for goes back to the kernel when its transfer ends.
   mallopt(M_ARENA_MAX, 2);
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
   // Debian's abseil is built without NDEBUG, so every Mutex lock would also

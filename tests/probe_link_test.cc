@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "transport/peer_prober.h"
 #include "transport/responder_registry.h"
+#include "transport/tcp_stats.h"
 
 namespace gloowatch {
 namespace {
@@ -180,6 +181,40 @@ TEST_F(ProbeLinkTest, PingSyncAndBandwidthOverRealPairs) {
   }
   // The session stays usable after transfers.
   EXPECT_TRUE(session->Ping(3).ok());
+}
+
+TEST_F(ProbeLinkTest, ReadsTheKernelTcpStatisticsOfBothOwnPairs) {
+  StartServer(RealClock::Get());
+  std::unique_ptr<ProbeSession> session = Connected();
+  ASSERT_NE(session, nullptr);
+  ASSERT_TRUE(session->Ping(20).ok());
+  ASSERT_TRUE(session->Bandwidth(BandwidthDirection::kTx, client_gate_).ok());
+
+  // Both ends of both pairs live in this process: each read must find our
+  // socket, never the responder's end of the same connection.
+  std::vector<TcpConnection> connections = session->tcp_connections();
+  ASSERT_EQ(connections.size(), 2u);
+  auto source = NewSockDiagTcpStats();
+  uint64_t sent[2] = {0, 0};
+  for (size_t i = 0; i < 2; ++i) {
+    TcpConnection& c = connections[i];
+    SCOPED_TRACE(i == 0 ? "command pair" : "bulk pair");
+    absl::StatusOr<TcpCounters> counters = source->Read(c);
+    ASSERT_TRUE(counters.ok()) << counters.status();
+    ASSERT_TRUE(c.resolved.has_value());
+    EXPECT_TRUE(c.resolved->local == c.local || c.resolved->remote == c.remote)
+        << c.resolved->local.ToString() << " -> " << c.resolved->remote.ToString();
+    sent[i] = counters->sent_segments;
+  }
+  // 21 commands at least; on the bulk pair our 2 MiB (32 segments of
+  // loopback's 64 KiB MSS or more), where the responder's end sent ~nothing.
+  EXPECT_GE(sent[0], 21u);
+  EXPECT_GE(sent[1], (8u * (256 << 10)) / 65536);
+  // Exact lookups from now on, and the numbers only grow.
+  ASSERT_TRUE(session->Ping(5).ok());
+  absl::StatusOr<TcpCounters> again = source->Read(connections[0]);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_GE(again->sent_segments, sent[0] + 6);
 }
 
 TEST_F(ProbeLinkTest, MeasuresAShiftedPeerClockWithinItsErrorBound) {

@@ -21,6 +21,9 @@ constexpr char kReasonPayload[] = "gloowatch/reason";
 // any step still running after six Gloo timeouts is hung.
 constexpr int kStallTimeouts = 6;
 constexpr absl::Duration kFailureLogInterval = absl::Seconds(30);
+// How often the pairs' TCP statistics are read: often enough for a loss
+// window of a minute, rarely enough to cost nothing.
+constexpr absl::Duration kTcpStatsInterval = absl::Seconds(5);
 
 absl::Status WithReason(absl::Status status, v1::FailureReason reason) {
   status.SetPayload(kReasonPayload, absl::Cord(absl::StrCat(static_cast<int>(reason))));
@@ -305,6 +308,32 @@ absl::Status PeerProber::RunProbe(ProbeSchedule::Kind kind, ProbeSession& sessio
   return absl::OkStatus();
 }
 
+void PeerProber::ReportTcpStats(std::vector<TcpConnection>& connections, TcpCounterDeltas& deltas) {
+  TcpSample sample;
+  bool read = false;
+  for (size_t i = 0; i < connections.size(); ++i) {
+    absl::StatusOr<TcpCounters> counters = context_.tcp_stats->Read(connections[i]);
+    if (!counters.ok()) {
+      // Not found: the pair broke, which its next probe reports.
+      if (!absl::IsNotFound(counters.status()) && !tcp_stats_error_logged_) {
+        tcp_stats_error_logged_ = true;
+        GW_LOG(kWarning, "peer %s: no TCP statistics: %s", peer_.name, counters.status().message());
+      }
+      continue;
+    }
+    read = true;
+    const TcpCounterDeltas::Delta d = deltas.Update(i, *counters);
+    sample.retransmitted_segments += d.retransmitted_segments;
+    sample.sent_segments += d.sent_segments;
+    sample.spurious_retransmitted_segments += d.spurious_retransmitted_segments;
+    if (i == 0) {
+      sample.rtt = counters->rtt;
+      sample.rtt_variation = counters->rtt_variation;
+    }
+  }
+  if (read) observer_->RecordTcp(sample);
+}
+
 void PeerProber::Run() {
   const uint64_t seed = std::hash<std::string>()(context_.node + "/" + peer_.name);
   Backoff backoff(probe_config_.backoff_initial, probe_config_.backoff_max, seed);
@@ -326,6 +355,10 @@ void PeerProber::Run() {
       backoff.Reset();
       schedule.Reset(clock.Monotonic());
       bandwidth_tx_done_ = false;
+      std::vector<TcpConnection> tcp_connections;
+      if (context_.tcp_stats != nullptr) tcp_connections = (*session)->tcp_connections();
+      TcpCounterDeltas tcp_deltas;
+      absl::Duration tcp_due = clock.Monotonic() + kTcpStatsInterval;
       while (true) {
         absl::Duration at;
         if (std::optional<ScheduleConfig> update = TakeScheduleUpdate()) {
@@ -360,6 +393,11 @@ void PeerProber::Run() {
           break;
         }
         schedule.Done(kind, clock.Monotonic());
+        // Between probes, so no probe waits for it.
+        if (!tcp_connections.empty() && clock.Monotonic() >= tcp_due) {
+          ReportTcpStats(tcp_connections, tcp_deltas);
+          tcp_due = clock.Monotonic() + kTcpStatsInterval;
+        }
       }
     }
     if (stopping) break;

@@ -21,6 +21,7 @@
 #include "grpcpp/security/credentials.h"
 #include "proto/gloowatch.grpc.pb.h"
 #include "transport/probe_link.h"
+#include "transport/tcp_stats.h"
 
 namespace gloo::transport {
 class Device;
@@ -66,6 +67,8 @@ struct ProberContext {
   const Clock* clock = nullptr;
   // For the peers' gRPC API; plaintext when null.
   std::shared_ptr<grpc::ChannelCredentials> credentials;
+  // Reads the pairs' kernel TCP statistics; none are reported when null.
+  const TcpStatsSource* tcp_stats = nullptr;
 };
 
 // Builds the probe parameters we send in OpenProbePair from the config.
@@ -98,6 +101,9 @@ class PeerProber {
   bool SleepUntil(absl::Duration at);
   std::optional<ScheduleConfig> TakeScheduleUpdate();
   void Fail(const absl::Status& status);
+  // Reports what the session's sockets sent and retransmitted since the last
+  // report.
+  void ReportTcpStats(std::vector<TcpConnection>& connections, TcpCounterDeltas& deltas);
   // Records progress; the step that starts now may take up to `may_take`.
   void Progress(absl::Duration may_take);
 
@@ -117,6 +123,8 @@ class PeerProber {
   bool bandwidth_tx_done_ = false;
   // The same failure reason is logged at most every 30 s.
   LogRateLimiter failure_log_;
+  // A failing TCP statistics read is logged once per prober.
+  bool tcp_stats_error_logged_ = false;
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -335,7 +335,23 @@ absl::StatusOr<std::unique_ptr<ProbeSession>> ProbeSession::Create(
 
 absl::Status ProbeSession::Connect(const std::string& peer_command_address,
                                    const std::string& peer_bulk_address) {
+  peer_command_address_ = peer_command_address;
+  peer_bulk_address_ = peer_bulk_address;
   return pairs_->Connect(peer_command_address, peer_bulk_address);
+}
+
+std::vector<TcpConnection> ProbeSession::tcp_connections() const {
+  std::vector<TcpConnection> out;
+  for (const auto& [ours, theirs] : {std::pair{pairs_->command_address(), peer_command_address_},
+                                     std::pair{pairs_->bulk_address(), peer_bulk_address_}}) {
+    sockaddr_storage local, remote;
+    if (!SockaddrFromBytes(ours, &local) || !SockaddrFromBytes(theirs, &remote)) return {};
+    std::optional<TcpEndpoint> l = TcpEndpoint::FromSockaddr(local);
+    std::optional<TcpEndpoint> r = TcpEndpoint::FromSockaddr(remote);
+    if (!l || !r) return {};
+    out.push_back({*l, *r, std::nullopt});
+  }
+  return out;
 }
 
 absl::Status ProbeSession::SendCommand(uint8_t op) {

@@ -29,6 +29,7 @@
 #include "common/estimators.h"
 #include "common/probe_parameters.h"
 #include "proto/gloowatch.pb.h"
+#include "transport/tcp_stats.h"
 
 namespace gloo::transport {
 class Buffer;
@@ -166,6 +167,10 @@ class ProbeSession {
   absl::Status Connect(const std::string& peer_command_address,
                        const std::string& peer_bulk_address);
 
+  // The command and bulk pairs' TCP connections (in that order), for their
+  // kernel statistics; empty before Connect.
+  std::vector<TcpConnection> tcp_connections() const;
+
   // Small-message round trips; returns one duration per round trip. One
   // uncounted warm-up round trip comes first.
   absl::StatusOr<std::vector<absl::Duration>> Ping(int count);
@@ -189,6 +194,7 @@ class ProbeSession {
   const Clock* clock_;
   uint64_t seq_ = 0;
   std::unique_ptr<ProbePairs> pairs_;
+  std::string peer_command_address_, peer_bulk_address_;
 };
 
 // The serving side of one peer link: answers a single requester's commands on

@@ -23,6 +23,7 @@
 #include "transport/peer_prober.h"
 #include "transport/probe_link.h"
 #include "transport/responder_registry.h"
+#include "transport/tcp_stats.h"
 
 namespace gloowatch {
 
@@ -231,6 +232,7 @@ int RunTransport(const std::string& gloo_address, int fd) {
   context.gate = gate;
   context.clock = clock;
   context.credentials = MakeChannelCredentials(*tls);
+  context.tcp_stats = NewSockDiagTcpStats().release();  // lives as long as the probers
   auto* probers = new ProberSet(context, channel);
   probers->Apply(ProbedOnly(*config, message.configure()));
   liveness->Set(probers, gate);

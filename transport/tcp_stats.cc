@@ -1,0 +1,237 @@
+#include "transport/tcp_stats.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace gloowatch {
+namespace {
+
+constexpr int kTcpEstablished = 1;  // include/net/tcp_states.h, not in the uapi headers
+constexpr size_t kReceiveBytes = 32 << 10;
+
+// Closes the netlink socket on every path.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+void FillId(const TcpEndpoint& local, const TcpEndpoint& remote, inet_diag_sockid* id) {
+  id->idiag_sport = htons(local.port);
+  id->idiag_dport = htons(remote.port);
+  std::memcpy(id->idiag_src, local.address.data(), sizeof(id->idiag_src));
+  std::memcpy(id->idiag_dst, remote.address.data(), sizeof(id->idiag_dst));
+}
+
+void Endpoints(const inet_diag_msg& msg, TcpEndpoint* local, TcpEndpoint* remote) {
+  local->family = remote->family = msg.idiag_family;
+  local->port = ntohs(msg.id.idiag_sport);
+  remote->port = ntohs(msg.id.idiag_dport);
+  const size_t bytes = msg.idiag_family == AF_INET ? 4 : 16;
+  std::memcpy(local->address.data(), msg.id.idiag_src, bytes);
+  std::memcpy(remote->address.data(), msg.id.idiag_dst, bytes);
+}
+
+// The INET_DIAG_INFO attribute of a reply, or an error when it has none.
+absl::StatusOr<TcpCounters> CountersOf(const nlmsghdr* h) {
+  const auto* msg = static_cast<const inet_diag_msg*>(NLMSG_DATA(h));
+  int len = static_cast<int>(h->nlmsg_len) - static_cast<int>(NLMSG_LENGTH(sizeof(*msg)));
+  for (const auto* a = reinterpret_cast<const nlattr*>(msg + 1); len >= NLA_HDRLEN;) {
+    const int size = static_cast<int>(a->nla_len);
+    if (size < NLA_HDRLEN || size > len) break;
+    if ((a->nla_type & NLA_TYPE_MASK) == INET_DIAG_INFO) {
+      // Older kernels send a shorter tcp_info; the rest stays 0.
+      tcp_info info{};
+      const size_t have = static_cast<size_t>(size - NLA_HDRLEN);
+      std::memcpy(&info, reinterpret_cast<const char*>(a) + NLA_HDRLEN,
+                  std::min(have, sizeof(info)));
+      TcpCounters c;
+      c.retransmitted_segments = info.tcpi_total_retrans;
+      // tcpi_data_segs_out (Linux 4.6) leaves out pure ACKs, which a
+      // receiving socket sends plenty of and which are never retransmitted.
+      const bool has_data_segs =
+          have >= offsetof(tcp_info, tcpi_data_segs_out) + sizeof(info.tcpi_data_segs_out);
+      c.sent_segments = has_data_segs ? info.tcpi_data_segs_out : info.tcpi_segs_out;
+      // 0 before Linux 4.19 (the copy above leaves it so).
+      c.spurious_retransmitted_segments = info.tcpi_dsack_dups;
+      c.rtt = absl::Microseconds(info.tcpi_rtt);
+      c.rtt_variation = absl::Microseconds(info.tcpi_rttvar);
+      return c;
+    }
+    const int step = NLA_ALIGN(size);
+    len -= step;
+    a = reinterpret_cast<const nlattr*>(reinterpret_cast<const char*>(a) + step);
+  }
+  return absl::InternalError("sock_diag: reply without INET_DIAG_INFO");
+}
+
+class SockDiagTcpStats final : public TcpStatsSource {
+ public:
+  absl::StatusOr<TcpCounters> Read(TcpConnection& c) const override {
+    if (c.local.family != c.remote.family ||
+        (c.local.family != AF_INET && c.local.family != AF_INET6)) {
+      return absl::InvalidArgumentError("tcp stats: not an IPv4 or IPv6 connection");
+    }
+    Fd fd(socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
+    if (fd.get() < 0) return absl::InternalError(absl::StrCat("sock_diag: ", strerror(errno)));
+    // The kernel answers at once; this only bounds a surprise.
+    const timeval timeout{1, 0};
+    setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+
+    const bool dump = !c.resolved.has_value();
+    if (absl::Status s = Send(fd.get(), c, dump); !s.ok()) return s;
+    std::vector<char> buf(kReceiveBytes);
+    while (true) {
+      const ssize_t n = recv(fd.get(), buf.data(), buf.size(), 0);
+      if (n < 0) return absl::InternalError(absl::StrCat("sock_diag: ", strerror(errno)));
+      int left = static_cast<int>(n);
+      for (auto* h = reinterpret_cast<nlmsghdr*>(buf.data()); NLMSG_OK(h, left);
+           h = NLMSG_NEXT(h, left)) {
+        if (h->nlmsg_type == NLMSG_DONE) return NotFound(c);
+        if (h->nlmsg_type == NLMSG_ERROR) {
+          const int error = -static_cast<const nlmsgerr*>(NLMSG_DATA(h))->error;
+          if (error == ENOENT) return NotFound(c);
+          return absl::InternalError(absl::StrCat("sock_diag: ", strerror(error)));
+        }
+        if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY) continue;
+        const auto* msg = static_cast<const inet_diag_msg*>(NLMSG_DATA(h));
+        TcpEndpoint local, remote;
+        Endpoints(*msg, &local, &remote);
+        if (dump && !(local == c.local || remote == c.remote)) continue;
+        if (msg->idiag_state != kTcpEstablished)
+          return NotFound(c);  // an exact lookup of a closing one
+        absl::StatusOr<TcpCounters> counters = CountersOf(h);
+        if (counters.ok() && dump) {
+          c.resolved = TcpConnection::Resolved{
+              local, remote, {msg->id.idiag_cookie[0], msg->id.idiag_cookie[1]}};
+        }
+        return counters;
+      }
+      if (!dump) return NotFound(c);
+    }
+  }
+
+ private:
+  static absl::Status NotFound(TcpConnection& c) {
+    c.resolved.reset();
+    return absl::NotFoundError(absl::StrCat("no established TCP connection with local ",
+                                            c.local.ToString(), " or remote ",
+                                            c.remote.ToString()));
+  }
+
+  // A dump walks the socket table, so it is filtered in the kernel by the
+  // two listening ports (the addresses are checked here); once the socket is
+  // known, an exact lookup by its four-tuple and cookie is a hash lookup.
+  static absl::Status Send(int fd, const TcpConnection& c, bool dump) {
+    struct {
+      nlmsghdr nlh;
+      inet_diag_req_v2 req;
+      nlattr bytecode;
+      inet_diag_bc_op ops[5];
+    } m;
+    std::memset(&m, 0, sizeof(m));
+    m.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    m.nlh.nlmsg_flags = NLM_F_REQUEST;
+    m.req.sdiag_family = static_cast<uint8_t>(c.local.family);
+    m.req.sdiag_protocol = IPPROTO_TCP;
+    m.req.idiag_ext = 1 << (INET_DIAG_INFO - 1);
+    m.req.idiag_states = 1 << kTcpEstablished;
+    if (dump) {
+      m.nlh.nlmsg_flags |= NLM_F_DUMP;
+      // sport == local.port || dport == remote.port, as ss compiles an or:
+      // a test falls through (yes) when true and skips the next 4 bytes (no)
+      // when false; the jump between the tests goes to the end (accept), and
+      // the last test's "no" lands past the end (reject). The kernel only
+      // accepts a "no" target that the chain of "yes" jumps reaches.
+      m.ops[0] = {INET_DIAG_BC_S_EQ, 8, 12};
+      m.ops[1].no = c.local.port;
+      m.ops[2] = {INET_DIAG_BC_JMP, 4, 12};
+      m.ops[3] = {INET_DIAG_BC_D_EQ, 8, 12};
+      m.ops[4].no = c.remote.port;
+      m.bytecode.nla_type = INET_DIAG_REQ_BYTECODE;
+      m.bytecode.nla_len = static_cast<uint16_t>(NLA_HDRLEN + sizeof(m.ops));
+      m.nlh.nlmsg_len = sizeof(m);
+    } else {
+      FillId(c.resolved->local, c.resolved->remote, &m.req.id);
+      m.req.id.idiag_cookie[0] = c.resolved->cookie[0];
+      m.req.id.idiag_cookie[1] = c.resolved->cookie[1];
+      m.nlh.nlmsg_len = NLMSG_LENGTH(sizeof(m.req));
+    }
+    sockaddr_nl kernel{};
+    kernel.nl_family = AF_NETLINK;
+    if (sendto(fd, &m, m.nlh.nlmsg_len, 0, reinterpret_cast<const sockaddr*>(&kernel),
+               sizeof(kernel)) < 0) {
+      return absl::InternalError(absl::StrCat("sock_diag: ", strerror(errno)));
+    }
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace
+
+std::optional<TcpEndpoint> TcpEndpoint::FromSockaddr(const sockaddr_storage& ss) {
+  TcpEndpoint e;
+  e.family = ss.ss_family;
+  if (ss.ss_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&ss);
+    std::memcpy(e.address.data(), &in->sin_addr, 4);
+    e.port = ntohs(in->sin_port);
+    return e;
+  }
+  if (ss.ss_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
+    std::memcpy(e.address.data(), &in6->sin6_addr, 16);
+    e.port = ntohs(in6->sin6_port);
+    return e;
+  }
+  return std::nullopt;
+}
+
+std::string TcpEndpoint::ToString() const {
+  char host[INET6_ADDRSTRLEN] = {0};
+  if (family != AF_INET && family != AF_INET6) return "?";
+  inet_ntop(family, address.data(), host, sizeof(host));
+  return family == AF_INET ? absl::StrCat(host, ":", port) : absl::StrCat("[", host, "]:", port);
+}
+
+std::unique_ptr<TcpStatsSource> NewSockDiagTcpStats() {
+  return std::make_unique<SockDiagTcpStats>();
+}
+
+TcpCounterDeltas::Delta TcpCounterDeltas::Update(size_t index, const TcpCounters& now) {
+  Delta d{now.retransmitted_segments, now.sent_segments, now.spurious_retransmitted_segments};
+  std::optional<TcpCounters>& last = last_.at(index);
+  // Counters that went back belong to another socket: all of them are new.
+  if (last && now.sent_segments >= last->sent_segments &&
+      now.retransmitted_segments >= last->retransmitted_segments &&
+      now.spurious_retransmitted_segments >= last->spurious_retransmitted_segments) {
+    d.retransmitted_segments -= last->retransmitted_segments;
+    d.sent_segments -= last->sent_segments;
+    d.spurious_retransmitted_segments -= last->spurious_retransmitted_segments;
+  }
+  last = now;
+  return d;
+}
+
+}  // namespace gloowatch

@@ -1,0 +1,86 @@
+// The kernel's TCP statistics (struct tcp_info) of our own Gloo pair
+// connections. Gloo keeps a pair's socket private, so the connection is found
+// through NETLINK_SOCK_DIAG by its addresses instead of its fd.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace gloowatch {
+
+struct TcpEndpoint {
+  int family = AF_UNSPEC;             // AF_INET or AF_INET6
+  std::array<uint8_t, 16> address{};  // network order; IPv4 in the first 4 bytes
+  uint16_t port = 0;                  // host order
+
+  static std::optional<TcpEndpoint> FromSockaddr(const sockaddr_storage& ss);
+  std::string ToString() const;
+  bool operator==(const TcpEndpoint& o) const {
+    return family == o.family && address == o.address && port == o.port;
+  }
+};
+
+// One Gloo pair's connection, named by the listening addresses both pairs
+// advertised. One side accepted on its listening address, the other connected
+// from an ephemeral port, so our socket is the one whose local address is
+// `local` or whose remote address is `remote`.
+struct TcpConnection {
+  TcpEndpoint local;
+  TcpEndpoint remote;
+  // Filled by the first successful read: the socket's own addresses and
+  // cookie, so later reads are exact lookups instead of a table walk.
+  struct Resolved {
+    TcpEndpoint local, remote;
+    std::array<uint32_t, 2> cookie{};
+  };
+  std::optional<Resolved> resolved;
+};
+
+// Cumulative since the connection was opened.
+struct TcpCounters {
+  uint64_t retransmitted_segments = 0;  // tcpi_total_retrans
+  uint64_t sent_segments = 0;           // tcpi_data_segs_out (data only, retransmissions too)
+  // Retransmissions the peer reported as duplicates (DSACK, tcpi_dsack_dups):
+  // the original had arrived, so they were not losses.
+  uint64_t spurious_retransmitted_segments = 0;
+  absl::Duration rtt;            // tcpi_rtt: the kernel's smoothed RTT
+  absl::Duration rtt_variation;  // tcpi_rttvar
+};
+
+class TcpStatsSource {
+ public:
+  virtual ~TcpStatsSource() = default;
+  // The counters of `connection`'s established socket in our network
+  // namespace; kNotFound when there is none (closed). Thread-safe.
+  virtual absl::StatusOr<TcpCounters> Read(TcpConnection& connection) const = 0;
+};
+
+// Reads through NETLINK_SOCK_DIAG (inet_diag, INET_DIAG_INFO); one netlink
+// socket per call.
+std::unique_ptr<TcpStatsSource> NewSockDiagTcpStats();
+
+// What the connections of one probe session sent and retransmitted since the
+// previous call: a new session's (or a new socket's) counters start at 0.
+class TcpCounterDeltas {
+ public:
+  struct Delta {
+    uint64_t retransmitted_segments = 0;
+    uint64_t sent_segments = 0;
+    uint64_t spurious_retransmitted_segments = 0;
+  };
+  // `index` names the connection within the session (command, bulk).
+  Delta Update(size_t index, const TcpCounters& now);
+
+ private:
+  std::array<std::optional<TcpCounters>, 2> last_;
+};
+
+}  // namespace gloowatch
