@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/net.h"
 #include "yaml-cpp/yaml.h"
 
 namespace gloowatch::client {
@@ -366,6 +367,12 @@ Check CheckConsistency(const std::vector<FetchResult>& daemons) {
 
 Check CheckMasterAddr(const std::map<std::string, std::string>& env, bool remote_peers) {
   Check c = Make("master_addr");
+  auto fail = [&c](std::string summary, std::string remediation) {
+    Raise(c, Severity::kFail);
+    c.summary = std::move(summary);
+    c.remediation = std::move(remediation);
+    return c;
+  };
   const auto addr = env.find("MASTER_ADDR");
   const auto port = env.find("MASTER_PORT");
   if (addr == env.end()) {
@@ -378,32 +385,24 @@ Check CheckMasterAddr(const std::map<std::string, std::string>& env, bool remote
   int port_number = 0;
   if (port != env.end() &&
       (!absl::SimpleAtoi(port->second, &port_number) || port_number < 1 || port_number > 65535)) {
-    Raise(c, Severity::kFail);
-    c.summary = absl::StrCat("MASTER_PORT '", port->second, "' is not a port number");
-    c.remediation = "Set MASTER_PORT to a free TCP port number on the rank 0 host (e.g. 29500).";
-    return c;
+    return fail(absl::StrCat("MASTER_PORT '", port->second, "' is not a port number"),
+                "Set MASTER_PORT to a free TCP port number on the rank 0 host (e.g. 29500).");
   }
   // A port, a scheme or a path in MASTER_ADDR: the store connects to a host
   // of that literal name and fails to resolve it.
   const bool ipv6_literal = std::count(a.begin(), a.end(), ':') > 1;
   if (a.empty() || a.find_first_of(" /\t") != std::string::npos ||
       (!ipv6_literal && a.find(':') != std::string::npos)) {
-    Raise(c, Severity::kFail);
-    c.summary = absl::StrCat("MASTER_ADDR '", a, "' is not a host name or address");
-    c.remediation =
-        "MASTER_ADDR takes the rank 0 host alone (no port, no scheme); the port goes "
-        "in MASTER_PORT.";
-    return c;
+    return fail(absl::StrCat("MASTER_ADDR '", a, "' is not a host name or address"),
+                "MASTER_ADDR takes the rank 0 host alone (no port, no scheme); the port goes in "
+                "MASTER_PORT.");
   }
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
-  const int rc = getaddrinfo(a.c_str(), nullptr, &hints, &found);
-  if (rc != 0) {
-    Raise(c, Severity::kFail);
-    c.summary = absl::StrCat("MASTER_ADDR '", a, "' does not resolve here: ", gai_strerror(rc));
-    c.remediation = "Use an address or a name every host resolves (DNS or /etc/hosts).";
-    return c;
+  if (const int rc = getaddrinfo(a.c_str(), nullptr, &hints, &found); rc != 0) {
+    return fail(absl::StrCat("MASTER_ADDR '", a, "' does not resolve here: ", gai_strerror(rc)),
+                "Use an address or a name every host resolves (DNS or /etc/hosts).");
   }
   bool loopback = true;
   for (addrinfo* i = found; i != nullptr; i = i->ai_next) {
@@ -413,17 +412,13 @@ Check CheckMasterAddr(const std::map<std::string, std::string>& env, bool remote
             ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(i->ai_addr)->sin_addr)
             : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(i->ai_addr)->sin6_addr);
     inet_ntop(i->ai_family, raw, text, sizeof(text));
-    const std::string t = text;
-    loopback &= t.rfind("127.", 0) == 0 || t == "::1";
+    loopback &= IsLoopbackHost(text);
   }
   freeaddrinfo(found);
   if (loopback && remote_peers) {
-    Raise(c, Severity::kFail);
-    c.summary = absl::StrCat("MASTER_ADDR '", a, "' resolves to loopback, but peers are remote");
-    c.remediation =
-        "Each rank would look for the store on its own host: set MASTER_ADDR to the "
-        "rank 0 host's address on the training network.";
-    return c;
+    return fail(absl::StrCat("MASTER_ADDR '", a, "' resolves to loopback, but peers are remote"),
+                "Each rank would look for the store on its own host: set MASTER_ADDR to the rank "
+                "0 host's address on the training network.");
   }
   c.summary = absl::StrCat("MASTER_ADDR '", a, "' resolves", loopback ? " (to loopback)" : "");
   return c;
@@ -532,8 +527,7 @@ DiagnoseReport RunDiagnose(const DiagnoseOptions& o) {
   std::vector<InterfaceInfo> infos;
   for (const auto& n : ifnames) infos.push_back(LookupInterface(n));
   bool remote = false;
-  for (const auto& h : hosts)
-    remote |= !(h.rfind("127.", 0) == 0 || h == "::1" || h == "localhost");
+  for (const auto& h : hosts) remote |= !IsLoopbackHost(h);
   checks.push_back(CheckInterface(ifnames, infos, ResolveOwnHostname(), remote));
   if (!daemons.empty()) {
     checks.push_back(CheckMtu(daemons));

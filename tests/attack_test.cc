@@ -24,7 +24,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "gloo/transport/tcp/address.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -87,16 +86,6 @@ void ExpectRecovered(LoopbackCluster& cluster, absl::Duration within = absl::Sec
 
 // ---- the attacker's tools ----
 
-std::string GlooAddressBytes(const char* ip, int port) {
-  sockaddr_storage ss{};
-  auto* in = reinterpret_cast<sockaddr_in*>(&ss);
-  in->sin_family = AF_INET;
-  in->sin_port = htons(port);
-  inet_pton(AF_INET, ip, &in->sin_addr);
-  const std::vector<char> bytes = gloo::transport::tcp::Address(ss).bytes();
-  return std::string(bytes.begin(), bytes.end());
-}
-
 // A well-formed OpenProbePair under `from`'s name. The requester address
 // sorts above the daemon's, so the daemon's pairs wait for a connection
 // that never comes (nothing is sent anywhere) until the Gloo timeout.
@@ -114,20 +103,6 @@ v1::OpenProbePairRequest OpenRequest(const std::string& from, const std::string&
   p->set_skew_burst(8);
   p->set_gloo_timeout_ms(2000);
   return request;
-}
-
-// A TCP connection to 127.0.0.1:port, or -1.
-int Connect(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
 }
 
 // True when the other side closed `fd` within `timeout`.
@@ -339,9 +314,9 @@ TEST_F(AttackTest, SilentAndSlowScrapersCannotBlockMetrics) {
   const int port = cluster().node(0).metrics_port;
   const long fds_before = OpenFds(pid(0));
   std::vector<int> silent, slow;
-  for (int i = 0; i < 50; ++i) silent.push_back(Connect(port));
+  for (int i = 0; i < 50; ++i) silent.push_back(ConnectLoopback(port));
   for (int i = 0; i < 20; ++i) {
-    slow.push_back(Connect(port));
+    slow.push_back(ConnectLoopback(port));
     (void)!write(slow.back(), "GET /metrics HTTP/1.1\r\n", 23);
   }
   for (int fd : silent) ASSERT_GE(fd, 0);
@@ -377,7 +352,7 @@ TEST_F(AttackTest, HostileAndBurstScrapesAreAnsweredAndLeaveNothingBehind) {
 
   // Three pipelined requests in one write: three answers, in order.
   {
-    const int fd = Connect(port);
+    const int fd = ConnectLoopback(port);
     ASSERT_GE(fd, 0);
     const std::string one = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
     const std::string three = one + one + one;
@@ -405,7 +380,7 @@ TEST_F(AttackTest, HostileAndBurstScrapesAreAnsweredAndLeaveNothingBehind) {
       {"DELETE /metrics HTTP/1.1\r\n\r\n", "405"},
   };
   for (const auto& [request, status] : hostile) {
-    const int fd = Connect(port);
+    const int fd = ConnectLoopback(port);
     ASSERT_GE(fd, 0);
     (void)!write(fd, request.data(), request.size());
     std::string got;
@@ -524,11 +499,11 @@ TEST_F(AttackTest, SilentConnectionsGarbageAndHugeRequestsOnGrpcLeaveItServing) 
   const long fds_before = OpenFds(pid(0));
   std::vector<int> silent;
   for (int i = 0; i < 1000; ++i) {
-    silent.push_back(Connect(port));
+    silent.push_back(ConnectLoopback(port));
     ASSERT_GE(silent.back(), 0) << i;
   }
   for (int i = 0; i < 20; ++i) {
-    const int fd = Connect(port);
+    const int fd = ConnectLoopback(port);
     const std::string junk = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + std::string(4096, '\xff');
     (void)!write(fd, junk.data(), junk.size());
     close(fd);

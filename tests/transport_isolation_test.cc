@@ -18,16 +18,6 @@
 namespace gloowatch::testing {
 namespace {
 
-std::string GlooAddressBytes(const char* ip, int port) {
-  sockaddr_storage ss{};
-  auto* in = reinterpret_cast<sockaddr_in*>(&ss);
-  in->sin_family = AF_INET;
-  in->sin_port = htons(port);
-  inet_pton(AF_INET, ip, &in->sin_addr);
-  const std::vector<char> bytes = gloo::transport::tcp::Address(ss).bytes();
-  return std::string(bytes.begin(), bytes.end());
-}
-
 int ConnectTo(const std::string& gloo_address) {
   gloo::transport::tcp::Address address(
       std::vector<char>(gloo_address.begin(), gloo_address.end()));

@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "gloo/transport/tcp/address.h"
 #include "grpcpp/grpcpp.h"
 
 namespace gloowatch::testing {
@@ -194,18 +195,34 @@ absl::StatusOr<v1::NodeStatus> GetStatus(const std::string& address, absl::Durat
   return status;
 }
 
-absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
+int ConnectLoopback(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
-  timeval tv{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = htons(port);
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     close(fd);
-    return absl::UnavailableError(absl::StrCat("connect to port ", port, " failed"));
+    return -1;
   }
+  return fd;
+}
+
+std::string GlooAddressBytes(const char* ip, int port) {
+  sockaddr_storage ss{};
+  auto* in = reinterpret_cast<sockaddr_in*>(&ss);
+  in->sin_family = AF_INET;
+  in->sin_port = htons(port);
+  inet_pton(AF_INET, ip, &in->sin_addr);
+  const std::vector<char> bytes = gloo::transport::tcp::Address(ss).bytes();
+  return std::string(bytes.begin(), bytes.end());
+}
+
+absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
+  const int fd = ConnectLoopback(port);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("connect to port ", port, " failed"));
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   const std::string request = absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: localhost\r\n\r\n");
   (void)!write(fd, request.data(), request.size());
   std::string response;

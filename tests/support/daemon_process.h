@@ -82,6 +82,12 @@ absl::StatusOr<v1::NodeStatus> GetStatus(
     const std::string& address, absl::Duration deadline = absl::Seconds(2),
     std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
+// A TCP connection to 127.0.0.1:port, or -1.
+int ConnectLoopback(int port);
+
+// The serialized Gloo TCP address (what OpenProbePair carries) of ip:port.
+std::string GlooAddressBytes(const char* ip, int port);
+
 // Plain HTTP/1.0 GET on 127.0.0.1:port; the body.
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path);
 
