@@ -86,25 +86,6 @@ void ExpectRecovered(LoopbackCluster& cluster, absl::Duration within = absl::Sec
 
 // ---- the attacker's tools ----
 
-// A well-formed OpenProbePair under `from`'s name. The requester address
-// sorts above the daemon's, so the daemon's pairs wait for a connection
-// that never comes (nothing is sent anywhere) until the Gloo timeout.
-v1::OpenProbePairRequest OpenRequest(const std::string& from, const std::string& to) {
-  v1::OpenProbePairRequest request;
-  request.set_protocol_version(1);
-  request.set_from_node(from);
-  request.set_to_node(to);
-  request.set_gloo_address(GlooAddressBytes("127.255.255.254", 65000));
-  request.set_bulk_gloo_address(GlooAddressBytes("127.255.255.254", 65001));
-  v1::ProbeParameters* p = request.mutable_parameters();
-  p->set_latency_message_bytes(8);
-  p->set_bandwidth_message_bytes(1 << 20);
-  p->set_bandwidth_messages(8);
-  p->set_skew_burst(8);
-  p->set_gloo_timeout_ms(2000);
-  return request;
-}
-
 // True when the other side closed `fd` within `timeout`.
 bool ClosedByPeer(int fd, absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
@@ -239,7 +220,7 @@ TEST_F(AttackTest, OpenProbePairFloodIsRefusedQuicklyAndRealPeersStillOpen) {
   std::thread attacker([&] {
     // Under node-c's name: without TLS a name cannot be verified, so the
     // flood only shows that one name cannot crowd out another.
-    flood = FloodOpens(cluster().grpc(0), OpenRequest("node-c", "node-a"), 4, 500, stop);
+    flood = FloodOpens(cluster().grpc(0), StrangerOpenRequest("node-c", "node-a"), 4, 500, stop);
   });
   absl::SleepFor(absl::Seconds(2));
   // node-b loses its pairs (its transport dies) and must open new ones to
@@ -285,8 +266,9 @@ TEST_F(AttackTest, PeerRefusedForRoomIsUpSoonAfterTheFloodEnds) {
   yaml.replace(yaml.find("backoff_max: 1s"), 15, "backoff_max: 30s");
   StartCluster(2, yaml);
   std::atomic<bool> stop{false};
-  std::thread attacker(
-      [&] { FloodOpens(cluster().grpc(0), OpenRequest("node-b", "node-a"), 2, 100, stop); });
+  std::thread attacker([&] {
+    FloodOpens(cluster().grpc(0), StrangerOpenRequest("node-b", "node-a"), 2, 100, stop);
+  });
   absl::SleepFor(absl::Seconds(1));
   const pid_t b_transport = ChildPid(pid(1));
   ASSERT_GT(b_transport, 0);
@@ -472,8 +454,9 @@ TEST_F(AttackTest, SigtermStopsDaemonAndTransportWithinTwoSecondsInEveryState) {
     const pid_t transport = ChildPid(pid(1));
     ASSERT_EQ(kill(transport, SIGSTOP), 0);
     std::atomic<bool> stop{false};
-    std::thread attacker(
-        [&] { FloodOpens(cluster().grpc(1), OpenRequest("node-a", "node-b"), 2, 200, stop); });
+    std::thread attacker([&] {
+      FloodOpens(cluster().grpc(1), StrangerOpenRequest("node-a", "node-b"), 2, 200, stop);
+    });
     absl::SleepFor(absl::Seconds(1));
     const absl::Time sent = absl::Now();
     cluster().Kill(1, SIGTERM);
@@ -513,7 +496,7 @@ TEST_F(AttackTest, SilentConnectionsGarbageAndHugeRequestsOnGrpcLeaveItServing) 
   auto stub =
       v1::Peer::NewStub(grpc::CreateChannel(cluster().grpc(0), grpc::InsecureChannelCredentials()));
   {
-    v1::OpenProbePairRequest huge = OpenRequest("node-b", "node-a");
+    v1::OpenProbePairRequest huge = StrangerOpenRequest("node-b", "node-a");
     huge.set_to_node(std::string(100 << 20, 'x'));
     v1::OpenProbePairResponse response;
     grpc::ClientContext context;
@@ -545,7 +528,7 @@ TEST_F(AttackTest, EchoesAreClippedAndParseErrorsDoNotFloodTheLog) {
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     return stub->OpenProbePair(&context, request, &response);
   };
-  v1::OpenProbePairRequest long_name = OpenRequest("node-b", std::string(1 << 20, 'x'));
+  v1::OpenProbePairRequest long_name = StrangerOpenRequest("node-b", std::string(1 << 20, 'x'));
   const grpc::Status status = call(long_name);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << status.error_message();
   EXPECT_LT(status.error_message().size(), 512u);
@@ -554,7 +537,7 @@ TEST_F(AttackTest, EchoesAreClippedAndParseErrorsDoNotFloodTheLog) {
   const size_t log_before = cluster().process(0)->Log().size();
   // A request whose to_node is not UTF-8 (the protobuf library would not
   // write one, so patch the bytes).
-  std::string bad_utf8 = OpenRequest("node-b", "ZZZZZZ").SerializeAsString();
+  std::string bad_utf8 = StrangerOpenRequest("node-b", "ZZZZZZ").SerializeAsString();
   bad_utf8.replace(bad_utf8.find("ZZZZZZ"), 6, "\xc3\x28\xff\xfe\xfd\xfc");
   for (int i = 0; i < 1000; ++i) {
     const grpc::Status refused = RawCall(cluster().grpc(0), kOpenMethod, bad_utf8);

@@ -56,18 +56,7 @@ TEST(TransportIsolationTest, GlooLoopAbortCostsATransportRestartNotTheDaemon) {
   // connect first and send a Gloo op for a buffer nobody posted.
   auto stub =
       v1::Peer::NewStub(grpc::CreateChannel(cluster.grpc(0), grpc::InsecureChannelCredentials()));
-  v1::OpenProbePairRequest request;
-  request.set_protocol_version(1);
-  request.set_from_node("node-b");
-  request.set_to_node("node-a");
-  request.set_gloo_address(GlooAddressBytes("127.255.255.254", 65000));
-  request.set_bulk_gloo_address(GlooAddressBytes("127.255.255.254", 65001));
-  v1::ProbeParameters* p = request.mutable_parameters();
-  p->set_latency_message_bytes(8);
-  p->set_bandwidth_message_bytes(1 << 20);
-  p->set_bandwidth_messages(8);
-  p->set_skew_burst(8);
-  p->set_gloo_timeout_ms(2000);
+  const v1::OpenProbePairRequest request = StrangerOpenRequest("node-b", "node-a");
   v1::OpenProbePairResponse response;
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));

@@ -218,6 +218,22 @@ std::string GlooAddressBytes(const char* ip, int port) {
   return std::string(bytes.begin(), bytes.end());
 }
 
+v1::OpenProbePairRequest StrangerOpenRequest(const std::string& from, const std::string& to) {
+  v1::OpenProbePairRequest request;
+  request.set_protocol_version(1);
+  request.set_from_node(from);
+  request.set_to_node(to);
+  request.set_gloo_address(GlooAddressBytes("127.255.255.254", 65000));
+  request.set_bulk_gloo_address(GlooAddressBytes("127.255.255.254", 65001));
+  v1::ProbeParameters* p = request.mutable_parameters();
+  p->set_latency_message_bytes(8);
+  p->set_bandwidth_message_bytes(1 << 20);
+  p->set_bandwidth_messages(8);
+  p->set_skew_burst(8);
+  p->set_gloo_timeout_ms(2000);
+  return request;
+}
+
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
   const int fd = ConnectLoopback(port);
   if (fd < 0) return absl::UnavailableError(absl::StrCat("connect to port ", port, " failed"));

@@ -88,6 +88,12 @@ int ConnectLoopback(int port);
 // The serialized Gloo TCP address (what OpenProbePair carries) of ip:port.
 std::string GlooAddressBytes(const char* ip, int port);
 
+// A well-formed OpenProbePair under `from`'s name to daemon `to`, as a
+// stranger sends it. Its requester address, 127.255.255.254, sorts above any
+// daemon's, so the daemon's pairs wait for a connection (nothing is sent to
+// it) until the 2 s Gloo timeout.
+v1::OpenProbePairRequest StrangerOpenRequest(const std::string& from, const std::string& to);
+
 // Plain HTTP/1.0 GET on 127.0.0.1:port; the body.
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path);
 
