@@ -21,7 +21,7 @@ def fail(msg):
 rules = yaml.safe_load(open(f"{src}/deploy/prometheus/gloowatch-alerts.yml"))
 alerts = {r["alert"]: r for g in rules["groups"] for r in g["rules"] if "alert" in r}
 expected = {"GloowatchPeerDown", "GloowatchLatencyHigh", "GloowatchBandwidthLow",
-            "GloowatchClockSkew", "GloowatchProbeFailuresRising",
+            "GloowatchClockSkew", "GloowatchPacketLoss", "GloowatchProbeFailuresRising",
             "GloowatchCommunicationShareHigh", "GloowatchDaemonDown"}
 if set(alerts) != expected:
     fail(f"alerts {sorted(alerts)} != {sorted(expected)}")
