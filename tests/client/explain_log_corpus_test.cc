@@ -1,8 +1,10 @@
 // Scores `explain-log` on a corpus of real failure logs that users posted in
 // public issue threads (tests/client/corpus/, one excerpt per file, cited in
-// manifest.tsv). Each row names the cause a correct reading gives and the
-// 1-based line of the log that shows it (for a failure, the ROOT cause: the
-// OOM-killed rank, not the peers' timeouts that follow).
+// manifest.tsv). Absolute paths of the posters' machines are shortened
+// to ".../" and their last four components (shortened=yes): no cause is read
+// from a path's prefix, and no machine's layout is kept in the tree. Each row names the cause a
+// correct reading gives and the 1-based line of the log that shows it (for a failure, the ROOT
+// cause: the OOM-killed rank, not the peers' timeouts that follow).
 //
 // Scoring rule:
 //  - A failure log is right when ExplainLog's root cause is the expected id
