@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -288,13 +289,8 @@ std::string Detail(const RE2& regex, const char* rewrite, absl::string_view line
   return any ? Printable(out, kDetailBytes) : "";
 }
 
-// A timestamp at the start of a line: ISO dates (Python logging, torch
-// elastic's "[2024-05-01 12:00:00,123]"), glog's and c10's "W0501
-// 12:00:00.123456" (no year), syslog's "May  1 12:00:00" (no year). Lines of
-// different kinds are not compared.
-enum TimeKind { kNoTime = 0, kDated, kMonthDay, kSyslog };
-
-bool ParseTime(absl::string_view line, std::string* text, int* kind, double* seconds) {
+// The timestamp at the start of a line (see LogTimeKind), if any.
+bool ParseTime(absl::string_view line, std::string* text, LogTimeKind* kind, double* seconds) {
   static const RE2* iso =
       new RE2(R"(^\s*\[?((\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?))",
               MatchOptions(true));
@@ -308,18 +304,18 @@ bool ParseTime(absl::string_view line, std::string* text, int* kind, double* sec
   int year = 0, month = 0, day = 0, h = 0, m = 0, sec = 0;
   auto frac = [&] { return fraction.empty() ? 0.0 : std::stod("0." + fraction); };
   if (RE2::PartialMatch(in, *iso, &t, &year, &month, &day, &h, &m, &sec, &fraction)) {
-    *kind = kDated;
+    *kind = LogTimeKind::kDated;
     *seconds = absl::ToUnixSeconds(absl::FromCivil(absl::CivilSecond(year, month, day, h, m, sec),
                                                    absl::LocalTimeZone())) +
                frac();
   } else if (RE2::PartialMatch(in, *glog, &t, &month, &day, &h, &m, &sec, &fraction)) {
-    *kind = kMonthDay;
+    *kind = LogTimeKind::kMonthDay;
     *seconds = ((month * 31 + day) * 24 + h) * 3600.0 + m * 60 + sec + frac();
   } else if (RE2::PartialMatch(in, *syslog, &t, &month_name, &day, &h, &m, &sec)) {
     static constexpr absl::string_view kMonths = "JanFebMarAprMayJunJulAugSepOctNovDec";
     const size_t at = kMonths.find(month_name);
     if (at == absl::string_view::npos || at % 3 != 0) return false;
-    *kind = kSyslog;
+    *kind = LogTimeKind::kSyslog;
     *seconds = ((static_cast<int>(at / 3) * 31 + day) * 24 + h) * 3600.0 + m * 60 + sec;
   } else {
     return false;
@@ -385,28 +381,23 @@ LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
     matched.clear();
     if (!set.Match(re2::StringPiece(view.data(), view.size()), &matched)) continue;
     // The line counts for the first signature in table order.
-    {
-      const size_t i = static_cast<size_t>(*std::min_element(matched.begin(), matched.end()));
-      SignatureHit& h = by_sig[i];
-      LogSeverity severity = kSignatures[i].severity;
-      if (severity == LogSeverity::kError && LoggedAsWarning(view))
-        severity = LogSeverity::kWarning;
-      // The first line that shows the signature at its worst stands for it.
-      const bool first = h.count++ == 0;
-      if (first) h.first_line = e.lines;
-      if (first || severity > h.severity) {
-        h.severity = severity;
-        h.example = Printable(absl::StripLeadingAsciiWhitespace(view), kExampleBytes);
-        h.detail = Detail(*regexes[i], kSignatures[i].detail, view);
-        h.line_of_example = e.lines;
-        h.time.clear();
-        h.time_kind = kNoTime;
-        ParseTime(view, &h.time, &h.time_kind, &h.time_seconds);
-        h.unix_time.reset();
-        if (h.time_kind == kDated) h.unix_time = h.time_seconds;
-      }
-      h.last_line = e.lines;
+    const size_t i = static_cast<size_t>(*std::min_element(matched.begin(), matched.end()));
+    SignatureHit& h = by_sig[i];
+    LogSeverity severity = kSignatures[i].severity;
+    if (severity == LogSeverity::kError && LoggedAsWarning(view)) severity = LogSeverity::kWarning;
+    // The first line that shows the signature at its worst stands for it.
+    const bool first = h.count++ == 0;
+    if (first) h.first_line = e.lines;
+    if (first || severity > h.severity) {
+      h.severity = severity;
+      h.example = Printable(absl::StripLeadingAsciiWhitespace(view), kExampleBytes);
+      h.detail = Detail(*regexes[i], kSignatures[i].detail, view);
+      h.line_of_example = e.lines;
+      h.time.clear();
+      h.time_kind = LogTimeKind::kNone;
+      ParseTime(view, &h.time, &h.time_kind, &h.time_seconds);
     }
+    h.last_line = e.lines;
   }
   for (size_t i = 0; i < by_sig.size(); ++i) {
     if (by_sig[i].count == 0) continue;
@@ -520,14 +511,21 @@ const SignatureHit& Hit(const JobExplanation& job, CauseRef ref) {
   return job.logs[ref.log].hits[ref.hit];
 }
 
-// Earlier in the failure chain, then earlier in time when both lines carry
-// comparable timestamps, then the order the logs were given in.
+// Whether x's line came before y's: known only where both start with
+// timestamps of one kind.
+std::optional<bool> EarlierInTime(const SignatureHit& x, const SignatureHit& y) {
+  if (x.time_kind == LogTimeKind::kNone || x.time_kind != y.time_kind) return std::nullopt;
+  return x.time_seconds < y.time_seconds;
+}
+
+// Earlier in the failure chain, then earlier in time, then the order the
+// logs were given in.
 bool Before(const JobExplanation& job, CauseRef a, CauseRef b) {
   const SignatureHit& x = Hit(job, a);
   const SignatureHit& y = Hit(job, b);
   if (x.signature->stage != y.signature->stage) return x.signature->stage < y.signature->stage;
-  if (x.time_kind != kNoTime && x.time_kind == y.time_kind && x.time_seconds != y.time_seconds) {
-    return x.time_seconds < y.time_seconds;
+  if (x.time_seconds != y.time_seconds) {
+    if (std::optional<bool> earlier = EarlierInTime(x, y)) return *earlier;
   }
   return a.log < b.log;
 }
@@ -556,10 +554,7 @@ JobExplanation ExplainJob(std::vector<LogExplanation> logs) {
   job.echoes.assign(roots.begin() + 1, roots.end());
   // The echoes read best in the order they happened.
   std::stable_sort(job.echoes.begin(), job.echoes.end(), [&](CauseRef a, CauseRef b) {
-    const SignatureHit& x = Hit(job, a);
-    const SignatureHit& y = Hit(job, b);
-    if (x.time_kind != kNoTime && x.time_kind == y.time_kind)
-      return x.time_seconds < y.time_seconds;
+    if (std::optional<bool> earlier = EarlierInTime(Hit(job, a), Hit(job, b))) return *earlier;
     return a.log < b.log;
   });
   return job;

@@ -4,7 +4,6 @@
 
 #include <cstddef>
 #include <istream>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +44,11 @@ absl::Span<const LogSignature> LogSignatures();
 // Whether LogSignatures()[index].regex is a valid RE2 pattern.
 bool SignatureCompiles(size_t index);
 
+// The formats of a line's leading timestamp: ISO dates (Python logging,
+// torch elastic), glog's and c10's "W0501 12:00:00.1" (no year), syslog's
+// "May  1 12:00:00" (no year). Only times of one kind compare.
+enum class LogTimeKind { kNone, kDated, kMonthDay, kSyslog };
+
 struct SignatureHit {
   std::string id;
   const LogSignature* signature = nullptr;
@@ -58,13 +62,11 @@ struct SignatureHit {
   // line itself was logged as a warning (a retry that may yet succeed).
   LogSeverity severity = LogSeverity::kInfo;
   // The timestamp that line starts with, if any: its text, and seconds on a
-  // scale shared by lines of the same `time_kind` (0: none).
+  // scale shared by lines of the same `time_kind`; for kDated, unix seconds
+  // (read in the local time zone, TZ, as logs print it).
   std::string time;
-  int time_kind = 0;
+  LogTimeKind time_kind = LogTimeKind::kNone;
   double time_seconds = 0;
-  // When the timestamp has a date: unix seconds, read in the local time zone
-  // (TZ) as logs print it.
-  std::optional<double> unix_time;
 };
 
 struct LogExplanation {

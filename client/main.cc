@@ -138,13 +138,13 @@ int RunExplainLog(const std::vector<std::string>& args) {
     // What gloowatch saw on the links when the root cause was logged.
     const SignatureHit* root =
         job.root.log < 0 ? nullptr : &job.logs[job.root.log].hits[job.root.hit];
-    if (root == nullptr || !root->unix_time) {
+    if (root == nullptr || root->time_kind != LogTimeKind::kDated) {
       const std::string why =
           root == nullptr ? "no error to look up" : "the root cause's line has no dated timestamp";
       out["cluster_at_failure"] = {{"skipped", why}};
       absl::StrAppend(&text, "\ncluster view: ", why, "\n");
     } else {
-      absl::StatusOr<ClusterAtTime> cluster = ClusterAt(*prometheus, *root->unix_time);
+      absl::StatusOr<ClusterAtTime> cluster = ClusterAt(*prometheus, root->time_seconds);
       if (!cluster.ok()) {
         std::cerr << "gloowatch explain-log: " << cluster.status().message() << "\n";
         return kExitUnavailable;
