@@ -169,6 +169,20 @@ class Liveness {
   std::_Exit(code);
 }
 
+// The daemon's start-up check: how this process started (OK, or why not).
+FromTransport Started(const absl::Status& status) {
+  FromTransport started;
+  started.mutable_started()->set_code(static_cast<int>(status.code()));
+  started.mutable_started()->set_message(std::string(status.message()));
+  return started;
+}
+
+// Tells the daemon (which logs it) why we cannot start, then exits.
+[[noreturn]] void FailStart(MessageChannel& channel, const absl::Status& why, int exit_code) {
+  channel.Send(Started(why));
+  ExitTransport(exit_code);
+}
+
 transport::v1::OpenResult OpenResponder(ResponderRegistry& registry,
                                         const transport::v1::OpenResponder& open) {
   transport::v1::OpenResult result;
@@ -205,22 +219,14 @@ int RunTransport(const std::string& gloo_address, int fd) {
     }
   }).detach();
 
-  // Why we cannot start, told to the daemon (which logs it) before we exit.
-  auto fail_start = [channel](const absl::Status& why, int exit_code) {
-    FromTransport started;
-    started.mutable_started()->set_code(static_cast<int>(why.code()));
-    started.mutable_started()->set_message(std::string(why.message()));
-    channel->Send(started);
-    ExitTransport(exit_code);
-  };
   ToTransport message;
   if (channel->Receive(&message) != MessageChannel::Received::kMessage) ExitTransport(kExitOk);
   absl::StatusOr<Config> config = ReadConfigure(message);
-  if (!config.ok()) fail_start(config.status(), kExitConfig);
+  if (!config.ok()) FailStart(*channel, config.status(), kExitConfig);
   absl::StatusOr<std::shared_ptr<gloo::transport::Device>> created = CreateGlooDevice(gloo_address);
-  if (!created.ok()) fail_start(created.status(), kExitUnavailable);
+  if (!created.ok()) FailStart(*channel, created.status(), kExitUnavailable);
   absl::StatusOr<TlsMaterial> tls = LoadTls(config->tls);
-  if (!tls.ok()) fail_start(tls.status(), kExitConfig);
+  if (!tls.ok()) FailStart(*channel, tls.status(), kExitConfig);
   std::shared_ptr<gloo::transport::Device> device = *std::move(created);
   auto* gate = new BandwidthGate(clock, config->schedule.bandwidth_budget);
   auto* registry = new ResponderRegistry(config->node, GLOOWATCH_VERSION, device, gate, clock);
@@ -236,11 +242,7 @@ int RunTransport(const std::string& gloo_address, int fd) {
   auto* probers = new ProberSet(context, channel);
   probers->Apply(ProbedOnly(*config, message.configure()));
   liveness->Set(probers, gate);
-  {
-    FromTransport started;
-    started.mutable_started();
-    if (!channel->Send(started)) ExitTransport(kExitOk);
-  }
+  if (!channel->Send(Started(absl::OkStatus()))) ExitTransport(kExitOk);
 
   while (channel->Receive(&message) == MessageChannel::Received::kMessage) {
     if (message.has_configure()) {
