@@ -102,6 +102,13 @@ std::optional<PrometheusOptions> PrometheusFlags(absl::Duration deadline, int* e
 
 int RunExplainLog(const std::vector<std::string>& args) {
   if (args.empty()) return Usage("explain-log takes FILE... (files, directories, or - for stdin)");
+  // The flags first: a bad --prometheus is refused before any log is read.
+  int exit = kExitOk;
+  std::optional<PrometheusOptions> prometheus;
+  if (!absl::GetFlag(FLAGS_prometheus).empty()) {
+    prometheus = PrometheusFlags(absl::GetFlag(FLAGS_deadline), &exit);
+    if (!prometheus) return exit;
+  }
   absl::StatusOr<std::vector<std::string>> paths = ExpandLogPaths(args);
   if (!paths.ok() || paths->empty()) {
     std::cerr << "gloowatch explain-log: "
@@ -122,38 +129,42 @@ int RunExplainLog(const std::vector<std::string>& args) {
     }
     logs.push_back(ExplainLog(**in, path));
   }
-  int exit = kExitOk;
-  std::optional<PrometheusOptions> prometheus;
-  if (!absl::GetFlag(FLAGS_prometheus).empty()) {
-    prometheus = PrometheusFlags(absl::GetFlag(FLAGS_deadline), &exit);
-    if (!prometheus) return exit;
-  }
-  const bool json = absl::GetFlag(FLAGS_json);
   // One log keeps the single-log output; several are explained as one job.
   const bool single = logs.size() == 1;
   const JobExplanation job = ExplainJob(std::move(logs));
-  nlohmann::json out = single ? ExplanationToJson(job.logs[0]) : JobToJson(job);
-  std::string text = single ? RenderExplanationText(job.logs[0]) : RenderJobText(job);
+  // What gloowatch saw on the links when the root cause was logged.
+  std::optional<ClusterAtTime> cluster;
+  std::string skipped;
   if (prometheus) {
-    // What gloowatch saw on the links when the root cause was logged.
     const SignatureHit* root =
         job.root.log < 0 ? nullptr : &job.logs[job.root.log].hits[job.root.hit];
     if (root == nullptr || root->time_kind != LogTimeKind::kDated) {
-      const std::string why =
+      skipped =
           root == nullptr ? "no error to look up" : "the root cause's line has no dated timestamp";
-      out["cluster_at_failure"] = {{"skipped", why}};
-      absl::StrAppend(&text, "\ncluster view: ", why, "\n");
     } else {
-      absl::StatusOr<ClusterAtTime> cluster = ClusterAt(*prometheus, root->time_seconds);
-      if (!cluster.ok()) {
-        std::cerr << "gloowatch explain-log: " << cluster.status().message() << "\n";
+      absl::StatusOr<ClusterAtTime> at = ClusterAt(*prometheus, root->time_seconds);
+      if (!at.ok()) {
+        std::cerr << "gloowatch explain-log: " << at.status().message() << "\n";
         return kExitUnavailable;
       }
-      out["cluster_at_failure"] = ClusterAtToJson(*cluster);
-      absl::StrAppend(&text, "\n", RenderClusterAt(*cluster, prometheus->url));
+      cluster = *std::move(at);
     }
   }
-  std::cout << (json ? DumpJson(out) + "\n" : text);
+  if (absl::GetFlag(FLAGS_json)) {
+    nlohmann::json out = single ? ExplanationToJson(job.logs[0]) : JobToJson(job);
+    if (prometheus) {
+      out["cluster_at_failure"] =
+          cluster ? ClusterAtToJson(*cluster) : nlohmann::json{{"skipped", skipped}};
+    }
+    std::cout << DumpJson(out) << "\n";
+  } else {
+    std::cout << (single ? RenderExplanationText(job.logs[0]) : RenderJobText(job));
+    if (prometheus) {
+      std::cout << "\n"
+                << (cluster ? RenderClusterAt(*cluster, prometheus->url)
+                            : absl::StrCat("cluster view: ", skipped, "\n"));
+    }
+  }
   return JobExitCode(job);
 }
 
