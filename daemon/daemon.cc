@@ -125,6 +125,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
       probed.tracker->RecordFailure(v1::FAILURE_REASON_OTHER, why);
     }
   };
+  transport.on_pid = [self](pid_t pid) { self->metrics_->SetTransportPid(pid); };
   transport.on_bandwidth_transfer = [self](absl::Duration took) {
     self->metrics_->CountBandwidthTransferTime(absl::ToDoubleSeconds(took));
   };

@@ -169,8 +169,12 @@ Metrics::~Metrics() = default;
 absl::Status Metrics::Serve(const std::string& host_port) {
   absl::StatusOr<std::unique_ptr<ScrapeServer>> server = ScrapeServer::Start(
       host_port,
-      [registry = registry_] {
-        return prometheus::TextSerializer().Serialize(registry->Collect());
+      [registry = registry_, process = process_] {
+        std::vector<prometheus::MetricFamily> families = registry->Collect();
+        for (prometheus::MetricFamily& family : process->Collect()) {
+          families.push_back(std::move(family));
+        }
+        return prometheus::TextSerializer().Serialize(families);
       },
       ScrapeServer::Options());
   if (!server.ok()) return server.status();

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "daemon/process_metrics.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
@@ -102,6 +103,8 @@ class Metrics {
                           double communication_seconds);
   void RemoveTrainingSeries(const std::string& job, int rank);
   void CountTransportRestart() { transport_restarts_->Increment(); }
+  // The transport child's process_* series follow this pid (-1: none runs).
+  void SetTransportPid(pid_t pid) { process_->SetTransportPid(pid); }
   void CountBandwidthTransferTime(double seconds) { bandwidth_transfer_->Increment(seconds); }
   // gloowatch_threshold_*: the thresholds the verdict uses (set at start and
   // on every reload).
@@ -112,6 +115,7 @@ class Metrics {
   friend class PeerMetrics;
   Identity identity_;
   std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<ProcessCollector> process_ = std::make_shared<ProcessCollector>();
   std::unique_ptr<ScrapeServer> server_;
   prometheus::Family<prometheus::Gauge>* up_;
   prometheus::Family<prometheus::Histogram>* rtt_;

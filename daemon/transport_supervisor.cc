@@ -188,6 +188,7 @@ std::string TransportSupervisor::RunOnce(pid_t pid,
     reported_transfer_nanos_ = 0;
     configure_unsent_ = true;  // the first message of every transport
   }
+  if (options_.on_pid) options_.on_pid(pid);
   std::thread writer([this, channel] { Write(channel); });
   std::string hung;
   FromTransport message;
@@ -226,6 +227,7 @@ std::string TransportSupervisor::RunOnce(pid_t pid,
     stopping = stopping_;
     waiting = TakePending();
   }
+  if (options_.on_pid) options_.on_pid(-1);
   Fail(std::move(waiting), absl::UnavailableError(stopping ? "this node is shutting down"
                                                            : "probe transport restarting; retry"));
   channel->Shutdown();  // wakes the writer if it is blocked in send

@@ -62,6 +62,9 @@ class TransportSupervisor final : public ResponderOpener {
     // Called after the transport died or was killed, with why; before the
     // restart.
     std::function<void(const std::string& why)> on_exit;
+    // Called with the pid of every transport process started, and with -1
+    // once it has ended.
+    std::function<void(pid_t)> on_pid;
     // Time the transport's bandwidth transfers took since the last call.
     std::function<void(absl::Duration)> on_bandwidth_transfer;
   };

@@ -1,7 +1,7 @@
 // docs/metrics.md documents exactly what a real daemon exports: every
-// gloowatch_* family in a /metrics scrape (its # TYPE line) is in the doc's
-// table with the same type and labels, and every family in the table is in
-// the scrape.
+// gloowatch_* and process_* family in a /metrics scrape (its # TYPE line) is
+// in the doc's table with the same type and labels, and every family in the
+// table is in the scrape.
 #include <algorithm>
 #include <cstring>
 #include <fstream>
@@ -22,6 +22,10 @@
 namespace gloowatch::testing {
 namespace {
 
+bool OurFamily(absl::string_view name) {
+  return absl::StartsWith(name, "gloowatch_") || absl::StartsWith(name, "process_");
+}
+
 struct Family {
   std::string type;
   std::set<std::string> labels;
@@ -39,7 +43,7 @@ std::map<std::string, Family> DocumentedFamilies(std::string* error) {
   std::map<std::string, Family> out;
   std::string line;
   while (std::getline(in, line)) {
-    if (!absl::StartsWith(line, "| `gloowatch_")) continue;
+    if (!absl::StartsWith(line, "| `") || !OurFamily(absl::string_view(line).substr(3))) continue;
     std::vector<std::string> cells = absl::StrSplit(line, '|');
     // "", name, type, unit, labels, meaning, ""
     if (cells.size() < 6) {
@@ -64,7 +68,7 @@ std::map<std::string, Family> ScrapedFamilies(const std::string& text) {
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     if (absl::ConsumePrefix(&line, "# TYPE ")) {
       std::vector<std::string> parts = absl::StrSplit(line, ' ');
-      if (parts.size() == 2 && absl::StartsWith(parts[0], "gloowatch_")) {
+      if (parts.size() == 2 && OurFamily(parts[0])) {
         out[parts[0]].type = parts[1];
       }
       continue;
