@@ -152,6 +152,24 @@ absl::Status CheckPath(absl::string_view s) {
   return absl::OkStatus();
 }
 
+// "$2y$10$" + 22 characters of salt + 31 of hash, bcrypt's alphabet.
+absl::Status CheckBcryptHash(absl::string_view s) {
+  const bool shape =
+      s.size() == 60 &&
+      (absl::StartsWith(s, "$2a$") || absl::StartsWith(s, "$2b$") || absl::StartsWith(s, "$2y$")) &&
+      absl::ascii_isdigit(s[4]) && absl::ascii_isdigit(s[5]) && s[6] == '$' &&
+      s.find_first_not_of(
+          "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+          "0123456789",
+          7) == absl::string_view::npos;
+  if (!shape) {
+    return Bad(
+        "is not a bcrypt hash (60 characters starting with $2y$ and the cost, as "
+        "`htpasswd -nBC 10 USER` prints after the colon)");
+  }
+  return absl::OkStatus();
+}
+
 // ---- Parse state and the schema walker ------------------------------------
 
 struct Ctx {
@@ -418,6 +436,21 @@ const std::vector<Field<Config>>& Schema() {
       {"group", false, Text(&Config::group, "a name", CheckName)},
       {"grpc_listen", true, Addr(&Config::grpc_listen)},
       {"metrics_listen", true, Addr(&Config::metrics_listen)},
+      {"metrics_web", false,
+       Section(
+           &Config::metrics_web,
+           std::vector<Field<MetricsWebConfig>>{
+               {"tls_cert", false,
+                Text(&MetricsWebConfig::tls_cert_file, "a file path", CheckPath)},
+               {"tls_key", false, Text(&MetricsWebConfig::tls_key_file, "a file path", CheckPath)},
+               {"tls_client_ca", false,
+                Text(&MetricsWebConfig::tls_client_ca_file, "a file path", CheckPath)},
+               {"basic_auth_user", false,
+                Text(&MetricsWebConfig::basic_auth_user, "a name", CheckName)},
+               {"basic_auth_password_hash", false,
+                Text(&MetricsWebConfig::basic_auth_password_hash, "a bcrypt hash",
+                     CheckBcryptHash)},
+           })},
       {"gloo", false,
        Section(
            &Config::gloo,
@@ -514,6 +547,19 @@ void CheckCrossFields(Ctx& ctx, const Config& c) {
   if ((tls.ca_file.empty() || tls.cert_file.empty() || tls.key_file.empty()) &&
       !(tls.ca_file.empty() && tls.cert_file.empty() && tls.key_file.empty())) {
     ctx.Error("tls", "set all of tls.ca, tls.cert and tls.key, or none");
+  }
+  const MetricsWebConfig& web = c.metrics_web;
+  if (web.tls_cert_file.empty() != web.tls_key_file.empty()) {
+    ctx.Error("metrics_web", "set both metrics_web.tls_cert and metrics_web.tls_key, or neither");
+  }
+  if (!web.tls_client_ca_file.empty() && web.tls_cert_file.empty()) {
+    ctx.Error("metrics_web.tls_client_ca",
+              "client certificates need TLS: set metrics_web.tls_cert and tls_key too");
+  }
+  if (web.basic_auth_user.empty() != web.basic_auth_password_hash.empty()) {
+    ctx.Error("metrics_web",
+              "set both metrics_web.basic_auth_user and basic_auth_password_hash, "
+              "or neither");
   }
   const ProbeConfig& p = c.probe;
   if (p.bandwidth_bytes % p.bandwidth_message_bytes != 0) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -71,6 +72,22 @@ struct TlsConfig {
   bool enabled() const { return !cert_file.empty(); }
 };
 
+// Optional TLS and HTTP basic auth for /metrics, in the spirit of
+// Prometheus' exporter-toolkit web config (one user: the scraper).
+struct MetricsWebConfig {
+  std::string tls_cert_file;       // PEM certificate the endpoint presents
+  std::string tls_key_file;        // its private key
+  std::string tls_client_ca_file;  // with it, only clients with a certificate it signed
+  std::string basic_auth_user;
+  std::string basic_auth_password_hash;  // bcrypt ($2a$, $2b$, $2y$), as htpasswd -B writes
+  bool tls() const { return !tls_cert_file.empty(); }
+  bool basic_auth() const { return !basic_auth_user.empty(); }
+  auto Tied() const {
+    return std::tie(tls_cert_file, tls_key_file, tls_client_ca_file, basic_auth_user,
+                    basic_auth_password_hash);
+  }
+};
+
 struct Thresholds {
   absl::Duration latency = absl::Milliseconds(2);
   double bandwidth_link_ratio = 0.8;
@@ -98,6 +115,7 @@ struct Config {
   std::string group;  // this node's rack/switch label, like PeerConfig::group
   HostPort grpc_listen;
   HostPort metrics_listen;
+  MetricsWebConfig metrics_web;
   GlooConfig gloo;
   ScheduleConfig schedule;
   ProbeConfig probe;

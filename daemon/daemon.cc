@@ -86,7 +86,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
       Metrics::Identity{c.node, GLOOWATCH_VERSION, GLOOWATCH_GLOO_VERSION, d->endpoint_.interface,
                         d->endpoint_.link_speed_bytes_per_second});
   d->metrics_->SetThresholds(ThresholdsProto(c.thresholds));
-  if (absl::Status s = d->metrics_->Serve(c.metrics_listen.ToString()); !s.ok()) return s;
+  if (absl::Status s = d->metrics_->Serve(c.metrics_listen.ToString(), c.metrics_web); !s.ok())
+    return s;
 
   // Every configured peer may open pairs to us; we probe the ones the
   // topology selects.
@@ -228,6 +229,7 @@ absl::Status Daemon::Reload(Config next) {
     if (next.metrics_listen.ToString() != now.metrics_listen.ToString()) {
       restart_only.push_back("metrics_listen");
     }
+    if (next.metrics_web.Tied() != now.metrics_web.Tied()) restart_only.push_back("metrics_web");
     if (next.gloo.address != now.gloo.address || next.gloo.interface != now.gloo.interface ||
         next.gloo.link_speed_bytes_per_second != now.gloo.link_speed_bytes_per_second) {
       restart_only.push_back("gloo.address/interface/link_speed");

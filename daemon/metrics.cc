@@ -166,7 +166,17 @@ void Metrics::SetThresholds(const v1::Thresholds& t) {
 
 Metrics::~Metrics() = default;
 
-absl::Status Metrics::Serve(const std::string& host_port) {
+absl::Status Metrics::Serve(const std::string& host_port, const MetricsWebConfig& web) {
+  ScrapeServer::Options options;
+  if (web.tls()) {
+    auto tls = TlsServerContext::Load(web.tls_cert_file, web.tls_key_file, web.tls_client_ca_file);
+    if (!tls.ok()) return tls.status();
+    options.tls = *std::move(tls);
+  }
+  if (web.basic_auth()) {
+    options.basic_auth =
+        std::make_shared<BasicAuth>(web.basic_auth_user, web.basic_auth_password_hash);
+  }
   absl::StatusOr<std::unique_ptr<ScrapeServer>> server = ScrapeServer::Start(
       host_port,
       [registry = registry_, process = process_] {
@@ -176,7 +186,7 @@ absl::Status Metrics::Serve(const std::string& host_port) {
         }
         return prometheus::TextSerializer().Serialize(families);
       },
-      ScrapeServer::Options());
+      std::move(options));
   if (!server.ok()) return server.status();
   server_ = *std::move(server);
   return absl::OkStatus();

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/config.h"
 #include "daemon/process_metrics.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
@@ -92,8 +93,9 @@ class Metrics {
   explicit Metrics(Identity identity);
   ~Metrics();
 
-  // Serves /metrics on host:port. Fails (never throws) when the port is taken.
-  absl::Status Serve(const std::string& host_port);
+  // Serves /metrics on host:port, with the TLS and basic auth `web` asks
+  // for. Fails (never throws) when the port is taken or a TLS file is bad.
+  absl::Status Serve(const std::string& host_port, const MetricsWebConfig& web);
 
   std::unique_ptr<PeerMetrics> AddPeer(const std::string& peer);
   prometheus::Registry& registry() { return *registry_; }

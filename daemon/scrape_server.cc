@@ -29,6 +29,7 @@ struct Request {
   std::string path;  // without the query
   bool keep_alive = false;
   bool has_body = false;
+  std::string authorization;  // as sent: credentials are case-sensitive
 };
 
 // Parses a request header (up to and without the blank line); false when it
@@ -48,6 +49,10 @@ bool ParseRequest(absl::string_view header, Request* request) {
     const size_t colon = line.find(':');
     if (colon == absl::string_view::npos) continue;
     const std::string name = absl::AsciiStrToLower(line.substr(0, colon));
+    if (name == "authorization") {
+      request->authorization = std::string(absl::StripAsciiWhitespace(line.substr(colon + 1)));
+      continue;
+    }
     const std::string value =
         absl::AsciiStrToLower(absl::StripAsciiWhitespace(line.substr(colon + 1)));
     if (name == "connection") {
@@ -60,11 +65,13 @@ bool ParseRequest(absl::string_view header, Request* request) {
   return true;
 }
 
+// `extra_headers`: whole lines, each ending in \r\n.
 std::string Response(absl::string_view status, absl::string_view content_type,
-                     absl::string_view body, bool head_only, bool keep_alive) {
+                     absl::string_view body, bool head_only, bool keep_alive,
+                     absl::string_view extra_headers = "") {
   std::string out = absl::StrCat(
       "HTTP/1.1 ", status, "\r\nContent-Type: ", content_type, "\r\nContent-Length: ", body.size(),
-      "\r\nConnection: ", keep_alive ? "keep-alive" : "close", "\r\n\r\n");
+      "\r\nConnection: ", keep_alive ? "keep-alive" : "close", "\r\n", extra_headers, "\r\n");
   if (!head_only) out.append(body.data(), body.size());
   return out;
 }
@@ -125,6 +132,8 @@ class ScrapeServer::Loop {
     size_t written = 0;
     bool writing = false;
     bool close_after = false;
+    std::unique_ptr<ConnectionStream> stream;
+    uint32_t watching = EPOLLIN | EPOLLRDHUP;
   };
 
   int NextTimeoutMs() const {
@@ -146,6 +155,7 @@ class ScrapeServer::Loop {
       if (conns_.size() >= options_.max_connections) Evict();
       const absl::Time now = absl::Now();
       Conn& conn = conns_[fd];
+      conn.stream = std::make_unique<ConnectionStream>(fd, options_.tls.get());
       conn.since = now;
       conn.deadline = now + options_.request_timeout;
       epoll_event ev{};
@@ -211,14 +221,21 @@ class ScrapeServer::Loop {
     }
     char buffer[16 << 10];
     while (true) {
-      const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
-      if (n > 0) {
-        conn.in.append(buffer, static_cast<size_t>(n));
+      const ConnectionStream::Result got = conn.stream->Read(buffer, sizeof(buffer));
+      if (got.state == ConnectionStream::State::kBytes) {
+        conn.in.append(buffer, got.bytes);
         if (conn.in.size() > options_.max_request_bytes) break;
         continue;
       }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      // A TLS handshake may have to write before it can read on.
+      if (got.state == ConnectionStream::State::kWantWrite) {
+        Watch(fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP);
+        return;
+      }
+      if (got.state == ConnectionStream::State::kWantRead) {
+        Watch(fd, EPOLLIN | EPOLLRDHUP);
+        break;
+      }
       // End of stream or error: what was received may still be answered
       // (a client that half-closes after its request), otherwise drop.
       if (conn.in.find("\r\n\r\n") == std::string::npos &&
@@ -267,6 +284,23 @@ class ScrapeServer::Loop {
           Response("405 Method Not Allowed", "text/plain", "only GET and HEAD\n", false, false),
           false);
     }
+    if (options_.basic_auth) {
+      switch (options_.basic_auth->Check(request.authorization, absl::Now())) {
+        case BasicAuth::Verdict::kAllowed:
+          break;
+        case BasicAuth::Verdict::kDenied:
+          return Send(fd, conn,
+                      Response("401 Unauthorized", "text/plain", "unauthorized\n", head, keep_alive,
+                               "WWW-Authenticate: Basic realm=\"gloowatch\"\r\n"),
+                      keep_alive);
+        case BasicAuth::Verdict::kTooManyAttempts:
+          return Send(fd, conn,
+                      Response("429 Too Many Requests", "text/plain",
+                               "too many authentication attempts; retry in a second\n", head, false,
+                               "Retry-After: 1\r\n"),
+                      false);
+      }
+    }
     if (request.path != "/metrics") {
       return Send(fd, conn,
                   Response("404 Not Found", "text/plain", "see /metrics\n", head, keep_alive),
@@ -289,15 +323,19 @@ class ScrapeServer::Loop {
 
   void Write(int fd, Conn& conn) {
     while (conn.written < conn.out.size()) {
-      const ssize_t n =
-          send(fd, conn.out.data() + conn.written, conn.out.size() - conn.written, MSG_NOSIGNAL);
-      if (n > 0) {
-        conn.written += static_cast<size_t>(n);
-        continue;
+      const ConnectionStream::Result put =
+          conn.stream->Write(conn.out.data() + conn.written, conn.out.size() - conn.written);
+      switch (put.state) {
+        case ConnectionStream::State::kBytes:
+          conn.written += put.bytes;
+          continue;
+        case ConnectionStream::State::kWantWrite:
+          return Watch(fd, EPOLLOUT);
+        case ConnectionStream::State::kWantRead:  // TLS: a record to read first
+          return Watch(fd, EPOLLIN);
+        case ConnectionStream::State::kClosed:
+          return Drop(fd);
       }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Watch(fd, EPOLLOUT);
-      return Drop(fd);
     }
     if (conn.close_after) return Drop(fd);
     // Keep-alive: the next request (perhaps already here, pipelined).
@@ -311,6 +349,9 @@ class ScrapeServer::Loop {
   }
 
   void Watch(int fd, uint32_t events) {
+    auto it = conns_.find(fd);
+    if (it == conns_.end() || it->second.watching == events) return;
+    it->second.watching = events;
     epoll_event ev{};
     ev.events = events;
     ev.data.fd = fd;

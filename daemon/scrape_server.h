@@ -13,6 +13,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "daemon/basic_auth.h"
+#include "daemon/tls_stream.h"
 
 namespace gloowatch {
 
@@ -28,6 +30,11 @@ class ScrapeServer {
     // To write a whole answer.
     absl::Duration response_timeout = absl::Seconds(10);
     size_t max_request_bytes = 8 << 10;
+    // TLS on every connection when set; plain HTTP otherwise.
+    std::shared_ptr<const TlsServerContext> tls;
+    // Every request must pass it when set (401 otherwise). Used only by the
+    // server's thread.
+    std::shared_ptr<BasicAuth> basic_auth;
   };
   // The body of a GET /metrics (Prometheus text format).
   using Render = std::function<std::string()>;

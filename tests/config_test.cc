@@ -213,6 +213,12 @@ TEST(ConfigTest, ExampleFileIsValidAndSetsEveryKey) {
   for (absl::string_view key : {"node:",
                                 "grpc_listen:",
                                 "metrics_listen:",
+                                "metrics_web:",
+                                "tls_cert:",
+                                "tls_key:",
+                                "tls_client_ca:",
+                                "basic_auth_user:",
+                                "basic_auth_password_hash:",
                                 "gloo:",
                                 "address:",
                                 "interface:",
@@ -505,7 +511,8 @@ const ErrorCase kErrorCases[] = {
     // Unknown keys.
     {"UnknownTopLevel", B("nodes: x\n"), 4, "nodes", "did you mean 'node'"},
     {"UnknownTopLevelListsAllowed", B("zzz: 1\n"), 4, "zzz",
-     "allowed: node, group, grpc_listen, metrics_listen, gloo, schedule, probe, thresholds, tls, "
+     "allowed: node, group, grpc_listen, metrics_listen, metrics_web, gloo, schedule, probe, "
+     "thresholds, tls, "
      "topology, peers"},
     {"UnknownNestedSuggests", B("schedule:\n  lantency_interval: 5s\n"), 5,
      "schedule.lantency_interval", "unknown key 'lantency_interval'; did you mean 'latency_interval'"},

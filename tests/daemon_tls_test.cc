@@ -12,30 +12,6 @@
 namespace gloowatch::testing {
 namespace {
 
-// A CA and a certificate for 127.0.0.1 signed by it, written by openssl.
-struct Pki {
-  std::string ca, cert, key;
-};
-
-bool Run(const std::string& command) {
-  return std::system((command + " 2>/dev/null").c_str()) == 0;
-}
-
-Pki MakePki(const TempDir& dir, const std::string& name) {
-  const std::string p = absl::StrCat(dir.path(), "/", name);
-  const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-  dir.Write(name + ".ext", "subjectAltName=IP:127.0.0.1\n");
-  const bool ok =
-      Run(absl::StrCat("openssl req -x509 ", ec, " -keyout ", p, "-ca.key -out ", p,
-                       "-ca.pem -days 2 -subj /CN=", name, "-ca")) &&
-      Run(absl::StrCat("openssl req ", ec, " -keyout ", p, ".key -out ", p,
-                       ".csr -subj /CN=", name)) &&
-      Run(absl::StrCat("openssl x509 -req -in ", p, ".csr -CA ", p, "-ca.pem -CAkey ", p,
-                       "-ca.key -CAcreateserial -days 2 -out ", p, ".pem -extfile ", p, ".ext"));
-  EXPECT_TRUE(ok) << "openssl failed";
-  return {p + "-ca.pem", p + ".pem", p + ".key"};
-}
-
 std::shared_ptr<grpc::ChannelCredentials> Credentials(const Pki& pki) {
   auto tls = LoadTls({pki.ca, pki.cert, pki.key});
   EXPECT_TRUE(tls.ok()) << tls.status();
@@ -54,8 +30,11 @@ std::string TlsYaml(const Pki& pki) {
 class DaemonTlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    pki_ = MakePki(dir_, "cluster");
-    rogue_ = MakePki(dir_, "rogue");
+    absl::StatusOr<Pki> pki = MakePki(dir_, "cluster");
+    absl::StatusOr<Pki> rogue = MakePki(dir_, "rogue");
+    ASSERT_TRUE(pki.ok() && rogue.ok()) << pki.status() << rogue.status();
+    pki_ = *pki;
+    rogue_ = *rogue;
   }
   TempDir dir_;
   Pki pki_, rogue_;

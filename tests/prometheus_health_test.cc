@@ -370,10 +370,6 @@ TEST_F(PrometheusHealthTest, SamePictureAsTheDaemonsAndAKilledDaemonFails) {
   std::cout << "whole test took " << absl::FormatDuration(absl::Now() - start) << "\n";
 }
 
-bool Shell(const std::string& command) {
-  return std::system((command + " > /dev/null 2>&1").c_str()) == 0;
-}
-
 // https:// with --tls_ca: a real Prometheus serving TLS (web.config.file)
 // with a certificate for 127.0.0.1 from a CA the test makes. It scrapes
 // nothing, so a working query ends in "no gloowatch series"; without the CA
@@ -381,19 +377,11 @@ bool Shell(const std::string& command) {
 TEST(PrometheusHealthTlsTest, HttpsWithTheServersCa) {
   if (access(kPrometheus, X_OK) != 0) GTEST_SKIP() << kPrometheus << " is not installed";
   TempDir dir;
-  const std::string p = dir.path() + "/prom";
-  const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-  dir.Write("prom.ext", "subjectAltName=IP:127.0.0.1\n");
-  ASSERT_TRUE(
-      Shell(absl::StrCat("openssl req -x509 ", ec, " -keyout ", p, "-ca.key -out ", p,
-                         "-ca.pem -days 2 -subj /CN=prom-ca")) &&
-      Shell(absl::StrCat("openssl req ", ec, " -keyout ", p, ".key -out ", p,
-                         ".csr -subj /CN=prom")) &&
-      Shell(absl::StrCat("openssl x509 -req -in ", p, ".csr -CA ", p, "-ca.pem -CAkey ", p,
-                         "-ca.key -CAcreateserial -days 2 -out ", p, ".pem -extfile ", p, ".ext")))
-      << "openssl failed";
-  const std::string web = dir.Write("web.yml", absl::StrCat("tls_server_config:\n  cert_file: ", p,
-                                                            ".pem\n  key_file: ", p, ".key\n"));
+  const absl::StatusOr<Pki> pki = MakePki(dir, "prom");
+  ASSERT_TRUE(pki.ok()) << pki.status();
+  const std::string web =
+      dir.Write("web.yml", absl::StrCat("tls_server_config:\n  cert_file: ", pki->cert,
+                                        "\n  key_file: ", pki->key, "\n"));
   const std::string config = dir.Write("prometheus.yml", "global:\n  scrape_interval: 1s\n");
   const int port = FreePort();
   std::unique_ptr<Process> prometheus =
@@ -402,7 +390,7 @@ TEST(PrometheusHealthTlsTest, HttpsWithTheServersCa) {
   ProcessResult r;
   const bool answered = WaitFor(
       [&] {
-        r = Cli({"health", "--prometheus", url, "--tls_ca", p + "-ca.pem"});
+        r = Cli({"health", "--prometheus", url, "--tls_ca", pki->ca});
         return r.exit_code == 69 && absl::StrContains(r.err, "no gloowatch series");
       },
       absl::Seconds(20));

@@ -75,6 +75,24 @@ std::string TempDir::Write(const std::string& name, const std::string& contents)
   return path;
 }
 
+absl::StatusOr<Pki> MakePki(const TempDir& dir, const std::string& name) {
+  const std::string p = absl::StrCat(dir.path(), "/", name);
+  const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+  dir.Write(name + ".ext", "subjectAltName=IP:127.0.0.1\n");
+  auto run = [](const std::string& command) {
+    return std::system((command + " >/dev/null 2>&1").c_str()) == 0;
+  };
+  const bool ok =
+      run(absl::StrCat("openssl req -x509 ", ec, " -keyout ", p, "-ca.key -out ", p,
+                       "-ca.pem -days 2 -subj /CN=", name, "-ca")) &&
+      run(absl::StrCat("openssl req ", ec, " -keyout ", p, ".key -out ", p,
+                       ".csr -subj /CN=", name)) &&
+      run(absl::StrCat("openssl x509 -req -in ", p, ".csr -CA ", p, "-ca.pem -CAkey ", p,
+                       "-ca.key -CAcreateserial -days 2 -out ", p, ".pem -extfile ", p, ".ext"));
+  if (!ok) return absl::InternalError(absl::StrCat("openssl failed making the test PKI ", name));
+  return Pki{p + "-ca.pem", p + ".pem", p + ".key"};
+}
+
 std::string BinaryPath(const std::string& name) {
   const char* dir = std::getenv("GLOOWATCH_BIN_DIR");
   return absl::StrCat(dir ? dir : ".", "/", name);

@@ -33,6 +33,14 @@ class TempDir {
   std::string path_;
 };
 
+// A CA and a certificate for 127.0.0.1 signed by it (EC P-256, 2 days),
+// written by the openssl CLI into `dir` as <name>-ca.pem, <name>.pem and
+// <name>.key.
+struct Pki {
+  std::string ca, cert, key;
+};
+absl::StatusOr<Pki> MakePki(const TempDir& dir, const std::string& name);
+
 // Path of a binary built by this project (env GLOOWATCH_BIN_DIR).
 std::string BinaryPath(const std::string& name);
 
