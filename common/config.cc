@@ -174,6 +174,7 @@ absl::Status CheckBcryptHash(absl::string_view s) {
 
 struct Ctx {
   std::string source;
+  ConfigOptions options;
   std::vector<std::string> errors;
   size_t dropped = 0;
   // Where each visited key's value sits, so later cross-field checks can
@@ -292,7 +293,9 @@ void WalkMap(Ctx& ctx, const YAML::Node& map, const std::string& path,
     field->handle(ctx, kv.second, sub, out);
   }
   for (const Field<T>& f : fields) {
-    if (f.required && !first_line.contains(f.key)) {
+    // --node stands for a missing `node:`.
+    const bool given = path.empty() && f.key == "node" && !ctx.options.node.empty();
+    if (f.required && !given && !first_line.contains(f.key)) {
       ctx.Error(path, absl::StrCat("missing required key '", f.key, "'"));
     }
   }
@@ -593,7 +596,7 @@ void CheckCrossFields(Ctx& ctx, const Config& c) {
   for (size_t i = 0; i < c.peers.size(); ++i) {
     const PeerConfig& peer = c.peers[i];
     const std::string at = absl::StrCat("peers[", i, "]");
-    if (peer.name == c.node) {
+    if (peer.name == c.node && ctx.options.node.empty()) {
       ctx.Error(at + ".name",
                 absl::StrCat("peer ", Quote(peer.name),
                              " has this node's own name (node:); list only the other nodes"));
@@ -747,9 +750,32 @@ absl::StatusOr<double> ParseLinkSpeed(absl::string_view text) {
   return value * u->second;
 }
 
-absl::StatusOr<Config> ParseConfig(absl::string_view yaml, absl::string_view source) {
+// --node: this node's name. Checked before the cross-field rules, which
+// then allow this node in the peer list.
+void ApplyNodeOption(Ctx& ctx, Config& c) {
+  if (ctx.options.node.empty()) return;
+  if (absl::Status s = CheckName(ctx.options.node); !s.ok()) {
+    ctx.Error("", absl::StrCat("--node: ", s.message()));
+    return;
+  }
+  c.node = ctx.options.node;
+}
+
+// With --node, one file may list every node: our own entry leaves the peers
+// (its group becomes ours unless `group:` is set).
+void DropSelfFromPeers(Config& c) {
+  auto self = std::find_if(c.peers.begin(), c.peers.end(),
+                           [&](const PeerConfig& p) { return p.name == c.node; });
+  if (self == c.peers.end()) return;
+  if (c.group.empty()) c.group = self->group;
+  c.peers.erase(self);
+}
+
+absl::StatusOr<Config> ParseConfig(absl::string_view yaml, absl::string_view source,
+                                   const ConfigOptions& options) {
   Ctx ctx;
   ctx.source = std::string(source);
+  ctx.options = options;
   if (yaml.size() > kMaxConfigBytes) {
     return Bad(source, ": config is ", yaml.size(), " bytes; the limit is 1 MiB");
   }
@@ -774,8 +800,12 @@ absl::StatusOr<Config> ParseConfig(absl::string_view yaml, absl::string_view sou
       config.source = std::string(source);
       config.yaml = std::string(text);
       WalkMap(ctx, root, "", Schema(), config);
+      if (ctx.errors.empty()) ApplyNodeOption(ctx, config);
       if (ctx.errors.empty()) CheckCrossFields(ctx, config);
-      if (ctx.errors.empty()) return config;
+      if (ctx.errors.empty()) {
+        if (!options.node.empty()) DropSelfFromPeers(config);
+        return config;
+      }
     }
   } catch (const Rejected& e) {
     ctx.ErrorAt(e.mark, "", e.msg);
@@ -787,7 +817,7 @@ absl::StatusOr<Config> ParseConfig(absl::string_view yaml, absl::string_view sou
   return ctx.ToStatus();
 }
 
-absl::StatusOr<Config> LoadConfigFile(const std::string& path) {
+absl::StatusOr<Config> LoadConfigFile(const std::string& path, const ConfigOptions& options) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return absl::ErrnoToStatus(errno, absl::StrCat("cannot open config file '", path, "'"));
@@ -808,7 +838,7 @@ absl::StatusOr<Config> LoadConfigFile(const std::string& path) {
   }
   close(fd);
   if (!status.ok()) return status;
-  return ParseConfig(text, path);
+  return ParseConfig(text, path, options);
 }
 
 }  // namespace gloowatch

@@ -125,12 +125,22 @@ struct Config {
   std::vector<PeerConfig> peers;
 };
 
+// What the command line adds to the file.
+struct ConfigOptions {
+  // gloowatchd --node: this node's name, instead of (or over) `node:`. The
+  // peer list may then hold this node too (it is left out), so that one
+  // file, listing every node, serves the whole fleet (a Kubernetes
+  // DaemonSet's ConfigMap, one file pushed to every host).
+  std::string node;
+};
+
 // Parses and validates YAML text. `source` names the file in error messages,
 // which have the form "<source>:<line>:<column>: <key path>: <problem>".
-absl::StatusOr<Config> ParseConfig(absl::string_view yaml, absl::string_view source);
+absl::StatusOr<Config> ParseConfig(absl::string_view yaml, absl::string_view source,
+                                   const ConfigOptions& options = {});
 
 // Reads `path` and parses it.
-absl::StatusOr<Config> LoadConfigFile(const std::string& path);
+absl::StatusOr<Config> LoadConfigFile(const std::string& path, const ConfigOptions& options = {});
 
 // Config text (or file) larger than this is rejected before parsing.
 inline constexpr size_t kMaxConfigBytes = size_t{1} << 20;

@@ -31,28 +31,30 @@ std::string DescribeExit(int status) {
   return absl::StrCat("ended with status ", status);
 }
 
+transport::v1::Configure ConfigureMessage(const Config& config,
+                                          const std::vector<std::string>& probe_peers) {
+  transport::v1::Configure configure;
+  configure.set_yaml(config.yaml);
+  configure.set_source(config.source);
+  configure.set_node(config.node);
+  for (const std::string& peer : probe_peers) configure.add_probe_peers(peer);
+  return configure;
+}
+
 }  // namespace
 
 TransportSupervisor::TransportSupervisor(Options options, const Clock* clock)
     : options_(std::move(options)),
       clock_(clock),
       admission_(options_.max_opens_in_flight, options_.max_opens_per_peer) {
-  configure_.mutable_configure()->set_yaml(options_.config.yaml);
-  configure_.mutable_configure()->set_source(options_.config.source);
-  for (const std::string& peer : options_.probe_peers) {
-    configure_.mutable_configure()->add_probe_peers(peer);
-  }
+  *configure_.mutable_configure() = ConfigureMessage(options_.config, options_.probe_peers);
   last_progress_ = clock_->Monotonic();
 }
 
 void TransportSupervisor::Reconfigure(const Config& config,
                                       const std::vector<std::string>& probe_peers) {
   absl::MutexLock lock(&mu_);
-  transport::v1::Configure* configure = configure_.mutable_configure();
-  configure->set_yaml(config.yaml);
-  configure->set_source(config.source);
-  configure->clear_probe_peers();
-  for (const std::string& peer : probe_peers) configure->add_probe_peers(peer);
+  *configure_.mutable_configure() = ConfigureMessage(config, probe_peers);
   // Only the latest config matters: one not yet sent is replaced.
   configure_unsent_ = true;
 }

@@ -25,6 +25,9 @@
 ABSL_FLAG(std::string, config, "/etc/gloowatch/gloowatchd.yaml", "Path of the YAML config");
 ABSL_FLAG(std::string, check_config, "",
           "Validate this config file, print the result and exit (0 valid, 1 invalid)");
+ABSL_FLAG(std::string, node, "",
+          "This node's name, over the config's node:; the config's peers may then list "
+          "this node too (one file for every host)");
 ABSL_FLAG(bool, version, false, "Print the version and exit");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
 // Internal: set by the daemon when it re-executes itself as its transport
@@ -62,6 +65,12 @@ void LogProtobuf(google::protobuf::LogLevel level, const char* /*file*/, int /*l
   Log(ours, "protobuf: %s%s", message, SuppressedSuffix(suppressed));
 }
 
+ConfigOptions CommandLineConfigOptions() {
+  ConfigOptions options;
+  options.node = absl::GetFlag(FLAGS_node);
+  return options;
+}
+
 int Run() {
   if (absl::GetFlag(FLAGS_version)) {
     std::cout << "gloowatchd " << GLOOWATCH_VERSION << " (Gloo " << GLOOWATCH_GLOO_VERSION << ")\n";
@@ -76,7 +85,7 @@ int Run() {
   google::protobuf::SetLogHandler(&LogProtobuf);
 
   if (const std::string path = absl::GetFlag(FLAGS_check_config); !path.empty()) {
-    absl::StatusOr<Config> config = LoadConfigFile(path);
+    absl::StatusOr<Config> config = LoadConfigFile(path, CommandLineConfigOptions());
     if (!config.ok()) {
       std::cerr << config.status().message() << "\n";
       return 1;
@@ -91,7 +100,8 @@ int Run() {
     return RunTransport(absl::GetFlag(FLAGS_gloo_address), fd);
   }
 
-  absl::StatusOr<Config> config = LoadConfigFile(absl::GetFlag(FLAGS_config));
+  absl::StatusOr<Config> config =
+      LoadConfigFile(absl::GetFlag(FLAGS_config), CommandLineConfigOptions());
   if (!config.ok()) {
     GW_LOG(kError, "%s", config.status().message());
     return kExitConfig;
@@ -156,7 +166,8 @@ int Run() {
     }
     if (sig == SIGHUP) {
       systemd.Reloading();
-      absl::StatusOr<Config> next = LoadConfigFile(absl::GetFlag(FLAGS_config));
+      absl::StatusOr<Config> next =
+          LoadConfigFile(absl::GetFlag(FLAGS_config), CommandLineConfigOptions());
       absl::Status reloaded = next.ok() ? (*daemon)->Reload(*std::move(next)) : next.status();
       if (!reloaded.ok()) {
         GW_LOG(kError, "SIGHUP: reload refused, keeping the running config: %s",
@@ -191,9 +202,10 @@ int main(int argc, char** argv) {
   // update a process-wide lock graph. The unit tests keep that check; the
   // daemon, with a lock per probe and a hundred threads, does not pay for it.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  const std::vector<std::string> flags = {"config", "check_config", "version", "log_level"};
+  const std::vector<std::string> flags = {"config", "check_config", "node", "version", "log_level"};
   if (gloowatch::WantsHelp(argc, argv, 1)) {
-    std::cout << "usage: gloowatchd [--config FILE] | --check-config FILE | --version\n"
+    std::cout << "usage: gloowatchd [--config FILE] [--node NAME] | --check-config FILE | "
+                 "--version\n"
                  "Probes Gloo pairs to every configured peer and exports what it measures; see "
                  "docs/config.md.\n\nflags:\n"
               << gloowatch::DescribeFlags(flags)

@@ -258,6 +258,46 @@ TEST(ConfigTest, ExampleFileIsValidAndSetsEveryKey) {
   }
 }
 
+// One file for every host (gloowatchd --node): the list names every node,
+// each daemon leaves itself out and takes its own entry's group.
+TEST(ConfigTest, NodeOptionLetsOneFileListEveryNode) {
+  const std::string shared =
+      "grpc_listen: 0.0.0.0:7601\nmetrics_listen: 0.0.0.0:9601\npeers:\n"
+      "  - {name: gpu-1, grpc: 10.0.0.1:7601, group: rack-a}\n"
+      "  - {name: gpu-2, grpc: 10.0.0.2:7601, group: rack-b}\n"
+      "  - {name: gpu-3, grpc: 10.0.0.3:7601, group: rack-b}\n";
+  ConfigOptions options;
+  options.node = "gpu-2";
+  absl::StatusOr<Config> c = ParseConfig(shared, "shared.yaml", options);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->node, "gpu-2");
+  EXPECT_EQ(c->group, "rack-b");
+  ASSERT_EQ(c->peers.size(), 2u);
+  EXPECT_EQ(c->peers[0].name, "gpu-1");
+  EXPECT_EQ(c->peers[1].name, "gpu-3");
+
+  // --node over node:, and a node that is not in the list at all.
+  options.node = "gpu-9";
+  c = ParseConfig("node: gpu-1\n" + shared, "shared.yaml", options);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->node, "gpu-9");
+  EXPECT_EQ(c->peers.size(), 3u);
+
+  // Without --node the rules stay: node: is required, and this node must
+  // not be in its own peer list.
+  c = ParseConfig(shared, "shared.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("missing required key 'node'"));
+  c = ParseConfig("node: gpu-1\n" + shared, "shared.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("has this node's own name"));
+
+  options.node = "bad name";
+  c = ParseConfig(shared, "shared.yaml", options);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("--node: "));
+}
+
 TEST(ConfigTest, EmptySectionsKeepDefaults) {
   const Config c =
       ParseOk(absl::StrCat(kBase, "gloo:\nschedule:\nprobe: {}\nthresholds:\npeers:\n"));

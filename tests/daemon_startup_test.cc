@@ -163,3 +163,45 @@ TEST(DaemonStartupTest, SigtermStopsPromptly) {
 
 }  // namespace
 }  // namespace gloowatch::testing
+
+namespace gloowatch::testing {
+namespace {
+
+// gloowatchd --node with a file that lists every node, itself included (as
+// a Kubernetes DaemonSet's ConfigMap does): it takes the name, leaves itself
+// out and probes the other node, a daemon with a classic config.
+TEST(DaemonStartupTest, NodeFlagWithASharedPeerListProbesTheOthers) {
+  TempDir dir;
+  const NodeSpec a{"node-a", FreePort(), FreePort()};
+  const NodeSpec b{"node-b", FreePort(), FreePort()};
+  const std::string shared = dir.Write(
+      "shared.yaml",
+      absl::StrCat("grpc_listen: 127.0.0.1:", a.grpc_port,
+                   "\nmetrics_listen: 127.0.0.1:", a.metrics_port, "\n", FastLoopbackYaml(),
+                   "peers:\n  - {name: node-a, grpc: ", "127.0.0.1:", a.grpc_port,
+                   ", group: rack-1}\n  - {name: node-b, grpc: ", "127.0.0.1:", b.grpc_port,
+                   ", group: rack-1}\n"));
+  Process daemon_a({BinaryPath("gloowatchd"), "--config", shared, "--node", "node-a"},
+                   dir.path() + "/a.log");
+  Process daemon_b(
+      {BinaryPath("gloowatchd"), "--config",
+       dir.Write("b.yaml", LoopbackConfig(b, {a, b}, FastLoopbackYaml() + "group: rack-1\n"))},
+      dir.path() + "/b.log");
+  absl::StatusOr<v1::NodeStatus> status;
+  const bool up = WaitFor(
+      [&] {
+        status = GetStatus(absl::StrCat("127.0.0.1:", a.grpc_port));
+        return status.ok() && status->peers_size() == 1 &&
+               status->peers(0).state() == v1::PEER_STATE_UP;
+      },
+      absl::Seconds(20));
+  ASSERT_TRUE(up) << (status.ok() ? status->DebugString() : status.status().ToString())
+                  << "\nnode-a:\n"
+                  << daemon_a.Log() << "\nnode-b:\n"
+                  << daemon_b.Log();
+  EXPECT_EQ(status->node(), "node-a");
+  EXPECT_EQ(status->peers(0).name(), "node-b");
+}
+
+}  // namespace
+}  // namespace gloowatch::testing

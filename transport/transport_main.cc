@@ -114,7 +114,9 @@ absl::StatusOr<Config> ReadConfigure(const ToTransport& message) {
   if (!message.has_configure()) {
     return absl::InvalidArgumentError("expected a configure message first");
   }
-  return ParseConfig(message.configure().yaml(), message.configure().source());
+  ConfigOptions options;
+  options.node = message.configure().node();
+  return ParseConfig(message.configure().yaml(), message.configure().source(), options);
 }
 
 // Every configured peer: they may all open pairs to us.
