@@ -5,8 +5,10 @@
 #include <optional>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
@@ -27,6 +29,16 @@ namespace {
 // wrappers that quote them (connectFullMesh).
 using S = LogSeverity;
 using St = Stage;
+
+// A store-barrier line where more workers joined than the world holds.
+bool MoreJoinedThanWorld(absl::string_view line) {
+  static const RE2* counts =
+      new RE2(R"(\(world_size=(\d+), (?:worker_count|num_workers_joined)=(\d+))");
+  int world = 0, joined = 0;
+  return RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *counts, &world, &joined) &&
+         joined > world;
+}
+
 constexpr LogSignature kSignatures[] = {
     {"rank_killed",
      R"(Out of memory: Kill(ed)? process|invoked oom-killer|\bOOMKilled\b|exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\) received|<Signals\.SIGKILL: 9>|exit(ed)? (with )?(code|status) 137\b|^\s*Killed\s*$)",
@@ -110,13 +122,16 @@ constexpr LogSignature kSignatures[] = {
      "range exhausted, or another process on it).",
      "Check net.ipv4.ip_local_port_range and what holds the ports (`ss -ltnp`); stale training "
      "processes on this host are the usual holders."},
+    // c10d's socket.cpp: "(host, port)" in 1.x, "host:port" in 2.x; a retry
+    // that timed out names the address it tried.
     {"store_connect_timeout",
-     R"(client socket has timed out after (\S+) while trying to connect to \(([^,]+), (\d+)\)|connect\(\) timed out\. Original timeout was (\d+) ?ms|client socket has failed to connect to any network address|client socket has failed to connect to .*(errno: 110|Connection timed out))",
+     R"(client socket has timed out after (\S+) while trying to connect to (?:\(([^,]+), (\d+)\)|(\S*\d))|connect\(\) timed out\. Original timeout was (\d+) ?ms|client socket has failed to connect to any network address( of \(([^,]+), (\d+)\))?|client socket has failed to connect to (\S*\d)[^\n]*(?:errno: 110|Connection timed out))",
      S::kError, St::kConnect,
      "This rank could not reach the rendezvous store (MASTER_ADDR:MASTER_PORT) in time.",
      "Check rank 0 is running and listening on MASTER_PORT, MASTER_ADDR is reachable from "
-     "here, and no firewall blocks that port.",
-     R"(store \2:\3 after \1)"},
+     "here (a name parsed as a number, such as 0.0.0.5, is a mistyped MASTER_ADDR), and no "
+     "firewall drops that port.",
+     R"(store \2:\3 after \1|store \4 after \1|store connect timeout \5 ms|store \7:\8, no address of it answered|store \9, connect timed out (errno 110))"},
     {"store_connect_refused",
      R"(client socket .*(Connection refused|errno: 111)|Connection refused.*TCPStore|TCPStore.*Connection refused)",
      S::kError, St::kConnect,
@@ -150,8 +165,9 @@ constexpr LogSignature kSignatures[] = {
      "Read the error it quotes; common causes are an IPv4/IPv6 mix across hosts, a host name "
      "resolving to loopback, or blocked ephemeral ports. `gloowatch diagnose` checks all three."},
     {"rendezvous_failed",
-     R"(RendezvousTimeoutError|RendezvousClosedError|RendezvousConnectionError|RendezvousError)",
-     S::kError, St::kConnect,
+     // The exception as reported ("...RendezvousClosedError" at the end of a
+     // line, or followed by its message), not the traceback's "raise ...()".
+     R"(Rendezvous(Timeout|Closed|Connection)?Error(:|"|\s*$))", S::kError, St::kConnect,
      "torch elastic's rendezvous failed: not every node joined in time, the rendezvous was "
      "closed, or its store (--rdzv_endpoint) could not be reached.",
      "Check --nnodes and --rdzv_endpoint on every node, that all nodes started, and that the "
@@ -166,6 +182,15 @@ constexpr LogSignature kSignatures[] = {
      "The remote rank died or its socket was reset while a collective was in flight.",
      "Find the rank that died (its own log, `dmesg` for the OOM killer); a reset with no dead "
      "rank points to a middlebox killing idle TCP connections."},
+    // Gloo's pair.cc reports a failed read/write as "Read error PEER: " and
+    // strerror: ETIMEDOUT there is TCP giving up on unanswered retransmissions.
+    {"peer_connection_timed_out", R"((Read|Write) error (\S+): Connection timed out)", S::kError,
+     St::kPeerGone,
+     "The TCP connection to the peer timed out: its host stopped answering (crashed, powered "
+     "off, or the network between the hosts dropped packets) while a collective was in flight.",
+     "Check the peer host is up and its rank's log; then the link between the hosts "
+     "(`gloowatch health`, packet loss, a firewall or NAT dropping idle connections).",
+     R"(\1 error, peer \2 timed out)"},
     {"collective_timeout", R"(Timed out waiting (\d+)ms for (recv|send) operation to complete)",
      S::kError, St::kWait,
      "A collective did not complete within the process-group timeout: some rank never joined "
@@ -177,6 +202,18 @@ constexpr LogSignature kSignatures[] = {
     {"pair_io_timeout", R"((Read|Write|Send) timeout \[)", S::kError, St::kWait,
      "A Gloo pair socket read/write hit the timeout (peer hung or the network stalls).",
      "Check the peer rank is alive and the link is healthy (`gloowatch health`)."},
+    // distributed_c10d.py's barrier waits while worker_count != world_size
+    // (num_workers_joined since 2.0): once more workers joined than the world
+    // holds it can never complete.
+    {"store_barrier_overcount",
+     R"(store based barrier .*\(world_size=(\d+), (?:worker_count|num_workers_joined)=(\d+))",
+     S::kError, St::kSetup,
+     "More processes joined the process group's store barrier than world_size: processes of "
+     "more than one run share the store (two jobs on one MASTER_PORT or file, a launcher "
+     "starting ranks that the script spawns again), so the barrier can never complete.",
+     "Give each job its own MASTER_PORT (or a fresh init file), start each rank once, and "
+     "check world_size matches the processes launched.",
+     R"(\2 workers joined a barrier of world_size \1)", MoreJoinedThanWorld},
     {"store_barrier_timeout", R"(Timed out initializing process group in store based barrier)",
      S::kError, St::kWait,
      "Not all ranks joined the process group in time (world_size larger than the ranks "
@@ -252,6 +289,14 @@ bool LoggedAsWarning(absl::string_view line) {
   return RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *warning);
 }
 
+// A retry warning whose attempt timed out (errno 110): the connect went
+// unanswered, so the address is unreachable or filtered. A start-up race
+// (the store not listening yet) is refused, not dropped; that one may still
+// succeed, this one will not by waiting.
+bool UnansweredRetry(absl::string_view line) {
+  return absl::StrContains(line, "errno: 110") || absl::StrContains(line, "Connection timed out");
+}
+
 std::string Printable(absl::string_view s, size_t limit) {
   std::string out;
   for (char c : s.substr(0, limit)) {
@@ -261,9 +306,35 @@ std::string Printable(absl::string_view s, size_t limit) {
   return out;
 }
 
-// `rewrite` with \N replaced by group N of `regex` on `line`. A group of
-// another alternative than the one that matched is empty; when every group
-// the rewrite names is, there is no detail.
+// One piece of a rewrite filled from `match`; `complete` says whether every
+// group it names matched, `any` whether one did.
+std::string FillRewrite(absl::string_view piece, const std::vector<re2::StringPiece>& match,
+                        bool* complete, bool* any) {
+  std::string out;
+  *complete = true;
+  *any = false;
+  for (size_t c = 0; c < piece.size(); ++c) {
+    if (piece[c] == '\\' && c + 1 < piece.size() && piece[c + 1] >= '1' && piece[c + 1] <= '9') {
+      const size_t group = static_cast<size_t>(piece[c + 1] - '0');
+      if (group < match.size() && match[group].data() != nullptr) {
+        out.append(match[group].data(), match[group].size());
+        *any = true;
+      } else {
+        *complete = false;
+      }
+      ++c;
+    } else {
+      out.push_back(piece[c]);
+    }
+  }
+  return out;
+}
+
+// `rewrite` with \N replaced by group N of `regex` on `line`. A rewrite may
+// hold one piece per alternative of the regex, split by '|': the first piece
+// whose groups all matched is used. Otherwise the last piece, with the groups
+// of other alternatives left empty; when every group it names is, there is
+// no detail.
 std::string Detail(const RE2& regex, const char* rewrite, absl::string_view line) {
   if (rewrite == nullptr) return "";
   const int groups = regex.NumberOfCapturingGroups();
@@ -272,19 +343,12 @@ std::string Detail(const RE2& regex, const char* rewrite, absl::string_view line
                    match.data(), groups + 1)) {
     return "";
   }
+  const std::vector<absl::string_view> pieces = absl::StrSplit(rewrite, '|');
   std::string out;
-  bool any = false;
-  for (const char* c = rewrite; *c != '\0'; ++c) {
-    if (*c == '\\' && c[1] >= '1' && c[1] <= '9') {
-      const int group = c[1] - '0';
-      if (group <= groups && match[group].data() != nullptr) {
-        out.append(match[group].data(), match[group].size());
-        any = true;
-      }
-      ++c;
-    } else {
-      out.push_back(*c);
-    }
+  bool complete = false, any = false;
+  for (absl::string_view piece : pieces) {
+    out = FillRewrite(piece, match, &complete, &any);
+    if (complete && any) break;
   }
   return any ? Printable(out, kDetailBytes) : "";
 }
@@ -370,6 +434,7 @@ LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
   const auto& regexes = CompiledSignatures();
   const RE2::Set& set = SignatureSet();
   std::vector<SignatureHit> by_sig(regexes.size());
+  std::vector<bool> example_is_retry(regexes.size(), false);
   std::vector<int> matched;
   std::string line;
   while (std::getline(in, line)) {
@@ -380,15 +445,26 @@ LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
     if (e.rank.empty()) e.rank = RankFromLine(view);
     matched.clear();
     if (!set.Match(re2::StringPiece(view.data(), view.size()), &matched)) continue;
-    // The line counts for the first signature in table order.
-    const size_t i = static_cast<size_t>(*std::min_element(matched.begin(), matched.end()));
+    // The line counts for the first signature in table order that accepts it.
+    std::sort(matched.begin(), matched.end());
+    const auto chosen = std::find_if(matched.begin(), matched.end(), [&](int m) {
+      return kSignatures[m].accept == nullptr || kSignatures[m].accept(view);
+    });
+    if (chosen == matched.end()) continue;
+    const size_t i = static_cast<size_t>(*chosen);
     SignatureHit& h = by_sig[i];
     LogSeverity severity = kSignatures[i].severity;
-    if (severity == LogSeverity::kError && LoggedAsWarning(view)) severity = LogSeverity::kWarning;
-    // The first line that shows the signature at its worst stands for it.
+    const bool retry = LoggedAsWarning(view);
+    if (severity == LogSeverity::kError && retry && !UnansweredRetry(view)) {
+      severity = LogSeverity::kWarning;
+    }
+    // The first line that shows the signature at its worst stands for it;
+    // among equals, a line logged as an error before a retry's warning.
     const bool first = h.count++ == 0;
     if (first) h.first_line = e.lines;
-    if (first || severity > h.severity) {
+    if (first || severity > h.severity ||
+        (severity == h.severity && example_is_retry[i] && !retry)) {
+      example_is_retry[i] = retry;
       h.severity = severity;
       h.example = Printable(absl::StripLeadingAsciiWhitespace(view), kExampleBytes);
       h.detail = Detail(*regexes[i], kSignatures[i].detail, view);

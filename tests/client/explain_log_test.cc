@@ -118,10 +118,31 @@ INSTANTIATE_TEST_SUITE_P(
                  "10000ms for recv operation to complete",
                  "collective_timeout", LogSeverity::kError,
                  "a recv waited 10000 ms, the timeout in force"},
-        // c10's own warning behind a launcher's prefix is a retry.
+        // c10's own warning behind a launcher's prefix is a retry, but one that
+        // timed out (errno 110) went unanswered: it stays an error.
         LineCase{"trainer/0 [1]:[W socket.cpp:558] [c10d] The client socket has failed to "
                  "connect to [::ffff:10.0.0.5]:40323 (errno: 110 - Connection timed out).",
-                 "store_connect_timeout", LogSeverity::kWarning, ""},
+                 "store_connect_timeout", LogSeverity::kError,
+                 "store [::ffff:10.0.0.5]:40323, connect timed out (errno 110)"},
+        // The 2.x wording names the store as host:port.
+        LineCase{"[E socket.cpp:860] [c10d] The client socket has timed out after 60s while "
+                 "trying to connect to 10.0.0.1:29500",
+                 "store_connect_timeout", LogSeverity::kError, "store 10.0.0.1:29500 after 60s"},
+        LineCase{"RuntimeError: Timed out initializing process group in store based barrier on "
+                 "rank: 0, for key: store_based_barrier_key:1 (world_size=2, worker_count=4, "
+                 "timeout=0:02:00)",
+                 "store_barrier_overcount", LogSeverity::kError,
+                 "4 workers joined a barrier of world_size 2"},
+        LineCase{"RuntimeError: Timed out initializing process group in store based barrier on "
+                 "rank 3, for key: store_based_barrier_key:1 (world_size=8, "
+                 "num_workers_joined=4, timeout=0:30:00 error=)",
+                 "store_barrier_timeout", LogSeverity::kError, ""},
+        LineCase{"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:538] Write error "
+                 "[10.0.0.7]:4411: Connection timed out",
+                 "peer_connection_timed_out", LogSeverity::kError,
+                 "Write error, peer [10.0.0.7]:4411 timed out"},
+        LineCase{"torch.distributed.elastic.rendezvous.api.RendezvousClosedError",
+                 "rendezvous_failed", LogSeverity::kError, ""},
         LineCase{"    exitcode  : -6 (pid: 4243)", "rank_crashed", LogSeverity::kError, ""},
         LineCase{"RuntimeError: Gloo connectFullMesh failed with [enforce fail at "
                  "../third_party/gloo/gloo/transport/tcp/pair.cc:799] ss1.ss_family == "
@@ -154,7 +175,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "(errno: 98 - Address already in use).",
                  "store_port_in_use", LogSeverity::kError, ""},
         LineCase{"RuntimeError: connect() timed out. Original timeout was 1800000 ms.",
-                 "store_connect_timeout", LogSeverity::kError, ""},
+                 "store_connect_timeout", LogSeverity::kError, "store connect timeout 1800000 ms"},
         LineCase{"torch.distributed.DistNetworkError: The client socket has timed out after "
                  "600s while trying to connect to (10.0.0.1, 29500).",
                  "store_connect_timeout", LogSeverity::kError, "store 10.0.0.1:29500 after 600s"},
@@ -174,6 +195,30 @@ INSTANTIATE_TEST_SUITE_P(
                  "address. Using the loopback address as fallback. Manually set the network "
                  "interface to bind to with GLOO_SOCKET_IFNAME. (function operator())",
                  "loopback_fallback", LogSeverity::kWarning, ""}));
+
+// Lines that name a signature's words but are not its failure.
+TEST(ExplainLog, ABarrierStillFillingAndATracebacksRaiseAreNotErrors) {
+  std::istringstream in(
+      "Waiting in store based barrier to initialize process group for rank: 0, key: "
+      "store_based_barrier_key:1 (world_size=4, worker_count=2, timeout=0:30:00)\n"
+      "    raise RendezvousClosedError()\n");
+  LogExplanation e = ExplainLog(in, "waiting");
+  EXPECT_TRUE(e.hits.empty());
+  EXPECT_EQ(ExplanationExitCode(e), 0);
+}
+
+TEST(ExplainLog, AnErrorLineStandsForItsCauseBeforeTheRetriesThatLedToIt) {
+  std::istringstream in(
+      "[W socket.cpp:697] [c10d] The client socket has failed to connect to 10.0.0.9:47389 "
+      "(errno: 110 - Connection timed out).\n"
+      "[E socket.cpp:753] [c10d] The client socket has failed to connect to any network address "
+      "of (node-9, 47389).\n");
+  LogExplanation e = ExplainLog(in, "retries");
+  ASSERT_EQ(e.hits.size(), 1u);
+  EXPECT_EQ(e.hits[0].line_of_example, 2);
+  EXPECT_EQ(e.hits[0].detail, "store node-9:47389, no address of it answered");
+  EXPECT_EQ(e.hits[0].severity, LogSeverity::kError);
+}
 
 TEST(ExplainLog, TheKilledRankIsTheRootNotTheTimeoutsItCaused) {
   std::istringstream in(
