@@ -86,6 +86,18 @@ constexpr LogSignature kSignatures[] = {
      "Make the name resolve on every host (DNS or /etc/hosts, to the training-network address), "
      "or set GLOO_SOCKET_IFNAME so Gloo uses an interface instead of the name.",
      R"(host \1)"},
+    // device.cc since 2019: getaddrinfo answered, but bind(2) on every
+    // answer failed, so the name is not this host's.
+    {"hostname_not_local",
+     R"(Unable to find address for (\S+?); bind\(2\) for (\S+) failed with: (.+))", S::kError,
+     St::kSetup,
+     "The host name resolves, but to an address Gloo cannot bind on this host: the name maps to "
+     "another machine's or a stale address (/etc/hosts, DNS), or that address is not configured "
+     "here.",
+     "Make the host name resolve to an address of this host on the training network (`getent "
+     "hosts $(hostname)` against `ip -br addr`), or set GLOO_SOCKET_IFNAME so Gloo uses an "
+     "interface instead of the name.",
+     R"(host \1 resolves to \2, which does not bind here: \3)"},
     {"version_mismatch", R"(sizeof\(impl_\) == bytes\.size\(\)\. (\d+) vs (\d+))", S::kError,
      St::kSetup,
      "The ranks exchanged Gloo addresses of different sizes: they run different Gloo builds "
@@ -146,7 +158,10 @@ constexpr LogSignature kSignatures[] = {
      "Set GLOO_SOCKET_IFNAME to the training interface on every host, or make the host name "
      "resolve to the routable address (/etc/hosts).",
      R"(loopback address \2\4)"},
-    {"pair_connect_timeout", R"(Connect timeout)", S::kError, St::kConnect,
+    // pair.h's "Connect timeout PEER"; helpers.h's connect loop gives up with
+    // "timed out connecting: SO_ERROR: " and the socket's error.
+    {"pair_connect_timeout", R"(Connect timeout|SO_ERROR: Connection timed out)", S::kError,
+     St::kConnect,
      "Connecting a Gloo pair to a peer timed out: packets to the peer's pair port are dropped.",
      "Gloo pairs listen on ephemeral ports (net.ipv4.ip_local_port_range), not only "
      "MASTER_PORT; open that range between the hosts (pytorch/pytorch#44544, pytorch/gloo#54). "
@@ -280,12 +295,13 @@ const std::vector<std::unique_ptr<RE2>>& CompiledSignatures() {
 // means a retry that may yet succeed: c10's "[W socket.cpp:558]" or "[W427
 // 01:04:16.149509694 socket.cpp:752]" (also after a launcher's prefix such
 // as "trainer/0 [1]:"), glog's "W0412 ..." at the start, warnings.warn's
-// UserWarning. A Python logger's WARNING is not one: Ray logs a Gloo
-// exception that way.
+// UserWarning; and Gloo's connect loop (debug_logger.cc) logs each failed
+// attempt at ERROR but with "willRetry=1". A Python logger's WARNING is not
+// one: Ray logs a Gloo exception that way.
 bool LoggedAsWarning(absl::string_view line) {
-  static const RE2* warning =
-      new RE2(R"(\[W(\d{3,4} [\d:.]+)? ?[\w.]+\.(cpp|cc|h|hpp):\d+\]|^\s*W\d{4} |\bUserWarning\b)",
-              MatchOptions(true));
+  static const RE2* warning = new RE2(
+      R"(\[W(\d{3,4} [\d:.]+)? ?[\w.]+\.(cpp|cc|h|hpp):\d+\]|^\s*W\d{4} |\bUserWarning\b|\bwillRetry=(1|true)\b)",
+      MatchOptions(true));
   return RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *warning);
 }
 

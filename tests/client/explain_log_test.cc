@@ -143,6 +143,29 @@ INSTANTIATE_TEST_SUITE_P(
                  "Write error, peer [10.0.0.7]:4411 timed out"},
         LineCase{"torch.distributed.elastic.rendezvous.api.RendezvousClosedError",
                  "rendezvous_failed", LogSeverity::kError, ""},
+        // Gloo's own wordings (device.cc, helpers.h, debug_logger.cc).
+        LineCase{"RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/"
+                 "device.cc:215] bind_rv == 0. Unable to find address for trainer-3; bind(2) "
+                 "for [10.9.8.7]:0 failed with: Cannot assign requested address",
+                 "hostname_not_local", LogSeverity::kError,
+                 "host trainer-3 resolves to [10.9.8.7]:0, which does not bind here: Cannot "
+                 "assign requested address"},
+        LineCase{"RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/"
+                 "transport/tcp/pair.cc:152] timed out connecting: SO_ERROR: Connection timed "
+                 "out, remote=[10.0.0.1]:45677",
+                 "pair_connect_timeout", LogSeverity::kError, ""},
+        // Each failed attempt of Gloo's connect loop is logged at ERROR; one
+        // that will be retried is not the failure yet.
+        LineCase{"[gloo/transport/tcp/debug_logger.cc:9] ERROR failed to connect, willRetry=1, "
+                 "retry=1, retryLimit=3, rank=1, size=2, local=[10.0.0.2]:41234, "
+                 "remote=[10.0.0.1]:45677, error=SO_ERROR: Connection refused, "
+                 "remote=[10.0.0.1]:45677",
+                 "pair_connect_refused", LogSeverity::kWarning, ""},
+        LineCase{"[gloo/transport/tcp/debug_logger.cc:9] ERROR failed to connect, willRetry=0, "
+                 "retry=4, retryLimit=3, rank=1, size=2, local=[10.0.0.2]:41234, "
+                 "remote=[10.0.0.1]:45677, error=SO_ERROR: Connection refused, "
+                 "remote=[10.0.0.1]:45677",
+                 "pair_connect_refused", LogSeverity::kError, ""},
         LineCase{"    exitcode  : -6 (pid: 4243)", "rank_crashed", LogSeverity::kError, ""},
         LineCase{"RuntimeError: Gloo connectFullMesh failed with [enforce fail at "
                  "../third_party/gloo/gloo/transport/tcp/pair.cc:799] ss1.ss_family == "
