@@ -63,12 +63,16 @@ constexpr LogSignature kSignatures[] = {
      "(Gloo takes getaddrinfo's first answer). `gloowatch diagnose` shows each host's choice.",
      R"(address families \1 vs \2 (2 = IPv4, 10 = IPv6))"},
     {"collective_mismatch",
-     R"(op\.preamble\.length <= op\.nbytes\. (\d+) vs (\d+)|Received data size doesn't match expected size|Detected mismatch between collectives|[Mm]ismatch between collective)",
+     // ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL): "Rank A is running
+     // collective: CollectiveFingerPrint(SequenceNumber=N, OpType=OP, ...), but
+     // Rank B is running collective: ...", since 2.1 followed by "Collectives
+     // differ in the following aspects: ...".
+     R"(op\.preamble\.length <= op\.nbytes\. (\d+) vs (\d+)|Received data size doesn't match expected size|Detected mismatch between collectives on ranks\. Rank (\d+) is running (?:inconsistent )?collective: CollectiveFingerPrint\((?:SequenceNumber=\d+,? ?)?OpType=(\w+)(?:.*?but Rank (\d+) is running collective: CollectiveFingerPrint\((?:SequenceNumber=\d+,? ?)?OpType=(\w+))?(?:.*?Collectives differ in the following aspects: *(.+))?|Detected mismatch between collectives|[Mm]ismatch between collective|Collectives differ in the following aspects)",
      S::kError, St::kSetup,
      "Ranks issued different collectives (or different tensor sizes) in the same slot.",
      "Make every rank call the same collectives in the same order with the same shapes; run "
      "with TORCH_DISTRIBUTED_DEBUG=DETAIL to see which rank diverged.",
-     R"(received \1 bytes for a \2-byte buffer)"},
+     R"(received \1 bytes for a \2-byte buffer|rank \3 ran \4, rank \5 ran \6; they differ in: \7|rank \3 ran \4, rank \5 ran \6|rank \3 ran \4)"},
     {"backend_mismatch",
      R"(ProcessGroupGloo does not support|Backend \S+ does not (support|implement)|No backend type associated with device type|Tensors must be CUDA and dense|ProcessGroupGloo::\S+: (unsupported|invalid) (device|tensor))",
      S::kError, St::kSetup,

@@ -143,6 +143,19 @@ INSTANTIATE_TEST_SUITE_P(
                  "Write error, peer [10.0.0.7]:4411 timed out"},
         LineCase{"torch.distributed.elastic.rendezvous.api.RendezvousClosedError",
                  "rendezvous_failed", LogSeverity::kError, ""},
+        // ProcessGroupWrapper's report, in the 1.11 and the 2.1+ wordings.
+        LineCase{"RuntimeError: Detected mismatch between collectives on ranks. Rank 3 is "
+                 "running inconsistent collective: CollectiveFingerPrint(OpType=BARRIER)",
+                 "collective_mismatch", LogSeverity::kError, "rank 3 ran BARRIER"},
+        LineCase{"RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is "
+                 "running collective: CollectiveFingerPrint(SequenceNumber=12, "
+                 "OpType=ALLREDUCE, TensorShape=[20, 10], TensorDtypes=Float), but Rank 1 is "
+                 "running collective: CollectiveFingerPrint(SequenceNumber=12, OpType=REDUCE, "
+                 "TensorShape=[20, 10], TensorDtypes=Float). Collectives differ in the "
+                 "following aspects:   Op type: ALLREDUCEvs REDUCE",
+                 "collective_mismatch", LogSeverity::kError,
+                 "rank 0 ran ALLREDUCE, rank 1 ran REDUCE; they differ in: Op type: ALLREDUCEvs "
+                 "REDUCE"},
         // Gloo's own wordings (device.cc, helpers.h, debug_logger.cc).
         LineCase{"RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/"
                  "device.cc:215] bind_rv == 0. Unable to find address for trainer-3; bind(2) "
