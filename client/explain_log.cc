@@ -243,10 +243,30 @@ constexpr LogSignature kSignatures[] = {
      S::kError, St::kWait,
      "Waiting on the rendezvous store timed out: another rank never published its address.",
      "A rank failed before publishing (check all rank logs) or the store timeout is too short."},
+    // TCPStore.cpp's server side (2.x): rank 0 waited for every client.
+    {"store_clients_missing",
+     R"(Timed out after (\d+) seconds waiting for clients\. (\d+)/(\d+) clients joined)", S::kError,
+     St::kWait,
+     "The rendezvous store on rank 0 waited for every rank to connect and some never did: they "
+     "did not start, failed before init_process_group, or cannot reach MASTER_ADDR:MASTER_PORT.",
+     "Read the missing ranks' own logs first (the real error is there: a crash, a missing file, "
+     "a wrong MASTER_ADDR); check each host reaches the store (`nc -zv MASTER_ADDR "
+     "MASTER_PORT`) and that --nnodes / world_size match what was launched.",
+     R"(\2 of \3 ranks joined within \1 s)"},
     {"monitored_barrier_timeout",
      R"(timed out in monitoredBarrier|failed to pass monitoredBarrier)", S::kError, St::kWait,
      "monitored_barrier found ranks that did not arrive (the message names them).",
      "Inspect the named ranks; they are hung or dead."},
+    // c10d's store client (SocketImpl, 2.x): the store's host went away. PyTorch
+    // logs it as [W TCPStore.cpp] from watchdog threads at a shutdown without
+    // destroy_process_group(), so as a warning it is noise, as an error an echo.
+    {"store_connection_reset",
+     R"((?:recvValue|recvVector|recvValueWithTimeout|sendBytes|recvBytes) failed on SocketImpl\(|[Ff]ailed to recv, got 0 bytes)",
+     S::kError, St::kAftermath,
+     "The connection to the c10d store broke: the process that hosts it (rank 0, or the torchrun "
+     "agent on MASTER_ADDR) exited or crashed.",
+     "Read the log of the process on MASTER_ADDR first; at the end of a finished job, call "
+     "dist.destroy_process_group() before exiting to silence it."},
     {"pair_closed_after_timeout", R"(Application timeout caused pair closure)", S::kError,
      St::kAftermath, "An earlier timeout closed this Gloo pair; later operations fail with it.",
      "Look for the first timeout in the log; that one has the real cause."},

@@ -156,6 +156,15 @@ INSTANTIATE_TEST_SUITE_P(
                  "collective_mismatch", LogSeverity::kError,
                  "rank 0 ran ALLREDUCE, rank 1 ran REDUCE; they differ in: Op type: ALLREDUCEvs "
                  "REDUCE"},
+        // c10d's TCPStore, 2.x: the server's wait, a client's broken connection.
+        LineCase{"torch.distributed.DistStoreError: Timed out after 601 seconds waiting for "
+                 "clients. 1/4 clients joined.",
+                 "store_clients_missing", LogSeverity::kError, "1 of 4 ranks joined within 601 s"},
+        LineCase{"[rank1]:[W901 07:40:19.968570826 TCPStore.cpp:125] [c10d] recvValue failed on "
+                 "SocketImpl(fd=64, addr=[localhost]:35986, remote=[localhost]:45489): Failed to "
+                 "recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown "
+                 "or crash?",
+                 "store_connection_reset", LogSeverity::kWarning, ""},
         // Gloo's own wordings (device.cc, helpers.h, debug_logger.cc).
         LineCase{"RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/"
                  "device.cc:215] bind_rv == 0. Unable to find address for trainer-3; bind(2) "
