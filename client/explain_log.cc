@@ -41,7 +41,7 @@ bool MoreJoinedThanWorld(absl::string_view line) {
 
 constexpr LogSignature kSignatures[] = {
     {"rank_killed",
-     R"(Out of memory: Kill(ed)? process|invoked oom-killer|\bOOMKilled\b|exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\) received|<Signals\.SIGKILL: 9>|exit(ed)? (with )?(code|status) 137\b|^\s*Killed\s*$)",
+     R"(Out of memory: Kill(ed)? process|invoked oom-killer|\bOOMKilled\b|exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\) received|<Signals\.SIGKILL: 9>|\bexit(?:ed)?(?: with)? ?(?:code|status)?:? ?137\b|on signal 9 \(Killed\)|^\s*Killed\s*$)",
      S::kError, St::kProcess,
      "A rank's process was killed (SIGKILL, most often by the kernel's OOM killer). The other "
      "ranks' timeouts and closed connections that follow are its echo, not separate faults.",

@@ -106,6 +106,15 @@ INSTANTIATE_TEST_SUITE_P(
                  "local_rank: 1 (pid: 77) of binary: /usr/bin/python3",
                  "rank_killed", LogSeverity::kError, ""},
         LineCase{"Killed", "rank_killed", LogSeverity::kError, ""},
+        // Kubernetes' and a shell's view of the same SIGKILL (128 + 9), and mpirun's.
+        LineCase{"    Last State:     Terminated, Reason: OOMKilled, Exit Code: 137", "rank_killed",
+                 LogSeverity::kError, ""},
+        LineCase{"subprocess.CalledProcessError: Command '['python', 'train.py']' returned "
+                 "non-zero exit status 137.",
+                 "rank_killed", LogSeverity::kError, ""},
+        LineCase{"mpirun noticed that process rank 3 with PID 4242 on node n7 exited on signal 9 "
+                 "(Killed).",
+                 "rank_killed", LogSeverity::kError, ""},
         LineCase{"RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/"
                  "device.cc:127] rp != nullptr. Unable to find address for: trainer-7",
                  "hostname_unresolvable", LogSeverity::kError, "host trainer-7"},
