@@ -9,6 +9,7 @@
 #include <cmath>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -316,6 +317,28 @@ Check CheckEnvironment(const std::vector<EnvFinding>& findings) {
   return c;
 }
 
+namespace {
+
+// How many Gloo devices each daemon's host gives ProcessGroupGloo: one per
+// GLOO_SOCKET_IFNAME entry, else one (the host name's address). Daemons whose
+// own config chose the interface say nothing of the training environment.
+std::map<size_t, std::vector<std::string>> GlooDeviceCounts(
+    const std::vector<FetchResult>& daemons) {
+  std::map<size_t, std::vector<std::string>> by_count;
+  for (const v1::NodeStatus* n : Reached(daemons)) {
+    const v1::GlooEndpoint& g = n->gloo();
+    if (absl::StartsWith(g.source(), "config:")) continue;
+    const size_t count = g.socket_ifnames_size() > 0 ? g.socket_ifnames_size() : 1;
+    by_count[count].push_back(g.socket_ifnames_size() > 0
+                                  ? absl::StrCat(n->node(), " (GLOO_SOCKET_IFNAME=",
+                                                 absl::StrJoin(g.socket_ifnames(), ","), ")")
+                                  : n->node());
+  }
+  return by_count;
+}
+
+}  // namespace
+
 Check CheckConsistency(const std::vector<FetchResult>& daemons) {
   Check c = Make("consistency");
   std::map<std::string, std::map<std::string, std::vector<std::string>>> values;
@@ -348,6 +371,22 @@ Check CheckConsistency(const std::vector<FetchResult>& daemons) {
                   : absl::StrCat("differs across daemons: ", absl::StrJoin(differing, ", "));
   if (c.status != Severity::kPass) {
     c.remediation = "Roll out one gloowatchd/Gloo version and one interface setting to every node.";
+  }
+  // ProcessGroupGloo builds one context per device, each a full mesh under
+  // the store prefix of its index: a host with fewer devices never joins the
+  // others' extra meshes, and init ends in a store wait timeout.
+  if (std::map<size_t, std::vector<std::string>> by_count = GlooDeviceCounts(daemons);
+      by_count.size() > 1) {
+    Raise(c, Severity::kFail);
+    for (const auto& [count, nodes] : by_count) {
+      c.evidence.push_back(absl::StrCat(count, " Gloo device", count == 1 ? "" : "s", ": ",
+                                        absl::StrJoin(nodes, ", ")));
+    }
+    c.summary = "hosts open different numbers of Gloo devices (GLOO_SOCKET_IFNAME lists)";
+    c.remediation =
+        "ProcessGroupGloo opens one device per GLOO_SOCKET_IFNAME entry and connects a full mesh "
+        "over each; a host with fewer entries never joins the others' extra meshes and "
+        "init_process_group times out. List the same number of interfaces on every host.";
   }
   // Gloo pairs only connect within one family: a job over these hosts fails
   // in connectFullMesh with "ss1.ss_family == ss2.ss_family. 2 vs 10".

@@ -5,8 +5,10 @@
 #include <optional>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
@@ -27,9 +29,19 @@ namespace {
 // wrappers that quote them (connectFullMesh).
 using S = LogSeverity;
 using St = Stage;
+
+// A store-barrier line where more workers joined than the world holds.
+bool MoreJoinedThanWorld(absl::string_view line) {
+  static const RE2* counts =
+      new RE2(R"(\(world_size=(\d+), (?:worker_count|num_workers_joined)=(\d+))");
+  int world = 0, joined = 0;
+  return RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *counts, &world, &joined) &&
+         joined > world;
+}
+
 constexpr LogSignature kSignatures[] = {
     {"rank_killed",
-     R"(Out of memory: Kill(ed)? process|invoked oom-killer|\bOOMKilled\b|exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\) received|<Signals\.SIGKILL: 9>|exit(ed)? (with )?(code|status) 137\b|^\s*Killed\s*$)",
+     R"(Out of memory: Kill(ed)? process|invoked oom-killer|\bOOMKilled\b|exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\) received|<Signals\.SIGKILL: 9>|\bexit(?:ed)?(?: with)? ?(?:code|status)?:? ?137\b|on signal 9 \(Killed\)|^\s*Killed\s*$)",
      S::kError, St::kProcess,
      "A rank's process was killed (SIGKILL, most often by the kernel's OOM killer). The other "
      "ranks' timeouts and closed connections that follow are its echo, not separate faults.",
@@ -51,12 +63,16 @@ constexpr LogSignature kSignatures[] = {
      "(Gloo takes getaddrinfo's first answer). `gloowatch diagnose` shows each host's choice.",
      R"(address families \1 vs \2 (2 = IPv4, 10 = IPv6))"},
     {"collective_mismatch",
-     R"(op\.preamble\.length <= op\.nbytes\. (\d+) vs (\d+)|Received data size doesn't match expected size|Detected mismatch between collectives|[Mm]ismatch between collective)",
+     // ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL): "Rank A is running
+     // collective: CollectiveFingerPrint(SequenceNumber=N, OpType=OP, ...), but
+     // Rank B is running collective: ...", since 2.1 followed by "Collectives
+     // differ in the following aspects: ...".
+     R"(op\.preamble\.length <= op\.nbytes\. (\d+) vs (\d+)|Received data size doesn't match expected size|Detected mismatch between collectives on ranks\. Rank (\d+) is running (?:inconsistent )?collective: CollectiveFingerPrint\((?:SequenceNumber=\d+,? ?)?OpType=(\w+)(?:.*?but Rank (\d+) is running collective: CollectiveFingerPrint\((?:SequenceNumber=\d+,? ?)?OpType=(\w+))?(?:.*?Collectives differ in the following aspects: *(.+))?|Detected mismatch between collectives|[Mm]ismatch between collective|Collectives differ in the following aspects)",
      S::kError, St::kSetup,
      "Ranks issued different collectives (or different tensor sizes) in the same slot.",
      "Make every rank call the same collectives in the same order with the same shapes; run "
      "with TORCH_DISTRIBUTED_DEBUG=DETAIL to see which rank diverged.",
-     R"(received \1 bytes for a \2-byte buffer)"},
+     R"(received \1 bytes for a \2-byte buffer|rank \3 ran \4, rank \5 ran \6; they differ in: \7|rank \3 ran \4, rank \5 ran \6|rank \3 ran \4)"},
     {"backend_mismatch",
      R"(ProcessGroupGloo does not support|Backend \S+ does not (support|implement)|No backend type associated with device type|Tensors must be CUDA and dense|ProcessGroupGloo::\S+: (unsupported|invalid) (device|tensor))",
      S::kError, St::kSetup,
@@ -74,6 +90,18 @@ constexpr LogSignature kSignatures[] = {
      "Make the name resolve on every host (DNS or /etc/hosts, to the training-network address), "
      "or set GLOO_SOCKET_IFNAME so Gloo uses an interface instead of the name.",
      R"(host \1)"},
+    // device.cc since 2019: getaddrinfo answered, but bind(2) on every
+    // answer failed, so the name is not this host's.
+    {"hostname_not_local",
+     R"(Unable to find address for (\S+?); bind\(2\) for (\S+) failed with: (.+))", S::kError,
+     St::kSetup,
+     "The host name resolves, but to an address Gloo cannot bind on this host: the name maps to "
+     "another machine's or a stale address (/etc/hosts, DNS), or that address is not configured "
+     "here.",
+     "Make the host name resolve to an address of this host on the training network (`getent "
+     "hosts $(hostname)` against `ip -br addr`), or set GLOO_SOCKET_IFNAME so Gloo uses an "
+     "interface instead of the name.",
+     R"(host \1 resolves to \2, which does not bind here: \3)"},
     {"version_mismatch", R"(sizeof\(impl_\) == bytes\.size\(\)\. (\d+) vs (\d+))", S::kError,
      St::kSetup,
      "The ranks exchanged Gloo addresses of different sizes: they run different Gloo builds "
@@ -110,13 +138,16 @@ constexpr LogSignature kSignatures[] = {
      "range exhausted, or another process on it).",
      "Check net.ipv4.ip_local_port_range and what holds the ports (`ss -ltnp`); stale training "
      "processes on this host are the usual holders."},
+    // c10d's socket.cpp: "(host, port)" in 1.x, "host:port" in 2.x; a retry
+    // that timed out names the address it tried.
     {"store_connect_timeout",
-     R"(client socket has timed out after (\S+) while trying to connect to \(([^,]+), (\d+)\)|connect\(\) timed out\. Original timeout was (\d+) ?ms|client socket has failed to connect to any network address|client socket has failed to connect to .*(errno: 110|Connection timed out))",
+     R"(client socket has timed out after (\S+) while trying to connect to (?:\(([^,]+), (\d+)\)|(\S*\d))|connect\(\) timed out\. Original timeout was (\d+) ?ms|client socket has failed to connect to any network address( of \(([^,]+), (\d+)\))?|client socket has failed to connect to (\S*\d)[^\n]*(?:errno: 110|Connection timed out))",
      S::kError, St::kConnect,
      "This rank could not reach the rendezvous store (MASTER_ADDR:MASTER_PORT) in time.",
      "Check rank 0 is running and listening on MASTER_PORT, MASTER_ADDR is reachable from "
-     "here, and no firewall blocks that port.",
-     R"(store \2:\3 after \1)"},
+     "here (a name parsed as a number, such as 0.0.0.5, is a mistyped MASTER_ADDR), and no "
+     "firewall drops that port.",
+     R"(store \2:\3 after \1|store \4 after \1|store connect timeout \5 ms|store \7:\8, no address of it answered|store \9, connect timed out (errno 110))"},
     {"store_connect_refused",
      R"(client socket .*(Connection refused|errno: 111)|Connection refused.*TCPStore|TCPStore.*Connection refused)",
      S::kError, St::kConnect,
@@ -131,7 +162,10 @@ constexpr LogSignature kSignatures[] = {
      "Set GLOO_SOCKET_IFNAME to the training interface on every host, or make the host name "
      "resolve to the routable address (/etc/hosts).",
      R"(loopback address \2\4)"},
-    {"pair_connect_timeout", R"(Connect timeout)", S::kError, St::kConnect,
+    // pair.h's "Connect timeout PEER"; helpers.h's connect loop gives up with
+    // "timed out connecting: SO_ERROR: " and the socket's error.
+    {"pair_connect_timeout", R"(Connect timeout|SO_ERROR: Connection timed out)", S::kError,
+     St::kConnect,
      "Connecting a Gloo pair to a peer timed out: packets to the peer's pair port are dropped.",
      "Gloo pairs listen on ephemeral ports (net.ipv4.ip_local_port_range), not only "
      "MASTER_PORT; open that range between the hosts (pytorch/pytorch#44544, pytorch/gloo#54). "
@@ -150,8 +184,9 @@ constexpr LogSignature kSignatures[] = {
      "Read the error it quotes; common causes are an IPv4/IPv6 mix across hosts, a host name "
      "resolving to loopback, or blocked ephemeral ports. `gloowatch diagnose` checks all three."},
     {"rendezvous_failed",
-     R"(RendezvousTimeoutError|RendezvousClosedError|RendezvousConnectionError|RendezvousError)",
-     S::kError, St::kConnect,
+     // The exception as reported ("...RendezvousClosedError" at the end of a
+     // line, or followed by its message), not the traceback's "raise ...()".
+     R"(Rendezvous(Timeout|Closed|Connection)?Error(:|"|\s*$))", S::kError, St::kConnect,
      "torch elastic's rendezvous failed: not every node joined in time, the rendezvous was "
      "closed, or its store (--rdzv_endpoint) could not be reached.",
      "Check --nnodes and --rdzv_endpoint on every node, that all nodes started, and that the "
@@ -166,6 +201,15 @@ constexpr LogSignature kSignatures[] = {
      "The remote rank died or its socket was reset while a collective was in flight.",
      "Find the rank that died (its own log, `dmesg` for the OOM killer); a reset with no dead "
      "rank points to a middlebox killing idle TCP connections."},
+    // Gloo's pair.cc reports a failed read/write as "Read error PEER: " and
+    // strerror: ETIMEDOUT there is TCP giving up on unanswered retransmissions.
+    {"peer_connection_timed_out", R"((Read|Write) error (\S+): Connection timed out)", S::kError,
+     St::kPeerGone,
+     "The TCP connection to the peer timed out: its host stopped answering (crashed, powered "
+     "off, or the network between the hosts dropped packets) while a collective was in flight.",
+     "Check the peer host is up and its rank's log; then the link between the hosts "
+     "(`gloowatch health`, packet loss, a firewall or NAT dropping idle connections).",
+     R"(\1 error, peer \2 timed out)"},
     {"collective_timeout", R"(Timed out waiting (\d+)ms for (recv|send) operation to complete)",
      S::kError, St::kWait,
      "A collective did not complete within the process-group timeout: some rank never joined "
@@ -177,6 +221,18 @@ constexpr LogSignature kSignatures[] = {
     {"pair_io_timeout", R"((Read|Write|Send) timeout \[)", S::kError, St::kWait,
      "A Gloo pair socket read/write hit the timeout (peer hung or the network stalls).",
      "Check the peer rank is alive and the link is healthy (`gloowatch health`)."},
+    // distributed_c10d.py's barrier waits while worker_count != world_size
+    // (num_workers_joined since 2.0): once more workers joined than the world
+    // holds it can never complete.
+    {"store_barrier_overcount",
+     R"(store based barrier .*\(world_size=(\d+), (?:worker_count|num_workers_joined)=(\d+))",
+     S::kError, St::kSetup,
+     "More processes joined the process group's store barrier than world_size: processes of "
+     "more than one run share the store (two jobs on one MASTER_PORT or file, a launcher "
+     "starting ranks that the script spawns again), so the barrier can never complete.",
+     "Give each job its own MASTER_PORT (or a fresh init file), start each rank once, and "
+     "check world_size matches the processes launched.",
+     R"(\2 workers joined a barrier of world_size \1)", MoreJoinedThanWorld},
     {"store_barrier_timeout", R"(Timed out initializing process group in store based barrier)",
      S::kError, St::kWait,
      "Not all ranks joined the process group in time (world_size larger than the ranks "
@@ -187,10 +243,30 @@ constexpr LogSignature kSignatures[] = {
      S::kError, St::kWait,
      "Waiting on the rendezvous store timed out: another rank never published its address.",
      "A rank failed before publishing (check all rank logs) or the store timeout is too short."},
+    // TCPStore.cpp's server side (2.x): rank 0 waited for every client.
+    {"store_clients_missing",
+     R"(Timed out after (\d+) seconds waiting for clients\. (\d+)/(\d+) clients joined)", S::kError,
+     St::kWait,
+     "The rendezvous store on rank 0 waited for every rank to connect and some never did: they "
+     "did not start, failed before init_process_group, or cannot reach MASTER_ADDR:MASTER_PORT.",
+     "Read the missing ranks' own logs first (the real error is there: a crash, a missing file, "
+     "a wrong MASTER_ADDR); check each host reaches the store (`nc -zv MASTER_ADDR "
+     "MASTER_PORT`) and that --nnodes / world_size match what was launched.",
+     R"(\2 of \3 ranks joined within \1 s)"},
     {"monitored_barrier_timeout",
      R"(timed out in monitoredBarrier|failed to pass monitoredBarrier)", S::kError, St::kWait,
      "monitored_barrier found ranks that did not arrive (the message names them).",
      "Inspect the named ranks; they are hung or dead."},
+    // c10d's store client (SocketImpl, 2.x): the store's host went away. PyTorch
+    // logs it as [W TCPStore.cpp] from watchdog threads at a shutdown without
+    // destroy_process_group(), so as a warning it is noise, as an error an echo.
+    {"store_connection_reset",
+     R"((?:recvValue|recvVector|recvValueWithTimeout|sendBytes|recvBytes) failed on SocketImpl\(|[Ff]ailed to recv, got 0 bytes)",
+     S::kError, St::kAftermath,
+     "The connection to the c10d store broke: the process that hosts it (rank 0, or the torchrun "
+     "agent on MASTER_ADDR) exited or crashed.",
+     "Read the log of the process on MASTER_ADDR first; at the end of a finished job, call "
+     "dist.destroy_process_group() before exiting to silence it."},
     {"pair_closed_after_timeout", R"(Application timeout caused pair closure)", S::kError,
      St::kAftermath, "An earlier timeout closed this Gloo pair; later operations fail with it.",
      "Look for the first timeout in the log; that one has the real cause."},
@@ -243,13 +319,22 @@ const std::vector<std::unique_ptr<RE2>>& CompiledSignatures() {
 // means a retry that may yet succeed: c10's "[W socket.cpp:558]" or "[W427
 // 01:04:16.149509694 socket.cpp:752]" (also after a launcher's prefix such
 // as "trainer/0 [1]:"), glog's "W0412 ..." at the start, warnings.warn's
-// UserWarning. A Python logger's WARNING is not one: Ray logs a Gloo
-// exception that way.
+// UserWarning; and Gloo's connect loop (debug_logger.cc) logs each failed
+// attempt at ERROR but with "willRetry=1". A Python logger's WARNING is not
+// one: Ray logs a Gloo exception that way.
 bool LoggedAsWarning(absl::string_view line) {
-  static const RE2* warning =
-      new RE2(R"(\[W(\d{3,4} [\d:.]+)? ?[\w.]+\.(cpp|cc|h|hpp):\d+\]|^\s*W\d{4} |\bUserWarning\b)",
-              MatchOptions(true));
+  static const RE2* warning = new RE2(
+      R"(\[W(\d{3,4} [\d:.]+)? ?[\w.]+\.(cpp|cc|h|hpp):\d+\]|^\s*W\d{4} |\bUserWarning\b|\bwillRetry=(1|true)\b)",
+      MatchOptions(true));
   return RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *warning);
+}
+
+// A retry warning whose attempt timed out (errno 110): the connect went
+// unanswered, so the address is unreachable or filtered. A start-up race
+// (the store not listening yet) is refused, not dropped; that one may still
+// succeed, this one will not by waiting.
+bool UnansweredRetry(absl::string_view line) {
+  return absl::StrContains(line, "errno: 110") || absl::StrContains(line, "Connection timed out");
 }
 
 std::string Printable(absl::string_view s, size_t limit) {
@@ -261,9 +346,35 @@ std::string Printable(absl::string_view s, size_t limit) {
   return out;
 }
 
-// `rewrite` with \N replaced by group N of `regex` on `line`. A group of
-// another alternative than the one that matched is empty; when every group
-// the rewrite names is, there is no detail.
+// One piece of a rewrite filled from `match`; `complete` says whether every
+// group it names matched, `any` whether one did.
+std::string FillRewrite(absl::string_view piece, const std::vector<re2::StringPiece>& match,
+                        bool* complete, bool* any) {
+  std::string out;
+  *complete = true;
+  *any = false;
+  for (size_t c = 0; c < piece.size(); ++c) {
+    if (piece[c] == '\\' && c + 1 < piece.size() && piece[c + 1] >= '1' && piece[c + 1] <= '9') {
+      const size_t group = static_cast<size_t>(piece[c + 1] - '0');
+      if (group < match.size() && match[group].data() != nullptr) {
+        out.append(match[group].data(), match[group].size());
+        *any = true;
+      } else {
+        *complete = false;
+      }
+      ++c;
+    } else {
+      out.push_back(piece[c]);
+    }
+  }
+  return out;
+}
+
+// `rewrite` with \N replaced by group N of `regex` on `line`. A rewrite may
+// hold one piece per alternative of the regex, split by '|': the first piece
+// whose groups all matched is used. Otherwise the last piece, with the groups
+// of other alternatives left empty; when every group it names is, there is
+// no detail.
 std::string Detail(const RE2& regex, const char* rewrite, absl::string_view line) {
   if (rewrite == nullptr) return "";
   const int groups = regex.NumberOfCapturingGroups();
@@ -272,19 +383,12 @@ std::string Detail(const RE2& regex, const char* rewrite, absl::string_view line
                    match.data(), groups + 1)) {
     return "";
   }
+  const std::vector<absl::string_view> pieces = absl::StrSplit(rewrite, '|');
   std::string out;
-  bool any = false;
-  for (const char* c = rewrite; *c != '\0'; ++c) {
-    if (*c == '\\' && c[1] >= '1' && c[1] <= '9') {
-      const int group = c[1] - '0';
-      if (group <= groups && match[group].data() != nullptr) {
-        out.append(match[group].data(), match[group].size());
-        any = true;
-      }
-      ++c;
-    } else {
-      out.push_back(*c);
-    }
+  bool complete = false, any = false;
+  for (absl::string_view piece : pieces) {
+    out = FillRewrite(piece, match, &complete, &any);
+    if (complete && any) break;
   }
   return any ? Printable(out, kDetailBytes) : "";
 }
@@ -370,6 +474,7 @@ LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
   const auto& regexes = CompiledSignatures();
   const RE2::Set& set = SignatureSet();
   std::vector<SignatureHit> by_sig(regexes.size());
+  std::vector<bool> example_is_retry(regexes.size(), false);
   std::vector<int> matched;
   std::string line;
   while (std::getline(in, line)) {
@@ -380,15 +485,26 @@ LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
     if (e.rank.empty()) e.rank = RankFromLine(view);
     matched.clear();
     if (!set.Match(re2::StringPiece(view.data(), view.size()), &matched)) continue;
-    // The line counts for the first signature in table order.
-    const size_t i = static_cast<size_t>(*std::min_element(matched.begin(), matched.end()));
+    // The line counts for the first signature in table order that accepts it.
+    std::sort(matched.begin(), matched.end());
+    const auto chosen = std::find_if(matched.begin(), matched.end(), [&](int m) {
+      return kSignatures[m].accept == nullptr || kSignatures[m].accept(view);
+    });
+    if (chosen == matched.end()) continue;
+    const size_t i = static_cast<size_t>(*chosen);
     SignatureHit& h = by_sig[i];
     LogSeverity severity = kSignatures[i].severity;
-    if (severity == LogSeverity::kError && LoggedAsWarning(view)) severity = LogSeverity::kWarning;
-    // The first line that shows the signature at its worst stands for it.
+    const bool retry = LoggedAsWarning(view);
+    if (severity == LogSeverity::kError && retry && !UnansweredRetry(view)) {
+      severity = LogSeverity::kWarning;
+    }
+    // The first line that shows the signature at its worst stands for it;
+    // among equals, a line logged as an error before a retry's warning.
     const bool first = h.count++ == 0;
     if (first) h.first_line = e.lines;
-    if (first || severity > h.severity) {
+    if (first || severity > h.severity ||
+        (severity == h.severity && example_is_retry[i] && !retry)) {
+      example_is_retry[i] = retry;
       h.severity = severity;
       h.example = Printable(absl::StripLeadingAsciiWhitespace(view), kExampleBytes);
       h.detail = Detail(*regexes[i], kSignatures[i].detail, view);

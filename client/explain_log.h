@@ -37,6 +37,10 @@ struct LogSignature {
   const char* fix;
   // What the line says, from its groups (RE2 rewrite, \1 ...), or nullptr.
   const char* detail = nullptr;
+  // A test on the values in a matching line that a regex cannot make (one
+  // count above another), or nullptr; a line it rejects is left to the next
+  // signature that matches.
+  bool (*accept)(absl::string_view line) = nullptr;
 };
 
 // In priority order: a line counts for the first signature that matches it.

@@ -313,6 +313,7 @@ v1::NodeStatus Daemon::Status() const {
   g->set_link_speed_note(endpoint_.link_speed_note);
   g->set_mtu(endpoint_.mtu);
   g->set_warning(endpoint_.warning);
+  for (const std::string& name : endpoint_.socket_ifnames) g->add_socket_ifnames(name);
   *s.mutable_started_at() = ToProtoTimestamp(started_at_);
   *s.mutable_now() = ToProtoTimestamp(clock_->Now());
   for (const Probed& probed : probed_) {

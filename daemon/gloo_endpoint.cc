@@ -360,6 +360,7 @@ absl::StatusOr<GlooEndpoint> ResolveGlooEndpoint(const EndpointRequest& req,
             absl::StrCat("GLOO_SOCKET_IFNAME='", env, "' names no interface"));
       }
       ep.source = "env:GLOO_SOCKET_IFNAME";
+      ep.socket_ifnames = names;
       origin = "GLOO_SOCKET_IFNAME";
       name = names[0];
       if (names.size() > 1) {

@@ -61,6 +61,9 @@ struct GlooEndpoint {
   std::string link_speed_note;  // why the speed is unknown, or "from config"
   uint32_t mtu = 0;             // 0 when unknown
   std::string warning;          // for the operator; empty when all is well
+  // GLOO_SOCKET_IFNAME's names when it chose the interface (ProcessGroupGloo
+  // opens one device per name); empty otherwise.
+  std::vector<std::string> socket_ifnames;
 };
 
 // Order: gloo.address, gloo.interface, GLOO_SOCKET_IFNAME, host name.

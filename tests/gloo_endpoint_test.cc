@@ -261,6 +261,7 @@ TEST(EnvTest, ListTakesFirstAndNotesTheRest) {
   EXPECT_EQ(ep->interface, "eth0");
   EXPECT_THAT(ep->warning, HasSubstr("GLOO_SOCKET_IFNAME lists eth0,v6only,lo"));
   EXPECT_THAT(ep->warning, HasSubstr("not probed: v6only, lo"));
+  EXPECT_THAT(ep->socket_ifnames, ::testing::ElementsAre("eth0", "v6only", "lo"));
 }
 
 TEST(EnvTest, NcclExclusionSyntaxIsAnError) {

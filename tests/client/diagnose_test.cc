@@ -125,6 +125,33 @@ TEST(CheckMtuAndConsistency, Differences) {
   EXPECT_THAT(c.summary, HasSubstr("gloo_version"));
 }
 
+TEST(CheckConsistency, DifferentNumbersOfGlooInterfacesFail) {
+  FetchResult a = Daemon("node-a", 32768, 60999), b = Daemon("node-b", 32768, 60999);
+  for (FetchResult* r : {&a, &b}) r->status->mutable_gloo()->set_source("env:GLOO_SOCKET_IFNAME");
+  a.status->mutable_gloo()->add_socket_ifnames("eth0");
+  a.status->mutable_gloo()->add_socket_ifnames("eth1");
+  b.status->mutable_gloo()->add_socket_ifnames("eth0");
+  Check c = CheckConsistency({a, b});
+  EXPECT_EQ(c.status, Severity::kFail);
+  EXPECT_THAT(c.summary, HasSubstr("different numbers of Gloo devices"));
+  EXPECT_THAT(c.evidence,
+              Contains(HasSubstr("2 Gloo devices: node-a (GLOO_SOCKET_IFNAME=eth0,eth1)")));
+  EXPECT_THAT(c.evidence, Contains(HasSubstr("1 Gloo device: node-b (GLOO_SOCKET_IFNAME=eth0)")));
+  // A host on its host name's address has one device too.
+  b.status->mutable_gloo()->clear_socket_ifnames();
+  b.status->mutable_gloo()->set_source("hostname");
+  EXPECT_EQ(CheckConsistency({a, b}).status, Severity::kFail);
+  // As many names everywhere (the names may differ per host): no failure.
+  b.status->mutable_gloo()->set_source("env:GLOO_SOCKET_IFNAME");
+  b.status->mutable_gloo()->add_socket_ifnames("ens5");
+  b.status->mutable_gloo()->add_socket_ifnames("ens6");
+  EXPECT_NE(CheckConsistency({a, b}).status, Severity::kFail);
+  // A daemon whose own config picked the interface says nothing of the job's.
+  b.status->mutable_gloo()->clear_socket_ifnames();
+  b.status->mutable_gloo()->set_source("config:interface");
+  EXPECT_NE(CheckConsistency({a, b}).status, Severity::kFail);
+}
+
 TEST(CheckConsistency, IPv4AndIPv6GlooAddressesFail) {
   FetchResult a = Daemon("node-a", 32768, 60999), b = Daemon("node-b", 32768, 60999);
   a.status->mutable_gloo()->set_address("10.0.0.1");

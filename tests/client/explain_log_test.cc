@@ -106,6 +106,15 @@ INSTANTIATE_TEST_SUITE_P(
                  "local_rank: 1 (pid: 77) of binary: /usr/bin/python3",
                  "rank_killed", LogSeverity::kError, ""},
         LineCase{"Killed", "rank_killed", LogSeverity::kError, ""},
+        // Kubernetes' and a shell's view of the same SIGKILL (128 + 9), and mpirun's.
+        LineCase{"    Last State:     Terminated, Reason: OOMKilled, Exit Code: 137", "rank_killed",
+                 LogSeverity::kError, ""},
+        LineCase{"subprocess.CalledProcessError: Command '['python', 'train.py']' returned "
+                 "non-zero exit status 137.",
+                 "rank_killed", LogSeverity::kError, ""},
+        LineCase{"mpirun noticed that process rank 3 with PID 4242 on node n7 exited on signal 9 "
+                 "(Killed).",
+                 "rank_killed", LogSeverity::kError, ""},
         LineCase{"RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/"
                  "device.cc:127] rp != nullptr. Unable to find address for: trainer-7",
                  "hostname_unresolvable", LogSeverity::kError, "host trainer-7"},
@@ -118,10 +127,76 @@ INSTANTIATE_TEST_SUITE_P(
                  "10000ms for recv operation to complete",
                  "collective_timeout", LogSeverity::kError,
                  "a recv waited 10000 ms, the timeout in force"},
-        // c10's own warning behind a launcher's prefix is a retry.
+        // c10's own warning behind a launcher's prefix is a retry, but one that
+        // timed out (errno 110) went unanswered: it stays an error.
         LineCase{"trainer/0 [1]:[W socket.cpp:558] [c10d] The client socket has failed to "
                  "connect to [::ffff:10.0.0.5]:40323 (errno: 110 - Connection timed out).",
-                 "store_connect_timeout", LogSeverity::kWarning, ""},
+                 "store_connect_timeout", LogSeverity::kError,
+                 "store [::ffff:10.0.0.5]:40323, connect timed out (errno 110)"},
+        // The 2.x wording names the store as host:port.
+        LineCase{"[E socket.cpp:860] [c10d] The client socket has timed out after 60s while "
+                 "trying to connect to 10.0.0.1:29500",
+                 "store_connect_timeout", LogSeverity::kError, "store 10.0.0.1:29500 after 60s"},
+        LineCase{"RuntimeError: Timed out initializing process group in store based barrier on "
+                 "rank: 0, for key: store_based_barrier_key:1 (world_size=2, worker_count=4, "
+                 "timeout=0:02:00)",
+                 "store_barrier_overcount", LogSeverity::kError,
+                 "4 workers joined a barrier of world_size 2"},
+        LineCase{"RuntimeError: Timed out initializing process group in store based barrier on "
+                 "rank 3, for key: store_based_barrier_key:1 (world_size=8, "
+                 "num_workers_joined=4, timeout=0:30:00 error=)",
+                 "store_barrier_timeout", LogSeverity::kError, ""},
+        LineCase{"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:538] Write error "
+                 "[10.0.0.7]:4411: Connection timed out",
+                 "peer_connection_timed_out", LogSeverity::kError,
+                 "Write error, peer [10.0.0.7]:4411 timed out"},
+        LineCase{"torch.distributed.elastic.rendezvous.api.RendezvousClosedError",
+                 "rendezvous_failed", LogSeverity::kError, ""},
+        // ProcessGroupWrapper's report, in the 1.11 and the 2.1+ wordings.
+        LineCase{"RuntimeError: Detected mismatch between collectives on ranks. Rank 3 is "
+                 "running inconsistent collective: CollectiveFingerPrint(OpType=BARRIER)",
+                 "collective_mismatch", LogSeverity::kError, "rank 3 ran BARRIER"},
+        LineCase{"RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is "
+                 "running collective: CollectiveFingerPrint(SequenceNumber=12, "
+                 "OpType=ALLREDUCE, TensorShape=[20, 10], TensorDtypes=Float), but Rank 1 is "
+                 "running collective: CollectiveFingerPrint(SequenceNumber=12, OpType=REDUCE, "
+                 "TensorShape=[20, 10], TensorDtypes=Float). Collectives differ in the "
+                 "following aspects:   Op type: ALLREDUCEvs REDUCE",
+                 "collective_mismatch", LogSeverity::kError,
+                 "rank 0 ran ALLREDUCE, rank 1 ran REDUCE; they differ in: Op type: ALLREDUCEvs "
+                 "REDUCE"},
+        // c10d's TCPStore, 2.x: the server's wait, a client's broken connection.
+        LineCase{"torch.distributed.DistStoreError: Timed out after 601 seconds waiting for "
+                 "clients. 1/4 clients joined.",
+                 "store_clients_missing", LogSeverity::kError, "1 of 4 ranks joined within 601 s"},
+        LineCase{"[rank1]:[W901 07:40:19.968570826 TCPStore.cpp:125] [c10d] recvValue failed on "
+                 "SocketImpl(fd=64, addr=[localhost]:35986, remote=[localhost]:45489): Failed to "
+                 "recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown "
+                 "or crash?",
+                 "store_connection_reset", LogSeverity::kWarning, ""},
+        // Gloo's own wordings (device.cc, helpers.h, debug_logger.cc).
+        LineCase{"RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/"
+                 "device.cc:215] bind_rv == 0. Unable to find address for trainer-3; bind(2) "
+                 "for [10.9.8.7]:0 failed with: Cannot assign requested address",
+                 "hostname_not_local", LogSeverity::kError,
+                 "host trainer-3 resolves to [10.9.8.7]:0, which does not bind here: Cannot "
+                 "assign requested address"},
+        LineCase{"RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/"
+                 "transport/tcp/pair.cc:152] timed out connecting: SO_ERROR: Connection timed "
+                 "out, remote=[10.0.0.1]:45677",
+                 "pair_connect_timeout", LogSeverity::kError, ""},
+        // Each failed attempt of Gloo's connect loop is logged at ERROR; one
+        // that will be retried is not the failure yet.
+        LineCase{"[gloo/transport/tcp/debug_logger.cc:9] ERROR failed to connect, willRetry=1, "
+                 "retry=1, retryLimit=3, rank=1, size=2, local=[10.0.0.2]:41234, "
+                 "remote=[10.0.0.1]:45677, error=SO_ERROR: Connection refused, "
+                 "remote=[10.0.0.1]:45677",
+                 "pair_connect_refused", LogSeverity::kWarning, ""},
+        LineCase{"[gloo/transport/tcp/debug_logger.cc:9] ERROR failed to connect, willRetry=0, "
+                 "retry=4, retryLimit=3, rank=1, size=2, local=[10.0.0.2]:41234, "
+                 "remote=[10.0.0.1]:45677, error=SO_ERROR: Connection refused, "
+                 "remote=[10.0.0.1]:45677",
+                 "pair_connect_refused", LogSeverity::kError, ""},
         LineCase{"    exitcode  : -6 (pid: 4243)", "rank_crashed", LogSeverity::kError, ""},
         LineCase{"RuntimeError: Gloo connectFullMesh failed with [enforce fail at "
                  "../third_party/gloo/gloo/transport/tcp/pair.cc:799] ss1.ss_family == "
@@ -154,7 +229,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "(errno: 98 - Address already in use).",
                  "store_port_in_use", LogSeverity::kError, ""},
         LineCase{"RuntimeError: connect() timed out. Original timeout was 1800000 ms.",
-                 "store_connect_timeout", LogSeverity::kError, ""},
+                 "store_connect_timeout", LogSeverity::kError, "store connect timeout 1800000 ms"},
         LineCase{"torch.distributed.DistNetworkError: The client socket has timed out after "
                  "600s while trying to connect to (10.0.0.1, 29500).",
                  "store_connect_timeout", LogSeverity::kError, "store 10.0.0.1:29500 after 600s"},
@@ -174,6 +249,30 @@ INSTANTIATE_TEST_SUITE_P(
                  "address. Using the loopback address as fallback. Manually set the network "
                  "interface to bind to with GLOO_SOCKET_IFNAME. (function operator())",
                  "loopback_fallback", LogSeverity::kWarning, ""}));
+
+// Lines that name a signature's words but are not its failure.
+TEST(ExplainLog, ABarrierStillFillingAndATracebacksRaiseAreNotErrors) {
+  std::istringstream in(
+      "Waiting in store based barrier to initialize process group for rank: 0, key: "
+      "store_based_barrier_key:1 (world_size=4, worker_count=2, timeout=0:30:00)\n"
+      "    raise RendezvousClosedError()\n");
+  LogExplanation e = ExplainLog(in, "waiting");
+  EXPECT_TRUE(e.hits.empty());
+  EXPECT_EQ(ExplanationExitCode(e), 0);
+}
+
+TEST(ExplainLog, AnErrorLineStandsForItsCauseBeforeTheRetriesThatLedToIt) {
+  std::istringstream in(
+      "[W socket.cpp:697] [c10d] The client socket has failed to connect to 10.0.0.9:47389 "
+      "(errno: 110 - Connection timed out).\n"
+      "[E socket.cpp:753] [c10d] The client socket has failed to connect to any network address "
+      "of (node-9, 47389).\n");
+  LogExplanation e = ExplainLog(in, "retries");
+  ASSERT_EQ(e.hits.size(), 1u);
+  EXPECT_EQ(e.hits[0].line_of_example, 2);
+  EXPECT_EQ(e.hits[0].detail, "store node-9:47389, no address of it answered");
+  EXPECT_EQ(e.hits[0].severity, LogSeverity::kError);
+}
 
 TEST(ExplainLog, TheKilledRankIsTheRootNotTheTimeoutsItCaused) {
   std::istringstream in(
