@@ -3,11 +3,16 @@
 #include <initializer_list>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "grpcpp/support/status_code_enum.h"
 
 namespace gloowatch {
 namespace {
+
+constexpr char kReasonPayload[] = "gloowatch/reason";
 
 bool ContainsAny(absl::string_view lower, std::initializer_list<absl::string_view> needles) {
   for (absl::string_view n : needles) {
@@ -40,10 +45,7 @@ absl::string_view ReasonName(FailureReason reason) {
 FailureReason ClassifyMessage(absl::string_view message) {
   const std::string m = absl::AsciiStrToLower(message);
 
-  // Our own framing errors say exactly what happened.
-  if (absl::StartsWith(m, "protocol:") || absl::StrContains(m, "version mismatch")) {
-    return v1::FAILURE_REASON_PROTOCOL;
-  }
+  if (absl::StrContains(m, "version mismatch")) return v1::FAILURE_REASON_PROTOCOL;
 
   // Gloo's own timeouts. Checked before "pair closure" (reset) because Gloo
   // reports a timed-out op as "Application timeout caused pair closure".
@@ -127,6 +129,26 @@ FailureReason ClassifyGrpc(int grpc_status_code, absl::string_view message) {
     default:
       return ClassifyMessage(message);
   }
+}
+
+absl::Status WithFailureReason(absl::Status status, FailureReason reason) {
+  status.SetPayload(kReasonPayload, absl::Cord(absl::StrCat(static_cast<int>(reason))));
+  return status;
+}
+
+FailureReason FailureReasonOf(const absl::Status& status) {
+  if (auto payload = status.GetPayload(kReasonPayload)) {
+    int value = 0;
+    if (absl::SimpleAtoi(std::string(*payload), &value) && v1::FailureReason_IsValid(value)) {
+      return static_cast<FailureReason>(value);
+    }
+  }
+  if (status.code() == absl::StatusCode::kDataLoss) return v1::FAILURE_REASON_PROTOCOL;
+  return ClassifyMessage(status.message());
+}
+
+absl::Status ProtocolError(absl::string_view message) {
+  return WithFailureReason(absl::DataLossError(message), v1::FAILURE_REASON_PROTOCOL);
 }
 
 }  // namespace gloowatch

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "proto/gloowatch.pb.h"
 
@@ -29,5 +30,15 @@ FailureReason ClassifyMessage(absl::string_view message);
 // UNAUTHENTICATED, PERMISSION_DENIED -> protocol; other codes by message.
 // OK is UNSPECIFIED (not a failure).
 FailureReason ClassifyGrpc(int grpc_status_code, absl::string_view message);
+
+// The one way a failure's reason travels with an error: a payload on the
+// status, so no code decides on the wording of a message.
+absl::Status WithFailureReason(absl::Status status, FailureReason reason);
+// A status's reason: its payload; else PROTOCOL for DATA_LOSS (what our own
+// framing reports, see ProtocolError); else classified from its message
+// (Gloo's and the kernel's text).
+FailureReason FailureReasonOf(const absl::Status& status);
+// A peer that broke the probe protocol: DATA_LOSS carrying PROTOCOL.
+absl::Status ProtocolError(absl::string_view message);
 
 }  // namespace gloowatch

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "absl/strings/cord.h"
 #include "gtest/gtest.h"
 
 namespace gloowatch {
@@ -96,13 +97,26 @@ INSTANTIATE_TEST_SUITE_P(
                     MessageCase{"end of file", kReset}, MessageCase{"pair closure", kReset}));
 
 INSTANTIATE_TEST_SUITE_P(Protocol, ClassifyMessageTest,
-                         testing::Values(MessageCase{"protocol: bad magic 0xdeadbeef", kProtocol},
-                                         MessageCase{"Protocol: short frame (3 bytes)", kProtocol},
-                                         // Our prefix wins even over words of other classes.
-                                         MessageCase{"protocol: peer closed after unexpected frame",
-                                                     kProtocol},
-                                         MessageCase{"version mismatch: peer speaks v2", kProtocol},
+                         testing::Values(MessageCase{"version mismatch: peer speaks v2", kProtocol},
                                          MessageCase{"unexpected reply type 7", kProtocol}));
+
+// Our own errors carry their reason; the wording never decides.
+TEST(FailureReasonOfTest, ThePayloadDecidesThenDataLossThenTheMessage) {
+  // A protocol error whose text reads like a reset is still protocol.
+  EXPECT_EQ(FailureReasonOf(ProtocolError("peer closed after unexpected frame")), kProtocol);
+  EXPECT_EQ(FailureReasonOf(absl::DataLossError("short frame")), kProtocol);
+  EXPECT_EQ(FailureReasonOf(WithFailureReason(absl::UnavailableError("Connection refused"),
+                                              v1::FAILURE_REASON_WRONG_INTERFACE)),
+            kWrongInterface);
+  EXPECT_EQ(FailureReasonOf(absl::UnavailableError("Connection refused")),
+            v1::FAILURE_REASON_REFUSED);
+  // No more control flow on a "protocol:" prefix in a message.
+  EXPECT_NE(FailureReasonOf(absl::UnknownError("protocol: bad magic")), kProtocol);
+  // A payload that is not a reason is ignored.
+  absl::Status odd = absl::UnavailableError("Connection reset by peer");
+  odd.SetPayload("gloowatch/reason", absl::Cord("999"));
+  EXPECT_EQ(FailureReasonOf(odd), v1::FAILURE_REASON_RESET);
+}
 
 INSTANTIATE_TEST_SUITE_P(
     WrongInterface, ClassifyMessageTest,

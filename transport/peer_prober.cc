@@ -2,9 +2,7 @@
 
 #include <algorithm>
 
-#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/failure.h"
 #include "common/log.h"
@@ -15,8 +13,6 @@
 namespace gloowatch {
 namespace {
 
-constexpr char kReasonPayload[] = "gloowatch/reason";
-
 // A connect is one RPC deadline plus up to five Gloo timeouts for the pairs;
 // any step still running after six Gloo timeouts is hung.
 constexpr int kStallTimeouts = 6;
@@ -24,22 +20,6 @@ constexpr absl::Duration kFailureLogInterval = absl::Seconds(30);
 // How often the pairs' TCP statistics are read: often enough for a loss
 // window of a minute, rarely enough to cost nothing.
 constexpr absl::Duration kTcpStatsInterval = absl::Seconds(5);
-
-absl::Status WithReason(absl::Status status, v1::FailureReason reason) {
-  status.SetPayload(kReasonPayload, absl::Cord(absl::StrCat(static_cast<int>(reason))));
-  return status;
-}
-
-v1::FailureReason ReasonOf(const absl::Status& status) {
-  if (auto payload = status.GetPayload(kReasonPayload)) {
-    int value = 0;
-    if (absl::SimpleAtoi(std::string(*payload), &value) && v1::FailureReason_IsValid(value)) {
-      return static_cast<v1::FailureReason>(value);
-    }
-  }
-  if (status.code() == absl::StatusCode::kDataLoss) return v1::FAILURE_REASON_PROTOCOL;
-  return ClassifyMessage(status.message());
-}
 
 // gRPC's reconnect backoff defaults reach two minutes; a restarted peer
 // should be found within seconds.
@@ -202,7 +182,7 @@ bool PeerProber::SleepUntil(absl::Duration at) {
 }
 
 void PeerProber::Fail(const absl::Status& status) {
-  const v1::FailureReason reason = ReasonOf(status);
+  const v1::FailureReason reason = FailureReasonOf(status);
   observer_->RecordFailure(reason, std::string(status.message()));
   uint64_t suppressed = 0;
   if (failure_log_.Allow(ReasonName(reason), &suppressed)) {
@@ -213,7 +193,7 @@ void PeerProber::Fail(const absl::Status& status) {
 
 absl::StatusOr<std::unique_ptr<ProbeSession>> PeerProber::Connect() {
   auto session = ProbeSession::Create(context_.device, params_, context_.clock);
-  if (!session.ok()) return WithReason(session.status(), v1::FAILURE_REASON_OTHER);
+  if (!session.ok()) return WithFailureReason(session.status(), v1::FAILURE_REASON_OTHER);
 
   v1::OpenProbePairRequest request;
   request.set_protocol_version(kProbeProtocolVersion);
@@ -240,27 +220,27 @@ absl::StatusOr<std::unique_ptr<ProbeSession>> PeerProber::Connect() {
     // us are winding down, or someone floods it): kept apart so that Run()
     // retries soon instead of backing off.
     if (rpc_status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
-      return WithReason(absl::ResourceExhaustedError(message), reason);
+      return WithFailureReason(absl::ResourceExhaustedError(message), reason);
     }
-    return WithReason(absl::UnavailableError(message), reason);
+    return WithFailureReason(absl::UnavailableError(message), reason);
   }
   if (response.protocol_version() != kProbeProtocolVersion || response.node() != peer_.name) {
-    return WithReason(absl::FailedPreconditionError(absl::StrCat(
-                          "protocol: peer at ", peer_.grpc.ToString(), " answered as node '",
-                          response.node(), "' protocol ", response.protocol_version(),
-                          ", expected '", peer_.name, "' protocol ", kProbeProtocolVersion)),
-                      v1::FAILURE_REASON_PROTOCOL);
+    return WithFailureReason(absl::FailedPreconditionError(absl::StrCat(
+                                 "peer at ", peer_.grpc.ToString(), " answered as node '",
+                                 response.node(), "' protocol ", response.protocol_version(),
+                                 ", expected '", peer_.name, "' protocol ", kProbeProtocolVersion)),
+                             v1::FAILURE_REASON_PROTOCOL);
   }
   // The classic Gloo misconfiguration: one side binds to loopback while the
   // other is on another host, so pairs can never connect.
   if (!peer_is_loopback_ && context_.local_gloo_is_loopback) {
-    return WithReason(
+    return WithFailureReason(
         absl::FailedPreconditionError("our Gloo address is loopback but the peer is remote: set "
                                       "gloo.interface or gloo.address (or GLOO_SOCKET_IFNAME)"),
         v1::FAILURE_REASON_WRONG_INTERFACE);
   }
   if (!peer_is_loopback_ && GlooAddressIsLoopback(response.gloo_address())) {
-    return WithReason(
+    return WithFailureReason(
         absl::FailedPreconditionError(absl::StrCat(
             "peer advertises loopback Gloo address ", GlooAddressToString(response.gloo_address()),
             " (its host name resolves to loopback?): set gloo.interface on the peer")),

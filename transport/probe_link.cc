@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/failure.h"
 #include "gloo/transport/buffer.h"
 #include "gloo/transport/context.h"
 #include "gloo/transport/device.h"
@@ -115,7 +116,7 @@ std::string AddressBytes(const PairEndpoint& endpoint) {
 
 absl::Status ConnectPair(PairEndpoint& endpoint, const std::string& peer_address) {
   if (peer_address.empty() || peer_address.size() > gloo::transport::Address::kMaxByteSize) {
-    return absl::InvalidArgumentError("protocol: peer sent a malformed Gloo address");
+    return ProtocolError("peer sent a malformed Gloo address");
   }
   return Guard("connect", [&] {
     endpoint.pair->connect(std::vector<char>(peer_address.begin(), peer_address.end()));
@@ -372,9 +373,8 @@ absl::Status ProbeSession::AwaitControl(uint8_t op, ControlReply* reply) {
   if (!status.ok()) return status;
   std::memcpy(reply, pairs_->control_buf.data(), sizeof(*reply));
   if (reply->op != op || reply->seq != seq_) {
-    return absl::DataLossError(
-        absl::StrFormat("protocol: expected reply to op %d seq %d, got op %d seq %d", op, seq_,
-                        reply->op, reply->seq));
+    return ProtocolError(absl::StrFormat("expected reply to op %d seq %d, got op %d seq %d", op,
+                                         seq_, reply->op, reply->seq));
   }
   return absl::OkStatus();
 }
@@ -389,7 +389,7 @@ absl::StatusOr<absl::Duration> ProbeSession::RoundTrip() {
   if (!s.ok()) return s;
   const absl::Duration rtt = clock_->Monotonic() - start;
   if (CommandOp(pairs_->ping_buf) != kOpPing || CommandSeq(pairs_->ping_buf) != seq_) {
-    return absl::DataLossError("protocol: ping echo does not match the request");
+    return ProtocolError("ping echo does not match the request");
   }
   return rtt;
 }
@@ -445,7 +445,7 @@ absl::StatusOr<BandwidthSample> ProbeSession::Bandwidth(BandwidthDirection direc
     return absl::ResourceExhaustedError("busy: the peer is in another transfer");
   }
   if (reply.status != kStatusOk) {
-    return absl::DataLossError("protocol: unexpected bulk reply status");
+    return ProtocolError("unexpected bulk reply status");
   }
   lease->Start();
   const absl::Duration start = clock_->Monotonic();
@@ -457,7 +457,7 @@ absl::StatusOr<BandwidthSample> ProbeSession::Bandwidth(BandwidthDirection direc
     // Our sends complete when the kernel has the data; the peer's "done" says
     // it has arrived.
     if (absl::Status d = AwaitControl(op, &reply); !d.ok()) return d;
-    if (reply.status != kStatusDone) return absl::DataLossError("protocol: expected bulk done");
+    if (reply.status != kStatusDone) return ProtocolError("expected bulk done");
   }
   const absl::Duration elapsed = clock_->Monotonic() - start;
   const uint64_t bytes = params_.bandwidth_message_bytes() * params_.bandwidth_messages();
@@ -540,7 +540,7 @@ absl::Status ProbeResponder::ServeOne() {
     case kOpBulkPull:
       return ServeBandwidth(BandwidthDirection::kRx, seq);
     default:
-      return absl::DataLossError(absl::StrCat("protocol: unknown command op ", op));
+      return ProtocolError(absl::StrCat("unknown command op ", op));
   }
 }
 
