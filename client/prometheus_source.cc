@@ -286,6 +286,10 @@ std::string FailuresSinceUpQuery(const PrometheusOptions& o, int64_t window_seco
                       "[", w, "]) > 0)");
 }
 
+std::string TcpSentInWindowQuery(const PrometheusOptions& o) {
+  return absl::StrCat("increase(gloowatch_peer_tcp_sent_segments_total{", SeriesSelector(o),
+                      "}[60s])");
+}
 std::string TrainingShareQuery(const PrometheusOptions& o) {
   const std::string by = "sum by (node, instance, exported_job, rank)";
   return absl::StrCat(by, " (rate(gloowatch_training_communication_seconds_total{",
@@ -401,6 +405,14 @@ absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnaps
       }
     }
   }
+  std::map<std::pair<std::string, std::string>, double> tcp_sent;  // (node, peer)
+  if (!snap.tcp_sent_in_window.is_null()) {
+    auto sent = Samples(snap.tcp_sent_in_window, "TCP segments in the loss window");
+    if (!sent.ok()) return sent.status();
+    for (const Sample& s : *sent) {
+      if (std::isfinite(s.value)) tcp_sent[{s.Label("node"), s.Label("peer")}] = s.value;
+    }
+  }
   std::map<std::tuple<std::string, std::string, int>, double> shares;
   for (const Sample& s : *share) {
     int rank = 0;
@@ -472,6 +484,10 @@ absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnaps
       v1::PeerStatus ps = ToPeerStatus(peer, p, fit == wf.end() ? kNone : fit->second, window);
       if (full_mesh) ps.set_selection("mesh");
       if (auto g = group_of.find(peer); g != group_of.end()) ps.set_group(g->second);
+      if (auto it = tcp_sent.find({t.node, peer}); it != tcp_sent.end() && p.loss_ratio) {
+        ps.mutable_tcp()->set_window_sent_segments(
+            static_cast<uint64_t>(std::llround(std::max(0.0, it->second))));
+      }
       *s.add_peers() = std::move(ps);
     }
     for (const auto& [key, job] : n.training) {
@@ -562,7 +578,8 @@ absl::StatusOr<std::vector<FetchResult>> FetchFromPrometheus(const PrometheusOpt
   for (const Step& step :
        {Step{UpQuery(o), &snap.up}, Step{BuildInfoQuery(o), &snap.build_info},
         Step{BuildInfoRecentQuery(o), &snap.build_info_recent}, Step{SeriesQuery(o), &snap.series},
-        Step{TrainingShareQuery(o), &snap.training_share}}) {
+        Step{TrainingShareQuery(o), &snap.training_share},
+        Step{TcpSentInWindowQuery(o), &snap.tcp_sent_in_window}}) {
     auto result = Query(o, step.promql, snap.time);
     if (!result.ok()) return result.status();
     *step.into = *std::move(result);

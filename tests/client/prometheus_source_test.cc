@@ -168,10 +168,16 @@ TEST(PrometheusSource, GroupsAndLossNameTheLossyNode) {
       s.series.push_back(Peer("gloowatch_peer_tcp_loss_ratio", n, m, lossy ? "0.05" : "0.0004"));
     }
   }
+  // a -> c sent few segments in the window: its loss would count for nothing
+  // (it has none); a -> b sent plenty.
+  s.tcp_sent_in_window = json::array({Peer("", "a", "b", "25000.4"), Peer("", "a", "c", "300")});
   auto nodes = NodesFromSnapshot(s, PrometheusOptions{});
   ASSERT_TRUE(nodes.ok()) << nodes.status();
   const FetchResult* a = Find(*nodes, "a");
   ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->status->peers(0).tcp().window_sent_segments(), 25000u);
+  EXPECT_EQ(a->status->peers(1).tcp().window_sent_segments(), 300u);
+  EXPECT_FALSE(a->status->peers(2).tcp().has_window_sent_segments());
   EXPECT_EQ(a->status->topology().group(), "rack1");
   ASSERT_EQ(a->status->peers_size(), 3);
   EXPECT_EQ(a->status->peers(1).name(), "c");
@@ -430,6 +436,9 @@ TEST(PrometheusSource, QueriesCarryTheJobAndSelector) {
             "increase(gloowatch_peer_probe_failures_total{job=\"gw\\\"x\",cluster=\"eu1\"}[3600s])"
             " > 0");
   EXPECT_THAT(BuildInfoRecentQuery(o), HasSubstr("[600s]"));
+  EXPECT_EQ(
+      TcpSentInWindowQuery(o),
+      "increase(gloowatch_peer_tcp_sent_segments_total{job=\"gw\\\"x\",cluster=\"eu1\"}[60s])");
   const std::string since_up = FailuresSinceUpQuery(o, 3600, {"gpu.1", "gpu-2"});
   EXPECT_THAT(since_up, HasSubstr("node=~\"gpu-2|gpu\\\\.1\""));
   EXPECT_THAT(since_up, HasSubstr("[3600s:5s]"));
