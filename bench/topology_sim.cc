@@ -56,7 +56,7 @@ struct SeriesCount {
 
 // From the real metrics module: one peer with every figure recorded once.
 SeriesCount CountSeriesFromMetricsModule() {
-  Metrics metrics({"node-a", "sim", "sim", "eth0", 12.5e9});
+  Metrics metrics({"node-a", "sim", "sim", "eth0", 12.5e9, ""});
   const size_t base = CountSeries(metrics);
   std::unique_ptr<PeerMetrics> peer = metrics.AddPeer("node-b");
   peer->SetUp(true);

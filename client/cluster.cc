@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace gloowatch::client {
 namespace {
@@ -28,6 +29,13 @@ const char* StateWord(v1::PeerState s) {
     default:
       return "unknown";
   }
+}
+
+// A loss ratio over enough segments to mean something, above the threshold.
+bool LossCounts(const v1::PeerStatus& p, const EffectiveThresholds& t) {
+  if (!p.tcp().has_loss_ratio() || p.tcp().loss_ratio() <= t.loss_ratio) return false;
+  return !p.tcp().has_window_sent_segments() ||
+         p.tcp().window_sent_segments() >= t.loss_min_segments;
 }
 
 // Judges one direction; problems are phrased "A->B: ...".
@@ -69,6 +77,75 @@ void JudgeView(const std::string& from, const std::string& to, const v1::PeerSta
     Worsen(link.health, Health::kDegraded);
     link.problems.push_back(absl::StrCat(who, p.failures_in_window(), " failures in window"));
   }
+  if (LossCounts(p, t)) {
+    Worsen(link.health, Health::kDegraded);
+    link.problems.push_back(absl::StrFormat("%sTCP loss %.2f%% > %.2f%%", who,
+                                            p.tcp().loss_ratio() * 100, t.loss_ratio * 100));
+  }
+}
+
+// Why one direction counts as bad for localisation, or "" when it does not:
+// down, failures in the window, TCP loss, latency or bandwidth past their
+// thresholds. A clock offset is no network fault; "connecting" is no evidence.
+std::string BadDirection(const std::string& from, const std::string& to, const v1::PeerStatus& p,
+                         const EffectiveThresholds& t) {
+  const std::string who = absl::StrCat(from, "->", to, ": ");
+  std::vector<std::string> why;
+  if (p.state() == v1::PEER_STATE_DOWN) why.push_back("down");
+  if (p.failures_in_window() > 0) why.push_back(absl::StrCat(p.failures_in_window(), " failures"));
+  if (LossCounts(p, t)) {
+    why.push_back(absl::StrFormat("TCP loss %.2f%%", p.tcp().loss_ratio() * 100));
+  }
+  if (p.latency().has_p50_seconds() && p.latency().p50_seconds() >= t.latency_seconds) {
+    why.push_back(absl::StrFormat("latency p50 %.3f ms", p.latency().p50_seconds() * 1e3));
+  }
+  if (p.bandwidth().has_link_ratio() && p.bandwidth().link_ratio() < t.link_ratio) {
+    why.push_back(absl::StrFormat("link ratio %.2f", p.bandwidth().link_ratio()));
+  }
+  return why.empty() ? "" : absl::StrCat(who, absl::StrJoin(why, ", "));
+}
+
+// The link matrix of the picture, for Localise: every node named, with its
+// group (its own status, else what its peers' configs say), every reported
+// direction that is not still connecting.
+LocaliseInput LinkMatrixOf(const ClusterPicture& c) {
+  LocaliseInput in;
+  in.nodes.resize(c.nodes.size());
+  for (size_t i = 0; i < c.nodes.size(); ++i) in.nodes[i].name = c.nodes[i];
+  auto index_of = [&](const std::string& name) {
+    return static_cast<uint32_t>(std::lower_bound(c.nodes.begin(), c.nodes.end(), name) -
+                                 c.nodes.begin());
+  };
+  std::vector<bool> group_known(c.nodes.size(), false);
+  for (const auto& n : c.node_reports) {
+    const uint32_t i = index_of(n.name);
+    if (i >= c.nodes.size()) continue;
+    in.nodes[i].reachable = n.reachable;
+    if (!n.status) continue;
+    in.nodes[i].group = n.status->topology().group();
+    group_known[i] = true;
+  }
+  for (const auto& n : c.node_reports) {
+    if (!n.status) continue;
+    const uint32_t from = index_of(n.name);
+    const EffectiveThresholds t = ThresholdsOf(*n.status);
+    for (const auto& p : n.status->peers()) {
+      const uint32_t to = index_of(p.name());
+      if (to >= c.nodes.size() || to == from) continue;
+      if (!group_known[to] && !p.group().empty()) in.nodes[to].group = p.group();
+      if (p.state() == v1::PEER_STATE_CONNECTING || p.state() == v1::PEER_STATE_UNSPECIFIED) {
+        continue;
+      }
+      std::string why = BadDirection(n.name, p.name(), p, t);
+      // A loss above the threshold over too few segments is no evidence that
+      // the direction is bad, nor that it is fine.
+      if (why.empty() && p.tcp().has_loss_ratio() && p.tcp().loss_ratio() > t.loss_ratio) {
+        continue;
+      }
+      in.observations.push_back({from, to, !why.empty(), std::move(why)});
+    }
+  }
+  return in;
 }
 
 }  // namespace
@@ -247,6 +324,7 @@ ClusterPicture BuildCluster(std::vector<FetchResult> fetched) {
       c.training.push_back(r);
     }
   }
+  c.suspects = Localise(LinkMatrixOf(c));
   for (const auto& n : c.node_reports) Worsen(c.verdict, n.health);
   for (const auto& l : c.links) Worsen(c.verdict, l.health);
   return c;

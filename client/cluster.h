@@ -12,6 +12,7 @@
 
 #include "client/env_audit.h"  // Severity
 #include "client/fetch.h"
+#include "client/localise.h"
 
 namespace gloowatch::client {
 
@@ -23,6 +24,12 @@ struct EffectiveThresholds {
   double link_ratio = 0.8;
   double clock_offset_seconds = 0.1;
   double communication_share = 0.3;
+  // TCP loss (node -> peer, 60 s window) above which a direction is bad. Not
+  // in the daemon's config yet: the loss alert's 1%.
+  double loss_ratio = 0.01;
+  // ... judged only over at least this many segments in the window (when the
+  // source says how many: Prometheus does not).
+  uint64_t loss_min_segments = 1000;
 };
 // NodeStatus.thresholds with defaults for unset (zero) fields.
 EffectiveThresholds ThresholdsOf(const v1::NodeStatus& s);
@@ -77,6 +84,9 @@ struct ClusterPicture {
   std::vector<NodeReport> node_reports;
   std::vector<LinkReport> links;  // worst first
   std::vector<TrainingReport> training;
+  // Who is to blame for the bad links, worst first (client/localise.h);
+  // empty when no measured direction is bad.
+  std::vector<Suspect> suspects;
   Coverage coverage;
   // Where the statuses came from: "daemons" (GetStatus fan-out) or
   // "prometheus" (with its URL).

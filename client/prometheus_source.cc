@@ -83,6 +83,7 @@ std::string WindowText(int64_t seconds) { return absl::FormatDuration(absl::Seco
 struct PeerSeries {
   std::optional<double> up, p50, p99, tx, rx, offset, offset_error;
   std::optional<double> ratio_tx, ratio_rx;
+  std::optional<double> loss_ratio;
   std::map<std::string, double> failures_total;  // reason -> counter
   double probes_total = 0;
 };
@@ -149,6 +150,7 @@ void AddSeries(const Sample& s, NodeSeries& n) {
   if (name == "gloowatch_peer_clock_offset_error_seconds") p.offset_error = s.value;
   if (name == "gloowatch_peer_probe_failures_total") p.failures_total[s.Label("reason")] = s.value;
   if (name == "gloowatch_peer_probes_total") p.probes_total += s.value;
+  if (name == "gloowatch_peer_tcp_loss_ratio") p.loss_ratio = s.value;
 }
 
 // The same figures GetStatus gives. What Prometheus cannot tell: the last
@@ -187,6 +189,7 @@ v1::PeerStatus ToPeerStatus(const std::string& name, const PeerSeries& p,
   }
   if (p.offset) s.mutable_clock()->set_offset_seconds(*p.offset);
   if (p.offset_error) s.mutable_clock()->set_error_seconds(*p.offset_error);
+  if (p.loss_ratio) s.mutable_tcp()->set_loss_ratio(*p.loss_ratio);
   uint64_t window_total = 0;
   std::vector<std::string> parts;
   std::string worst;
@@ -221,6 +224,7 @@ struct Target {
   bool current = false;  // gloowatch_build_info has a sample now
   bool recent = false;   // ... within the lookback
   std::string version, gloo_version;
+  std::string group;  // gloowatch_build_info's `group` label
 };
 
 }  // namespace
@@ -246,6 +250,7 @@ std::string SeriesQuery(const PrometheusOptions& o) {
       "{__name__=~\"gloowatch_(peer_up|peer_rtt_p50_seconds|peer_rtt_p99_seconds|"
       "peer_bandwidth_bytes_per_second|peer_bandwidth_link_ratio|peer_clock_offset_seconds|"
       "peer_clock_offset_error_seconds|peer_probe_failures_total|peer_probes_total|"
+      "peer_tcp_loss_ratio|"
       "link_speed_bytes_per_second|threshold_.+|training_.+_total)\",",
       SeriesSelector(o), "}");
 }
@@ -281,6 +286,10 @@ std::string FailuresSinceUpQuery(const PrometheusOptions& o, int64_t window_seco
                       "[", w, "]) > 0)");
 }
 
+std::string TcpSentInWindowQuery(const PrometheusOptions& o) {
+  return absl::StrCat("increase(gloowatch_peer_tcp_sent_segments_total{", SeriesSelector(o),
+                      "}[60s])");
+}
 std::string TrainingShareQuery(const PrometheusOptions& o) {
   const std::string by = "sum by (node, instance, exported_job, rank)";
   return absl::StrCat(by, " (rate(gloowatch_training_communication_seconds_total{",
@@ -328,6 +337,7 @@ absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnaps
     t.node = s.Label("node");
     t.version = s.Label("version");
     t.gloo_version = s.Label("gloo_version");
+    t.group = s.Label("group");
   }
   for (const Sample& s : *now) {
     Target& t = targets[s.Label("instance")];
@@ -335,6 +345,7 @@ absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnaps
     t.node = s.Label("node");
     t.version = s.Label("version");
     t.gloo_version = s.Label("gloo_version");
+    t.group = s.Label("group");
   }
   for (const Sample& s : *up) {
     Target& t = targets[s.Label("instance")];
@@ -394,6 +405,14 @@ absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnaps
       }
     }
   }
+  std::map<std::pair<std::string, std::string>, double> tcp_sent;  // (node, peer)
+  if (!snap.tcp_sent_in_window.is_null()) {
+    auto sent = Samples(snap.tcp_sent_in_window, "TCP segments in the loss window");
+    if (!sent.ok()) return sent.status();
+    for (const Sample& s : *sent) {
+      if (std::isfinite(s.value)) tcp_sent[{s.Label("node"), s.Label("peer")}] = s.value;
+    }
+  }
   std::map<std::tuple<std::string, std::string, int>, double> shares;
   for (const Sample& s : *share) {
     int rank = 0;
@@ -408,6 +427,10 @@ absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnaps
     if (!t.node.empty()) all_names.insert(t.node);
   }
   std::set<std::string> listed;
+  std::map<std::string, std::string> group_of;  // node -> group, from build_info
+  for (const auto& [instance, t] : targets) {
+    if (t.recent && !t.node.empty()) group_of.emplace(t.node, t.group);
+  }
   for (const auto& [instance, t] : targets) {
     FetchResult r;
     r.target.name = t.node.empty() ? instance : t.node;
@@ -443,6 +466,7 @@ absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnaps
     s.set_node(t.node);
     s.set_version(t.version);
     s.set_gloo_version(t.gloo_version);
+    s.mutable_topology()->set_group(t.group);
     *s.mutable_now() = google::protobuf::util::TimeUtil::NanosecondsToTimestamp(
         static_cast<int64_t>(snap.time * 1e9));
     NodeSeries empty;
@@ -459,6 +483,11 @@ absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnaps
       auto fit = wf.find({t.node, peer});
       v1::PeerStatus ps = ToPeerStatus(peer, p, fit == wf.end() ? kNone : fit->second, window);
       if (full_mesh) ps.set_selection("mesh");
+      if (auto g = group_of.find(peer); g != group_of.end()) ps.set_group(g->second);
+      if (auto it = tcp_sent.find({t.node, peer}); it != tcp_sent.end() && p.loss_ratio) {
+        ps.mutable_tcp()->set_window_sent_segments(
+            static_cast<uint64_t>(std::llround(std::max(0.0, it->second))));
+      }
       *s.add_peers() = std::move(ps);
     }
     for (const auto& [key, job] : n.training) {
@@ -549,7 +578,8 @@ absl::StatusOr<std::vector<FetchResult>> FetchFromPrometheus(const PrometheusOpt
   for (const Step& step :
        {Step{UpQuery(o), &snap.up}, Step{BuildInfoQuery(o), &snap.build_info},
         Step{BuildInfoRecentQuery(o), &snap.build_info_recent}, Step{SeriesQuery(o), &snap.series},
-        Step{TrainingShareQuery(o), &snap.training_share}}) {
+        Step{TrainingShareQuery(o), &snap.training_share},
+        Step{TcpSentInWindowQuery(o), &snap.tcp_sent_in_window}}) {
     auto result = Query(o, step.promql, snap.time);
     if (!result.ok()) return result.status();
     *step.into = *std::move(result);

@@ -38,6 +38,9 @@ struct PrometheusSnapshot {
   nlohmann::json build_info_recent;  // last_over_time(gloowatch_build_info[lookback])
   nlohmann::json series;             // every per-peer, threshold, link speed, training series
   nlohmann::json training_share;     // communication share per (node, job, rank)
+  // TCP segments each direction sent over the daemons' 60 s loss window
+  // (what PeerStatus.tcp.window_sent_segments says); null: not asked.
+  nlohmann::json tcp_sent_in_window;
   // failure window (seconds) -> increase(gloowatch_peer_probe_failures_total[w]) > 0
   std::map<int64_t, nlohmann::json> failures_by_window;
   // window -> failures since the peer was first up within the window, for
@@ -60,6 +63,7 @@ std::string FailuresQuery(const PrometheusOptions& options, int64_t window_secon
 std::string FailuresSinceUpQuery(const PrometheusOptions& options, int64_t window_seconds,
                                  const std::set<std::string>& nodes);
 std::string TrainingShareQuery(const PrometheusOptions& options);
+std::string TcpSentInWindowQuery(const PrometheusOptions& options);
 
 // The failure windows the nodes' gloowatch_threshold_failure_window_seconds
 // ask for (1h for nodes that do not export it).
@@ -77,7 +81,7 @@ absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnaps
 absl::StatusOr<nlohmann::json> QueryPrometheus(const PrometheusOptions& options,
                                                const std::string& promql, double time);
 
-// Runs the queries (5, plus one or two per distinct failure window) and converts.
+// Runs the queries (6, plus one or two per distinct failure window) and converts.
 // Errors name the URL and the problem: INVALID_ARGUMENT for a bad URL,
 // UNAVAILABLE / DEADLINE_EXCEEDED for transport failures, FAILED_PRECONDITION
 // when the server is not a Prometheus query API or rejects a query, NOT_FOUND

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "client/suspects_render.h"
 
 namespace gloowatch::client {
 namespace {
@@ -84,6 +85,11 @@ nlohmann::json ViewJson(const v1::PeerStatus* p) {
                             : nlohmann::json(nullptr);
   j["selection"] = p->selection().empty() ? "unknown" : p->selection();
   j["failures_in_window"] = p->failures_in_window();
+  j["tcp_loss_ratio"] =
+      p->tcp().has_loss_ratio() ? nlohmann::json(p->tcp().loss_ratio()) : nlohmann::json(nullptr);
+  j["tcp_window_sent_segments"] = p->tcp().has_window_sent_segments()
+                                      ? nlohmann::json(p->tcp().window_sent_segments())
+                                      : nlohmann::json(nullptr);
   j["last_failure"] = p->last_failure().message();
   return j;
 }
@@ -97,6 +103,7 @@ std::string RenderHealthText(const ClusterPicture& c, bool color) {
                                 : absl::StrCat(c.node_reports.size(), " daemons asked");
   absl::StrAppend(&out, "cluster: ", Paint(HealthName(c.verdict), c.verdict, color), " (", asked,
                   ", ", c.nodes.size(), " nodes, ", c.links.size(), " links)\n");
+  absl::StrAppend(&out, RenderSuspectsText(c.suspects, color));
   absl::StrAppend(
       &out, "coverage: ", c.coverage.measured_pairs, " of ", c.coverage.node_pairs,
       " node pairs measured directly",
@@ -186,6 +193,7 @@ nlohmann::json HealthToJson(const ClusterPicture& c) {
   j["source"] = c.source;
   if (!c.source_url.empty()) j["source_url"] = c.source_url;
   j["node_names"] = c.nodes;
+  j["suspects"] = SuspectsToJson(c.suspects);
   j["coverage"] = {{"mode", c.coverage.sampled ? "sampled" : "full_mesh"},
                    {"node_pairs", c.coverage.node_pairs},
                    {"measured_pairs", c.coverage.measured_pairs},

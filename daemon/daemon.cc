@@ -84,7 +84,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
 
   d->metrics_ = std::make_unique<Metrics>(
       Metrics::Identity{c.node, GLOOWATCH_VERSION, GLOOWATCH_GLOO_VERSION, d->endpoint_.interface,
-                        d->endpoint_.link_speed_bytes_per_second});
+                        d->endpoint_.link_speed_bytes_per_second, c.group});
   d->metrics_->SetThresholds(ThresholdsProto(c.thresholds));
   if (absl::Status s = d->metrics_->Serve(c.metrics_listen.ToString(), c.metrics_web); !s.ok())
     return s;
@@ -245,6 +245,7 @@ absl::Status Daemon::Reload(Config next) {
     }
     config_ = next;
     metrics_->SetThresholds(ThresholdsProto(next.thresholds));
+    metrics_->SetGroup(next.group);
     for (const PeerConfig& peer : next.peers) names.insert(peer.name);
     topology_ = std::make_unique<Topology>(Topology::FromConfig(next));
     probe_peers = Select(CurrentEpoch());
@@ -320,6 +321,9 @@ v1::NodeStatus Daemon::Status() const {
     v1::PeerStatus* peer = s.add_peers();
     *peer = probed.tracker->Snapshot();
     peer->set_selection(std::string(SelectionName(probed.selection)));
+    if (const size_t at = topology_->IndexOf(peer->name()); at < topology_->size()) {
+      peer->set_group(topology_->node(at).group);
+    }
   }
   v1::Topology* topology = s.mutable_topology();
   topology->set_mode(topology_->sampled() ? "sampled" : "full_mesh");

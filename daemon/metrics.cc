@@ -27,17 +27,27 @@ const std::vector<double>& RttBucketBounds() {
   return *bounds;
 }
 
+void Metrics::SetGroup(const std::string& group) {
+  if (build_info_series_ != nullptr && group == identity_.group) return;
+  if (build_info_series_ != nullptr) build_info_->Remove(build_info_series_);
+  identity_.group = group;
+  build_info_series_ = &build_info_->Add({{"node", identity_.node},
+                                          {"version", identity_.version},
+                                          {"gloo_version", identity_.gloo_version},
+                                          {"group", group}});
+  build_info_series_->Set(1);
+}
+
 Metrics::Metrics(Identity identity)
     : identity_(std::move(identity)), registry_(std::make_shared<prometheus::Registry>()) {
   auto& r = *registry_;
-  BuildGauge()
-      .Name("gloowatch_build_info")
-      .Help("Always 1; labels carry the gloowatch and Gloo versions")
-      .Register(r)
-      .Add({{"node", identity_.node},
-            {"version", identity_.version},
-            {"gloo_version", identity_.gloo_version}})
-      .Set(1);
+  build_info_ = &BuildGauge()
+                     .Name("gloowatch_build_info")
+                     .Help(
+                         "Always 1; labels carry the gloowatch and Gloo versions and the "
+                         "node's group")
+                     .Register(r);
+  SetGroup(identity_.group);
   if (identity_.link_speed_bytes_per_second) {
     BuildGauge()
         .Name("gloowatch_link_speed_bytes_per_second")

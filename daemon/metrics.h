@@ -88,6 +88,7 @@ class Metrics {
     std::string gloo_version;
     std::string interface;
     std::optional<double> link_speed_bytes_per_second;
+    std::string group;  // the `group` label of gloowatch_build_info
   };
 
   explicit Metrics(Identity identity);
@@ -111,6 +112,9 @@ class Metrics {
   // gloowatch_threshold_*: the thresholds the verdict uses (set at start and
   // on every reload).
   void SetThresholds(const v1::Thresholds& t);
+  // The node's group on gloowatch_build_info (at start and on every reload),
+  // so `gloowatch health --prometheus` knows the racks.
+  void SetGroup(const std::string& group);
   const Identity& identity() const { return identity_; }
 
  private:
@@ -118,6 +122,8 @@ class Metrics {
   Identity identity_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<ProcessCollector> process_ = std::make_shared<ProcessCollector>();
+  prometheus::Family<prometheus::Gauge>* build_info_ = nullptr;
+  prometheus::Gauge* build_info_series_ = nullptr;
   std::unique_ptr<ScrapeServer> server_;
   prometheus::Family<prometheus::Gauge>* up_;
   prometheus::Family<prometheus::Histogram>* rtt_;

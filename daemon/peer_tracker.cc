@@ -150,6 +150,7 @@ void PeerTracker::RecordTcp(const TcpSample& sample) {
   tcp->set_spurious_retransmitted_segments(tcp->spurious_retransmitted_segments() +
                                            sample.spurious_retransmitted_segments);
   tcp->set_window_seconds(absl::ToDoubleSeconds(kTcpLossWindow));
+  tcp->set_window_sent_segments(sent);
   std::optional<double> ratio;
   if (sent > 0) {
     ratio = static_cast<double>(lost_in_window) / static_cast<double>(sent);

@@ -67,7 +67,7 @@ TEST_F(DaemonReloadTest, PeersAndSchedulesChangeWithoutDroppingHealthyPairs) {
   // Drop node-c, add node-d, probe latency faster.
   std::string faster = FastLoopbackYaml();
   faster.replace(faster.find("latency_interval: 500ms"), 23, "latency_interval: 100ms");
-  faster += "thresholds:\n  latency: 5ms\n";
+  faster += "thresholds:\n  latency: 5ms\ngroup: rack-x\n";
   WriteConfigA({1, 3}, faster);
   cluster_.process(0)->Signal(SIGHUP);
   ASSERT_TRUE(WaitFor(
@@ -90,6 +90,18 @@ TEST_F(DaemonReloadTest, PeersAndSchedulesChangeWithoutDroppingHealthyPairs) {
   EXPECT_EQ(
       FindMetric(ParseMetrics(*body), "gloowatch_threshold_latency_seconds", {{"node", "node-a"}}),
       0.005);
+  // So does the group on gloowatch_build_info (health --prometheus places the
+  // node in its rack by it): one series, the new group's.
+  EXPECT_EQ(FindMetric(ParseMetrics(*body), "gloowatch_build_info",
+                       {{"node", "node-a"}, {"group", "rack-x"}}),
+            1);
+  size_t infos = 0;
+  for (size_t at = body->find("\ngloowatch_build_info{"); at != std::string::npos;
+       at = body->find("\ngloowatch_build_info{", at + 1)) {
+    ++infos;
+  }
+  EXPECT_EQ(infos, 1u) << *body;
+  EXPECT_EQ(after.topology().group(), "rack-x");
   // 100 ms instead of 500 ms: at least 3x the latency probes over 3 s.
   const double start = LatencyProbes(cluster_.node(0).metrics_port, "node-b");
   absl::SleepFor(absl::Seconds(3));

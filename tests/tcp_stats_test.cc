@@ -178,7 +178,7 @@ std::optional<double> Value(Metrics& metrics, const std::string& name) {
 
 TEST(PeerTrackerTcpTest, CountersAddUpAndTheRatioCoversTheLastMinute) {
   FakeClock clock;
-  Metrics metrics(Metrics::Identity{"a", "test", "0", "lo", std::nullopt});
+  Metrics metrics(Metrics::Identity{"a", "test", "0", "lo", std::nullopt, ""});
   PeerConfig peer;
   peer.name = "b";
   PeerTracker tracker(peer, absl::Minutes(5), absl::Minutes(5), std::nullopt, metrics.AddPeer("b"),

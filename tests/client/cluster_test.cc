@@ -292,5 +292,144 @@ TEST(Cluster, FullMeshKeepsOneSidedAndMissingPairBehaviour) {
   EXPECT_EQ(BuildCluster({a2, b2}).verdict, Health::kHealthy);
 }
 
+// Two racks of three; every link healthy except what the test spoils.
+std::vector<FetchResult> TwoRacks() {
+  std::vector<FetchResult> nodes;
+  const std::vector<std::string> names = {"h1", "h2", "h3", "h4", "h5", "h6"};
+  for (size_t i = 0; i < names.size(); ++i) {
+    nodes.push_back(Node(names[i], static_cast<uint16_t>(i + 1)));
+    nodes.back().status->mutable_topology()->set_group(i < 3 ? "rack-a" : "rack-b");
+    for (size_t j = 0; j < names.size(); ++j) {
+      if (i == j) continue;
+      v1::PeerStatus* p = Peer(nodes.back(), names[j], 0.0003, 0.95, 0.0);
+      p->set_group(j < 3 ? "rack-a" : "rack-b");
+      p->mutable_tcp()->set_loss_ratio(0.0005);
+    }
+  }
+  return nodes;
+}
+
+v1::PeerStatus* View(std::vector<FetchResult>& nodes, const std::string& from,
+                     const std::string& to) {
+  for (auto& n : nodes) {
+    if (n.target.name != from) continue;
+    for (auto& p : *n.status->mutable_peers()) {
+      if (p.name() == to) return &p;
+    }
+  }
+  ADD_FAILURE() << from << "->" << to;
+  return nullptr;
+}
+
+TEST(Cluster, HealthyRacksHaveNoSuspects) {
+  ClusterPicture c = BuildCluster(TwoRacks());
+  EXPECT_EQ(c.verdict, Health::kHealthy);
+  EXPECT_TRUE(c.suspects.empty());
+  EXPECT_EQ(HealthToJson(c)["suspects"], nlohmann::json::array());
+  EXPECT_THAT(RenderHealthText(c, false), ::testing::Not(HasSubstr("suspects")));
+}
+
+TEST(Cluster, LossyNodeLeadsTheReport) {
+  auto nodes = TwoRacks();
+  for (const char* p : {"h1", "h2", "h4", "h5", "h6"}) {
+    View(nodes, "h3", p)->mutable_tcp()->set_loss_ratio(0.048);
+    View(nodes, p, "h3")->mutable_tcp()->set_loss_ratio(0.051);
+  }
+  ClusterPicture c = BuildCluster(std::move(nodes));
+  EXPECT_EQ(c.verdict, Health::kDegraded);
+  ASSERT_EQ(c.suspects.size(), 1u);
+  EXPECT_EQ(c.suspects[0].kind, SuspectKind::kNode);
+  EXPECT_EQ(c.suspects[0].name, "h3");
+  const std::string text = RenderHealthText(c, false);
+  // The suspects come right after the one-line verdict.
+  EXPECT_THAT(text.substr(text.find('\n') + 1),
+              ::testing::StartsWith("suspects (most likely first)\n  1. node h3  (confidence 0.83, "
+                                    "5 bad links)\n"));
+  EXPECT_THAT(text, HasSubstr("h3->h1: TCP loss 4.80%"));
+  const nlohmann::json j = HealthToJson(c);
+  ASSERT_EQ(j["suspects"].size(), 1u);
+  EXPECT_EQ(j["suspects"][0]["kind"], "node");
+  EXPECT_EQ(j["suspects"][0]["name"], "h3");
+  EXPECT_EQ(j["suspects"][0]["rank"], 1);
+  EXPECT_EQ(j["suspects"][0]["links"].size(), 5u);
+  // The loss is a problem of the link too.
+  EXPECT_THAT(c.links[0].problems, Contains(HasSubstr("TCP loss 4.80% > 1.00%")));
+}
+
+TEST(Cluster, UplinkBetweenRacksFromLatency) {
+  auto nodes = TwoRacks();
+  for (const char* a : {"h1", "h2", "h3"}) {
+    for (const char* b : {"h4", "h5", "h6"}) {
+      View(nodes, a, b)->mutable_latency()->set_p50_seconds(0.004);
+      View(nodes, b, a)->mutable_latency()->set_p50_seconds(0.004);
+    }
+  }
+  ClusterPicture c = BuildCluster(std::move(nodes));
+  ASSERT_EQ(c.suspects.size(), 1u);
+  EXPECT_EQ(c.suspects[0].kind, SuspectKind::kGroupUplink);
+  EXPECT_EQ(c.suspects[0].name, "rack-a <-> rack-b");
+}
+
+// The unreachable daemon's group comes from its peers' configs; its peers
+// see it down, and nothing else is blamed.
+TEST(Cluster, DeadDaemonIsTheNode) {
+  auto nodes = TwoRacks();
+  nodes.erase(nodes.begin() + 4);  // h5
+  nodes.push_back(Unreachable("h5"));
+  for (const char* p : {"h1", "h2", "h3", "h4", "h6"}) {
+    View(nodes, p, "h5")->set_state(v1::PEER_STATE_DOWN);
+  }
+  ClusterPicture c = BuildCluster(std::move(nodes));
+  ASSERT_EQ(c.suspects.size(), 1u);
+  EXPECT_EQ(c.suspects[0].kind, SuspectKind::kNode);
+  EXPECT_EQ(c.suspects[0].name, "h5");
+  EXPECT_THAT(c.suspects[0].evidence, Contains("its daemon does not answer"));
+}
+
+// 3 retransmissions out of 150 segments are 2%, and mean nothing; the same
+// ratio over 20,000 segments is a loss.
+TEST(Cluster, LossOverFewSegmentsIsNoEvidence) {
+  auto nodes = TwoRacks();
+  View(nodes, "h1", "h2")->mutable_tcp()->set_loss_ratio(0.02);
+  View(nodes, "h1", "h2")->mutable_tcp()->set_window_sent_segments(150);
+  ClusterPicture quiet = BuildCluster(nodes);
+  EXPECT_EQ(quiet.verdict, Health::kHealthy);
+  EXPECT_TRUE(quiet.suspects.empty());
+  // Nor is it evidence that the direction is fine: h3's other four links
+  // are lossy, and this weak reading does not count against blaming h3.
+  for (const char* p : {"h2", "h4", "h5", "h6"}) {
+    View(nodes, p, "h3")->mutable_tcp()->set_loss_ratio(0.05);
+  }
+  View(nodes, "h1", "h3")->mutable_tcp()->set_loss_ratio(0.07);
+  View(nodes, "h1", "h3")->mutable_tcp()->set_window_sent_segments(300);
+  View(nodes, "h3", "h1")->mutable_tcp()->set_loss_ratio(0.06);
+  View(nodes, "h3", "h1")->mutable_tcp()->set_window_sent_segments(200);
+  ClusterPicture weak = BuildCluster(nodes);
+  ASSERT_EQ(weak.suspects.size(), 1u);
+  EXPECT_EQ(weak.suspects[0].name, "h3");
+  EXPECT_EQ(weak.suspects[0].bad_links, 4u);
+  EXPECT_EQ(weak.suspects[0].fine_links, 0u);
+  for (const char* p : {"h2", "h4", "h5", "h6"}) {
+    View(nodes, p, "h3")->mutable_tcp()->set_loss_ratio(0.0005);
+  }
+  View(nodes, "h1", "h3")->mutable_tcp()->set_loss_ratio(0.0005);
+  View(nodes, "h3", "h1")->mutable_tcp()->set_loss_ratio(0.0005);
+  View(nodes, "h1", "h2")->mutable_tcp()->set_window_sent_segments(20000);
+  ClusterPicture busy = BuildCluster(std::move(nodes));
+  EXPECT_EQ(busy.verdict, Health::kDegraded);
+  ASSERT_EQ(busy.suspects.size(), 1u);
+  EXPECT_EQ(busy.suspects[0].name, "h1 <-> h2");
+}
+
+// Still connecting is no evidence either way; a clock offset is no network fault.
+TEST(Cluster, ConnectingAndClockOffsetBlameNobody) {
+  auto nodes = TwoRacks();
+  View(nodes, "h1", "h2")->set_state(v1::PEER_STATE_CONNECTING);
+  View(nodes, "h4", "h6")->mutable_clock()->set_offset_seconds(0.5);
+  ClusterPicture c = BuildCluster(std::move(nodes));
+  EXPECT_NE(c.verdict, Health::kHealthy);
+  EXPECT_TRUE(c.suspects.empty());
+}
+
 }  // namespace
 }  // namespace gloowatch::client

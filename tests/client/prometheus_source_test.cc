@@ -134,11 +134,64 @@ TEST(PrometheusSource, HealthyMeshBecomesTheSameNodeStatus) {
   EXPECT_EQ(b.probes_ok(), 42u);
   EXPECT_EQ(b.probes_failed(), 0u);
   EXPECT_EQ(b.failures_in_window(), 0u);
+  EXPECT_FALSE(b.tcp().has_loss_ratio());
+  EXPECT_EQ(s.topology().group(), "");
 
   ClusterPicture c = BuildCluster(*std::move(nodes));
   EXPECT_EQ(c.verdict, Health::kHealthy);
+  EXPECT_TRUE(c.suspects.empty());
   EXPECT_EQ(c.links.size(), 3u);
   EXPECT_EQ(c.coverage.measured_pairs, 3u);
+}
+
+// Groups from gloowatch_build_info, TCP loss per direction: enough for the
+// suspects, the same as from the daemons.
+TEST(PrometheusSource, GroupsAndLossNameTheLossyNode) {
+  PrometheusSnapshot s = Healthy();
+  s.build_info = s.build_info_recent = json::array();
+  for (const std::string n : {"a", "b", "c", "d"}) {
+    json info = Info(n);
+    info["metric"]["group"] = n < "c" ? "rack1" : "rack2";
+    s.build_info.push_back(info);
+    s.build_info_recent.push_back(info);
+  }
+  s.up.push_back(Up("d", "1"));
+  AddThresholds(s.series, "d");
+  for (const std::string m : {"a", "b", "c"}) {
+    AddLink(s.series, "d", m);
+    AddLink(s.series, m, "d");
+  }
+  for (const std::string n : {"a", "b", "c", "d"}) {
+    for (const std::string m : {"a", "b", "c", "d"}) {
+      if (m == n) continue;
+      const bool lossy = n == "b" || m == "b";
+      s.series.push_back(Peer("gloowatch_peer_tcp_loss_ratio", n, m, lossy ? "0.05" : "0.0004"));
+    }
+  }
+  // a -> c sent few segments in the window: its loss would count for nothing
+  // (it has none); a -> b sent plenty.
+  s.tcp_sent_in_window = json::array({Peer("", "a", "b", "25000.4"), Peer("", "a", "c", "300")});
+  auto nodes = NodesFromSnapshot(s, PrometheusOptions{});
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  const FetchResult* a = Find(*nodes, "a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->status->peers(0).tcp().window_sent_segments(), 25000u);
+  EXPECT_EQ(a->status->peers(1).tcp().window_sent_segments(), 300u);
+  EXPECT_FALSE(a->status->peers(2).tcp().has_window_sent_segments());
+  EXPECT_EQ(a->status->topology().group(), "rack1");
+  ASSERT_EQ(a->status->peers_size(), 3);
+  EXPECT_EQ(a->status->peers(1).name(), "c");
+  EXPECT_EQ(a->status->peers(1).group(), "rack2");
+  EXPECT_DOUBLE_EQ(a->status->peers(0).tcp().loss_ratio(), 0.05);
+  EXPECT_DOUBLE_EQ(a->status->peers(1).tcp().loss_ratio(), 0.0004);
+
+  ClusterPicture c = BuildCluster(*std::move(nodes));
+  EXPECT_EQ(c.verdict, Health::kDegraded);
+  ASSERT_EQ(c.suspects.size(), 1u);
+  EXPECT_EQ(c.suspects[0].kind, SuspectKind::kNode);
+  EXPECT_EQ(c.suspects[0].name, "b");
+  EXPECT_EQ(c.suspects[0].bad_links, 3u);
+  EXPECT_THAT(HealthToJson(c)["suspects"][0]["evidence"].dump(), HasSubstr("TCP loss 5.00%"));
 }
 
 TEST(PrometheusSource, AbsentFiguresStayAbsent) {
@@ -383,6 +436,9 @@ TEST(PrometheusSource, QueriesCarryTheJobAndSelector) {
             "increase(gloowatch_peer_probe_failures_total{job=\"gw\\\"x\",cluster=\"eu1\"}[3600s])"
             " > 0");
   EXPECT_THAT(BuildInfoRecentQuery(o), HasSubstr("[600s]"));
+  EXPECT_EQ(
+      TcpSentInWindowQuery(o),
+      "increase(gloowatch_peer_tcp_sent_segments_total{job=\"gw\\\"x\",cluster=\"eu1\"}[60s])");
   const std::string since_up = FailuresSinceUpQuery(o, 3600, {"gpu.1", "gpu-2"});
   EXPECT_THAT(since_up, HasSubstr("node=~\"gpu-2|gpu\\\\.1\""));
   EXPECT_THAT(since_up, HasSubstr("[3600s:5s]"));

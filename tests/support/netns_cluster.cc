@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cstdio>
@@ -153,7 +154,9 @@ pid_t OwnerOf(const std::string& name) {
   const size_t dash = name.find('-', i);
   if (dash == std::string::npos) return 0;
   const std::string suffix = name.substr(dash + 1);
-  if (suffix != "sw" && !absl::StartsWith(suffix, "h")) return 0;
+  if (!absl::StartsWith(suffix, "sw") && !absl::StartsWith(suffix, "h") && suffix != "rt") {
+    return 0;
+  }
   int pid = 0;
   if (!absl::SimpleAtoi(name.substr(2, i - 2), &pid)) return 0;
   return pid;
@@ -437,11 +440,22 @@ void DeleteStaleNamespaces() {
 NetnsCluster::NetnsCluster(NetnsClusterOptions options) : options_(std::move(options)) {
   static std::atomic<int> clusters{0};
   prefix_ = absl::StrCat("gw", getpid(), "c", clusters.fetch_add(1));
-  switch_ns_ = prefix_ + "-sw";
+  options_.racks = std::max(1, options_.racks);
+  if (options_.racks == 1) {
+    rack_switch_ns_ = {prefix_ + "-sw"};
+  } else {
+    for (int r = 0; r < options_.racks; ++r) {
+      rack_switch_ns_.push_back(absl::StrCat(prefix_, "-sw", r + 1));
+    }
+    router_ns_ = prefix_ + "-rt";
+  }
+  switch_ns_ = rack_switch_ns_[0];
+  const int per_rack = std::max(1, options_.hosts / options_.racks);
   for (int i = 0; i < options_.hosts; ++i) {
     Host h;
     h.name = absl::StrCat("h", i + 1);
     h.ns = absl::StrCat(prefix_, "-", h.name);
+    h.rack = std::min(i / per_rack, options_.racks - 1);
     hosts_.push_back(std::move(h));
   }
 }
@@ -456,6 +470,9 @@ absl::Status NetnsCluster::Ip(const std::vector<std::string>& args) const {
 
 absl::Status NetnsCluster::Setup() {
   if (hosts_.empty() || hosts_.size() > 200) return absl::InvalidArgumentError("1..200 hosts");
+  if (options_.racks > 8 || options_.hosts % options_.racks != 0) {
+    return absl::InvalidArgumentError("1..8 racks of equally many hosts");
+  }
   DeleteStaleNamespaces();
   InstallCleanupHandlers();
 
@@ -465,41 +482,91 @@ absl::Status NetnsCluster::Setup() {
                                 RunCommand({"ip", "-4", "route", "show", "table", "all"}).output;
   const unsigned seed =
       static_cast<unsigned>(getpid()) * 7919u + static_cast<unsigned>(prefix_.back());
-  for (unsigned attempt = 0; attempt < 256; ++attempt) {
+  for (unsigned attempt = 0; attempt < 256 && rack_nets_.size() < rack_switch_ns_.size();
+       ++attempt) {
     const unsigned v = seed + attempt * 104729u;
-    net_ = absl::StrCat("10.", 64 + (v >> 8) % 128, ".", v % 256, ".");
-    if (!absl::StrContains(root_view, net_)) break;
+    const std::string net = absl::StrCat("10.", 64 + (v >> 8) % 128, ".", v % 256, ".");
+    if (absl::StrContains(root_view, net) ||
+        std::find(rack_nets_.begin(), rack_nets_.end(), net) != rack_nets_.end()) {
+      continue;
+    }
+    rack_nets_.push_back(net);
   }
-  for (int i = 0; i < size(); ++i) hosts_[i].ip = absl::StrCat(net_, i + 1);
+  if (rack_nets_.size() < rack_switch_ns_.size()) {
+    return absl::ResourceExhaustedError("no free 10.x.y.0/24 for every rack");
+  }
+  net_ = rack_nets_[0];
+  const int per_rack = options_.hosts / options_.racks;
+  for (int i = 0; i < size(); ++i) {
+    hosts_[i].ip = absl::StrCat(rack_nets_[hosts_[i].rack], i % per_rack + 1);
+  }
 
-  RegisterNamespace(switch_ns_);
-  if (absl::Status s = Ip({"netns", "add", switch_ns_}); !s.ok()) return s;
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"-n", switch_ns_, "link", "set", "lo", "up"},
-           {"-n", switch_ns_, "link", "add", "br0", "type", "bridge"},
-           {"-n", switch_ns_, "link", "set", "br0", "up"}}) {
-    if (absl::Status s = Ip(args); !s.ok()) return s;
+  for (const std::string& sw : rack_switch_ns_) {
+    RegisterNamespace(sw);
+    if (absl::Status s = Ip({"netns", "add", sw}); !s.ok()) return s;
+    for (const auto& args :
+         std::vector<std::vector<std::string>>{{"-n", sw, "link", "set", "lo", "up"},
+                                               {"-n", sw, "link", "add", "br0", "type", "bridge"},
+                                               {"-n", sw, "link", "set", "br0", "up"}}) {
+      if (absl::Status s = Ip(args); !s.ok()) return s;
+    }
   }
   for (int i = 0; i < size(); ++i) {
     const Host& h = hosts_[i];
     RegisterNamespace(h.ns);
     if (absl::Status s = Ip({"netns", "add", h.ns}); !s.ok()) return s;
     const std::string port = switch_port(i);
+    const std::string& sw = SwitchOf(i);
     // Created inside the switch namespace with its peer moved straight into
     // the host's: no interface ever appears in the root namespace.
     for (const auto& args : std::vector<std::vector<std::string>>{
-             {"-n", switch_ns_, "link", "add", port, "type", "veth", "peer", "name", "eth0",
-              "netns", h.ns},
-             {"-n", switch_ns_, "link", "set", port, "master", "br0"},
-             {"-n", switch_ns_, "link", "set", port, "up"},
+             {"-n", sw, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", h.ns},
+             {"-n", sw, "link", "set", port, "master", "br0"},
+             {"-n", sw, "link", "set", port, "up"},
              {"-n", h.ns, "addr", "add", absl::StrCat(h.ip, "/24"), "dev", "eth0"},
              {"-n", h.ns, "link", "set", "eth0", "up"},
              {"-n", h.ns, "link", "set", "lo", "up"}}) {
       if (absl::Status s = Ip(args); !s.ok()) return s;
     }
+    if (!router_ns_.empty()) {
+      // The only route off the rack: the router's address in it, which
+      // exists only inside these namespaces.
+      absl::Status s = Ip(
+          {"-n", h.ns, "route", "add", "default", "via", absl::StrCat(rack_nets_[h.rack], "254")});
+      if (!s.ok()) return s;
+    }
   }
-  return absl::OkStatus();
+  return router_ns_.empty() ? absl::OkStatus() : SetupRouter();
 }
+
+absl::Status NetnsCluster::SetupRouter() {
+  RegisterNamespace(router_ns_);
+  if (absl::Status s = Ip({"netns", "add", router_ns_}); !s.ok()) return s;
+  if (absl::Status s = Ip({"-n", router_ns_, "link", "set", "lo", "up"}); !s.ok()) return s;
+  for (int r = 0; r < options_.racks; ++r) {
+    const std::string port = router_port(r);
+    const std::string& sw = rack_switch_ns_[r];
+    for (const auto& args : std::vector<std::vector<std::string>>{
+             {"-n", router_ns_, "link", "add", port, "type", "veth", "peer", "name", "uplink",
+              "netns", sw},
+             {"-n", sw, "link", "set", "uplink", "master", "br0"},
+             {"-n", sw, "link", "set", "uplink", "up"},
+             {"-n", router_ns_, "addr", "add", absl::StrCat(rack_nets_[r], "254/24"), "dev", port},
+             {"-n", router_ns_, "link", "set", port, "up"}}) {
+      if (absl::Status s = Ip(args); !s.ok()) return s;
+    }
+  }
+  // net.ipv4.ip_forward is per network namespace.
+  const std::vector<std::string> forward = {
+      "ip", "netns", "exec", router_ns_, "sysctl", "-qw", "net.ipv4.ip_forward=1"};
+  return CommandStatus(forward, RunCommand(forward));
+}
+
+std::string NetnsCluster::group_of(int host) const {
+  return options_.racks > 1 ? absl::StrCat("rack", hosts_[host].rack + 1) : "";
+}
+
+std::string NetnsCluster::router_port(int rack) const { return absl::StrCat("r", rack + 1); }
 
 std::string NetnsCluster::switch_port(int host) const { return hosts_[host].name; }
 
@@ -516,13 +583,15 @@ std::vector<std::string> NetnsCluster::PeersOf(int host) const {
 }
 
 std::string NetnsCluster::Config(int host, const std::optional<std::string>& gloo_yaml) const {
-  std::string yaml =
-      absl::StrCat("node: ", name(host), "\ngrpc_listen: ", ip(host), ":", kGrpcPort,
-                   "\nmetrics_listen: ", ip(host), ":", kMetricsPort, "\n",
-                   gloo_yaml.value_or(options_.gloo_yaml), options_.extra_yaml, "peers:\n");
+  std::string yaml = absl::StrCat("node: ", name(host), "\ngrpc_listen: ", ip(host), ":", kGrpcPort,
+                                  "\nmetrics_listen: ", ip(host), ":", kMetricsPort, "\n",
+                                  gloo_yaml.value_or(options_.gloo_yaml), options_.extra_yaml);
+  if (racks() > 1) absl::StrAppend(&yaml, "group: ", group_of(host), "\n");
+  yaml += "peers:\n";
   for (int i = 0; i < size(); ++i) {
     if (i == host) continue;
     absl::StrAppend(&yaml, "  - name: ", name(i), "\n    grpc: ", grpc(i), "\n");
+    if (racks() > 1) absl::StrAppend(&yaml, "    group: ", group_of(i), "\n");
   }
   return yaml;
 }
@@ -577,12 +646,21 @@ CommandResult NetnsCluster::Exec(int host, const std::vector<std::string>& argv,
   return RunCommand(full, timeout);
 }
 
-absl::Status NetnsCluster::Nft(int host, const std::string& script) const {
+absl::Status NetnsCluster::NftIn(const std::string& ns, const std::string& script) const {
   static std::atomic<int> scripts{0};
   const std::string file =
-      dir_.Write(absl::StrCat("nft-", name(host), "-", scripts.fetch_add(1), ".nft"), script);
-  const std::vector<std::string> argv = {"nft", "-f", file};
-  return CommandStatus(argv, Exec(host, argv));
+      dir_.Write(absl::StrCat("nft-", ns, "-", scripts.fetch_add(1), ".nft"), script);
+  const std::vector<std::string> argv = {"ip", "netns", "exec", ns, "nft", "-f", file};
+  return CommandStatus(argv, RunCommand(argv));
+}
+
+absl::Status NetnsCluster::Nft(int host, const std::string& script) const {
+  return NftIn(ns(host), script);
+}
+
+absl::Status NetnsCluster::RouterNft(const std::string& script) const {
+  if (router_ns_.empty()) return absl::FailedPreconditionError("no router: one rack");
+  return NftIn(router_ns_, script);
 }
 
 absl::Status NetnsCluster::Partition(int a, int b) const {
@@ -599,12 +677,34 @@ absl::Status NetnsCluster::Partition(int a, int b) const {
   return absl::OkStatus();
 }
 
-absl::Status NetnsCluster::ClearNft(int host) const {
-  CommandResult tables = Exec(host, {"nft", "list", "tables"});
-  if (!tables.ok()) return CommandStatus({"nft", "list", "tables"}, tables);
-  if (!absl::StrContains(tables.output, "inet gwfault")) return absl::OkStatus();
-  const std::vector<std::string> argv = {"nft", "delete", "table", "inet", "gwfault"};
-  return CommandStatus(argv, Exec(host, argv));
+absl::Status NetnsCluster::ClearNftIn(const std::string& ns) const {
+  const std::vector<std::string> list = {"ip", "netns", "exec", ns, "nft", "list", "tables"};
+  CommandResult tables = RunCommand(list);
+  if (!tables.ok()) return CommandStatus(list, tables);
+  // "table <family> gwfault" lines.
+  for (absl::string_view line : absl::StrSplit(tables.output, '\n', absl::SkipWhitespace())) {
+    std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipWhitespace());
+    if (f.size() != 3 || f[0] != "table" || f[2] != "gwfault") continue;
+    const std::vector<std::string> argv = {"ip",     "netns", "exec", ns,       "nft",
+                                           "delete", "table", f[1],   "gwfault"};
+    if (absl::Status s = CommandStatus(argv, RunCommand(argv)); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NetnsCluster::ClearNft(int host) const { return ClearNftIn(ns(host)); }
+
+absl::Status NetnsCluster::SwitchNft(int host, const std::string& script) const {
+  return NftIn(SwitchOf(host), script);
+}
+
+absl::Status NetnsCluster::ClearNetworkNft() const {
+  std::vector<std::string> all = rack_switch_ns_;
+  if (!router_ns_.empty()) all.push_back(router_ns_);
+  for (const std::string& ns : all) {
+    if (absl::Status s = ClearNftIn(ns); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status NetnsCluster::Shape(int host, const std::string& rate, ShapeSide side) const {
@@ -619,7 +719,7 @@ absl::Status NetnsCluster::Shape(int host, const std::string& rate, ShapeSide si
     if (absl::Status s = run(ns(host), "eth0"); !s.ok()) return s;
   }
   if (side != ShapeSide::kHost) {
-    if (absl::Status s = run(switch_ns_, switch_port(host)); !s.ok()) return s;
+    if (absl::Status s = run(SwitchOf(host), switch_port(host)); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -627,8 +727,8 @@ absl::Status NetnsCluster::Shape(int host, const std::string& rate, ShapeSide si
 absl::Status NetnsCluster::Unshape(int host) const {
   // Deleting a root qdisc that is the default fails; ignore that.
   RunCommand({"ip", "netns", "exec", ns(host), "tc", "qdisc", "del", "dev", "eth0", "root"});
-  RunCommand(
-      {"ip", "netns", "exec", switch_ns_, "tc", "qdisc", "del", "dev", switch_port(host), "root"});
+  RunCommand({"ip", "netns", "exec", SwitchOf(host), "tc", "qdisc", "del", "dev", switch_port(host),
+              "root"});
   return absl::OkStatus();
 }
 
@@ -687,7 +787,8 @@ void NetnsCluster::Teardown() {
   }
   std::vector<std::string> all;
   for (const Host& h : hosts_) all.push_back(h.ns);
-  all.push_back(switch_ns_);
+  all.insert(all.end(), rack_switch_ns_.begin(), rack_switch_ns_.end());
+  if (!router_ns_.empty()) all.push_back(router_ns_);
   for (const std::string& name : all) {
     if (access(absl::StrCat(kNetnsDir, "/", name).c_str(), F_OK) == 0) {
       KillNamespacePids(name);

@@ -12,6 +12,15 @@
 // SIGSEGV (signal handlers) and at exit; namespaces left by a run that was
 // SIGKILLed are deleted by the next run (their pid is dead).
 //
+// With `racks` > 1 the hosts are split into racks, each with its own bridge
+// namespace and /24, joined through a router namespace (IP forwarding on):
+//
+//   gw<pid>c<k>-rt    r1 (10.A.B.254/24) ... rN, one veth per rack's bridge
+//   gw<pid>c<k>-sw1   bridge br0: h1..hm and `uplink`, a veth to the router
+//   gw<pid>c<k>-sw2   bridge br0: hm+1..h2m and its uplink
+//
+// and every config carries `group: rack<r>` for the node and its peers.
+//
 // The test process itself stays in the root namespace; it reaches a host
 // through sockets created by a short-lived thread that setns()es into the
 // host's namespace (a socket keeps the namespace it was created in).
@@ -85,6 +94,8 @@ void DeleteStaleNamespaces();
 
 struct NetnsClusterOptions {
   int hosts = 3;
+  // Racks of hosts / racks each (hosts must divide evenly); see above.
+  int racks = 1;
   // The whole `gloo:` block of every config.
   std::string gloo_yaml = "gloo:\n  interface: eth0\n  timeout: 2s\n";
   // Everything else but node/listen/peers: schedules, probe sizes.
@@ -124,7 +135,13 @@ class NetnsCluster {
 
   int size() const { return options_.hosts; }
   const std::string& ns(int host) const { return hosts_[host].ns; }
-  const std::string& switch_ns() const { return switch_ns_; }
+  const std::string& switch_ns() const { return switch_ns_; }  // rack 0's
+  int racks() const { return options_.racks; }
+  int rack_of(int host) const { return hosts_[host].rack; }
+  std::string group_of(int host) const;  // "rack<r+1>", "" with one rack
+  // The router namespace (racks > 1) and its veth towards rack r's bridge.
+  const std::string& router_ns() const { return router_ns_; }
+  std::string router_port(int rack) const;
   const std::string& ip(int host) const { return hosts_[host].ip; }
   const std::string& name(int host) const { return hosts_[host].name; }  // node name h1..
   std::string switch_port(int host) const;  // veth end in the switch namespace
@@ -152,10 +169,16 @@ class NetnsCluster {
                      absl::Duration timeout = absl::Seconds(10)) const;
   // Loads an nft script (`nft -f`) in the host's namespace.
   absl::Status Nft(int host, const std::string& script) const;
+  // The same in the router namespace (racks > 1), and in the bridge
+  // namespace of the host's rack (bridge family: its ports are switch_port()).
+  absl::Status RouterNft(const std::string& script) const;
+  absl::Status SwitchNft(int host, const std::string& script) const;
+  // Deletes the gwfault tables (any family) of the router and of every switch.
+  absl::Status ClearNetworkNft() const;
   // Drops everything host `a` receives from `b` and `b` from `a` (input
   // hooks of both, table inet gwfault), so neither side gets an error at once.
   absl::Status Partition(int a, int b) const;
-  // Deletes table inet gwfault in the host's namespace (if present).
+  // Deletes every table named gwfault (any family) in the host's namespace.
   absl::Status ClearNft(int host) const;
   // tbf at `rate` (tc syntax, "200mbit"); tbf shapes egress only.
   absl::Status Shape(int host, const std::string& rate, ShapeSide side) const;
@@ -182,15 +205,23 @@ class NetnsCluster {
     std::string name;
     std::string ns;
     std::string ip;
+    int rack = 0;
     std::unique_ptr<Process> daemon;
   };
   absl::Status Ip(const std::vector<std::string>& args) const;
+  absl::Status SetupRouter();
+  const std::string& SwitchOf(int host) const { return rack_switch_ns_[hosts_[host].rack]; }
+  absl::Status NftIn(const std::string& ns, const std::string& script) const;
+  absl::Status ClearNftIn(const std::string& ns) const;
 
   NetnsClusterOptions options_;
   TempDir dir_;
-  std::string prefix_;     // gw<pid>c<k>
-  std::string switch_ns_;  // <prefix>-sw
-  std::string net_;        // "10.X.Y."
+  std::string prefix_;                       // gw<pid>c<k>
+  std::string switch_ns_;                    // <prefix>-sw
+  std::string net_;                          // "10.X.Y." (rack 0)
+  std::vector<std::string> rack_nets_;       // per rack, "10.X.Y."
+  std::vector<std::string> rack_switch_ns_;  // per rack; [0] == switch_ns_
+  std::string router_ns_;                    // <prefix>-rt, racks > 1
   std::vector<Host> hosts_;
   bool torn_down_ = false;
 };
