@@ -1,0 +1,147 @@
+// The heatmap page as text: its sections, one row per node in every matrix,
+// the cell kinds (value bands, down, pending, not measured), and that hostile
+// node names are escaped everywhere. Chromium's view of it is in
+// tests/client/serve_chromium_test.cc.
+#include "client/html_page.h"
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace gloowatch::client {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+FetchResult Node(const std::string& name, uint16_t port) {
+  FetchResult r;
+  r.target = {name, {"127.0.0.1", port}};
+  r.status.emplace();
+  r.status->set_node(name);
+  r.status->mutable_thresholds()->set_latency_seconds(0.002);
+  return r;
+}
+
+v1::PeerStatus* Up(FetchResult& n, const std::string& peer, double p50) {
+  v1::PeerStatus* p = n.status->add_peers();
+  p->set_name(peer);
+  p->set_state(v1::PEER_STATE_UP);
+  p->mutable_latency()->set_p50_seconds(p50);
+  return p;
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The text between `<tr data-node="row"` and the end of that row, in the
+// matrix section `id`.
+std::string Row(const std::string& page, const std::string& id, const std::string& row) {
+  const size_t section = page.find(absl::StrCat("id=\"m-", id, "\""));
+  if (section == std::string::npos) return "";
+  const size_t start = page.find(absl::StrCat("<tr data-node=\"", row, "\""), section);
+  if (start == std::string::npos) return "";
+  return page.substr(start, page.find('\n', start) - start);
+}
+
+TEST(HtmlPage, SectionsRowsAndCellKinds) {
+  FetchResult a = Node("a", 1), b = Node("b", 2);
+  Up(a, "b", 0.0003);                  // well within 2 ms: default band, no class
+  Up(a, "c", 0.0050);                  // 2.5 x the threshold: q3
+  Up(b, "a", 0.0015);                  // 0.75 x: q1
+  v1::PeerStatus* bc = Up(b, "c", 0);  // down
+  bc->set_state(v1::PEER_STATE_DOWN);
+  bc->mutable_latency()->clear_p50_seconds();
+  FetchResult c;  // c is not answering
+  c.target = {"c", {"127.0.0.1", 3}};
+  c.error = "connection refused";
+  ClusterPicture p = BuildCluster({a, b, c});
+  const std::string page = RenderHealthHtml(p);
+
+  EXPECT_THAT(page, ::testing::StartsWith("<!DOCTYPE html>"));
+  EXPECT_THAT(page, HasSubstr("<header id=\"verdict\" class=\"verdict failed\">"));
+  EXPECT_THAT(page, Not(HasSubstr("http-equiv=\"refresh\"")));  // a file does not reload
+  EXPECT_THAT(page, Not(HasSubstr("<script")));
+  EXPECT_THAT(page, Not(HasSubstr("src=")));  // nothing external
+  EXPECT_THAT(page, Not(HasSubstr("href=")));
+  for (const char* id : {"latency", "link_ratio", "clock_offset", "tcp_loss"}) {
+    EXPECT_THAT(page, HasSubstr(absl::StrCat("id=\"m-", id, "\""))) << id;
+  }
+  // Every node has a row in each of the four matrices, and one in the node table.
+  for (const char* n : {"a", "b", "c"}) {
+    EXPECT_EQ(Count(page, absl::StrCat("data-node=\"", n, "\"")), 5u) << n;
+  }
+  EXPECT_THAT(page, HasSubstr("<tr class=\"unreachable\" data-node=\"c\">"));
+  EXPECT_THAT(page, HasSubstr("<tr data-node=\"c\" class=\"down\">"));
+
+  const std::string row_a = Row(page, "latency", "a"), row_b = Row(page, "latency", "b"),
+                    row_c = Row(page, "latency", "c");
+  EXPECT_THAT(row_a, HasSubstr("<td title=\"a \u2192 b: 0.300 ms\">0.300 ms"));
+  EXPECT_THAT(row_a, HasSubstr("<td class=q3 title=\"a \u2192 c: 5.000 ms\">5.000 ms"));
+  EXPECT_THAT(row_b, HasSubstr("<td class=q1 title=\"b \u2192 a: 1.500 ms\">1.500 ms"));
+  EXPECT_THAT(row_b, HasSubstr("<td class=d title=\"b \u2192 c: down"));
+  // c's own row: nothing from it, every cell down but its diagonal.
+  EXPECT_EQ(Count(row_c, "<td class=d"), 2u) << row_c;
+  EXPECT_THAT(row_c, HasSubstr("c unreachable"));
+  // No clock figure yet on an up link: pending; the legend states the threshold.
+  EXPECT_THAT(Row(page, "clock_offset", "a"), HasSubstr("<td class=p title=\"a \u2192 b: pending"));
+  EXPECT_THAT(page, HasSubstr("within threshold 2.000 ms"));
+  EXPECT_THAT(page, HasSubstr("within threshold 0.80"));  // link ratio, default
+  // Worst links come with their problems.
+  EXPECT_THAT(page, HasSubstr("b-&gt;c: down"));
+  EXPECT_THAT(page, HasSubstr("a-&gt;c: latency p50 5.000 ms &gt;= 2.000 ms"));
+
+  EXPECT_THAT(RenderHealthHtml(p, {15}), HasSubstr("<meta http-equiv=\"refresh\" content=\"15\">"));
+}
+
+TEST(HtmlPage, HostileNamesAreEscapedEverywhere) {
+  const std::string evil = "<script>alert(1)</script>\"'><img src=x onerror=alert(2)>&";
+  FetchResult a = Node(evil, 1), b = Node("b", 2);
+  Up(a, "b", 0.0003)->mutable_last_failure()->set_message("<b>bold</b>");
+  Up(b, evil, 0.0100);
+  a.status->set_version("<i>1</i>");
+  a.status->mutable_gloo()->set_interface("<iframe>");
+  FetchResult gone;
+  gone.target = {"<svg onload=alert(3)>", {"127.0.0.1", 3}};
+  gone.error = "<marquee>";
+  ClusterPicture p = BuildCluster({a, b, gone});
+  p.source = "prometheus";
+  p.source_url = "http://x/\"><script>";
+  const std::string page = RenderHealthHtml(p);
+  for (const char* tag : {"<script", "<img", "<svg", "<iframe", "<marquee", "<b>", "<i>"}) {
+    EXPECT_THAT(page, Not(HasSubstr(tag))) << tag;
+  }
+  EXPECT_THAT(page, HasSubstr("&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&gt;&lt;img"));
+  // An attribute value cannot be closed by a name: every quote is escaped.
+  EXPECT_THAT(page, Not(HasSubstr("\"'>")));
+  EXPECT_THAT(page, HasSubstr("&lt;svg onload=alert(3)&gt;"));
+  EXPECT_EQ(HtmlEscape("a&b<c>\"d'"), "a&amp;b&lt;c&gt;&quot;d&#39;");
+}
+
+TEST(HtmlPage, LargeClusterCellsAreColourOnly) {
+  std::vector<FetchResult> nodes;
+  const int n = 80;
+  for (int i = 0; i < n; ++i) nodes.push_back(Node(absl::StrCat("n", 100 + i), 1 + i));
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (i != j) Up(nodes[i], absl::StrCat("n", 100 + j), 0.0001);
+    }
+  }
+  const std::string page = RenderHealthHtml(BuildCluster(std::move(nodes)));
+  EXPECT_THAT(page, HasSubstr("<table class=\"hm big\">"));
+  EXPECT_THAT(page, Not(HasSubstr("title=\"n100 \u2192")));
+  EXPECT_EQ(Count(page, "data-node=\"n142\""), 5u);
+  // A run of one colour is one cell: latency rows are healthy but for the
+  // diagonal, the other matrices pending but for it.
+  EXPECT_EQ(Count(Row(page, "latency", "n150"), "<td"), 3u);
+  EXPECT_THAT(Row(page, "latency", "n150"),
+              HasSubstr("<td colspan=50><td class=s><td colspan=29>"));
+  EXPECT_THAT(Row(page, "tcp_loss", "n100"), HasSubstr("<td class=s><td colspan=79 class=p>"));
+  EXPECT_LT(page.size(), 100'000u);
+}
+
+}  // namespace
+}  // namespace gloowatch::client
