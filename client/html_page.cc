@@ -52,7 +52,7 @@ const std::vector<Matrix>& Matrices() {
        },
        [](const EffectiveThresholds& t) { return t.link_ratio; }, true, "%.2f", 1, ""},
       {"clock_offset", "Clock offset (peer - row)",
-       "NTP-style four-timestamp offset; colour by its magnitude.",
+       "NTP-style four-timestamp offset; the colour follows its magnitude |offset|.",
        [](const v1::PeerStatus& p) -> std::optional<double> {
          if (!p.clock().has_offset_seconds()) return std::nullopt;
          return p.clock().offset_seconds();
@@ -107,10 +107,10 @@ table.hm.t td{width:64px;height:22px}table.hm.m td{width:12px;height:12px}
 table.hm.big td{border:0;height:4px}table.hm.big col.k{width:4px}
 table.hm.big th{font-size:9px;line-height:5px;height:5px}
 table.hm thead th{writing-mode:vertical-rl;transform:rotate(180deg);text-align:left}
-td.q1{background:#a6d96a}td.q2{background:#fdae61}td.q3{background:#d7191c;color:#fff}
-td.s{background:#eee}td.d{background:#222;color:#fff}td.c{background:#777;color:#fff}
-td.p{background:repeating-linear-gradient(45deg,#ddd 0 3px,#fff 3px 6px)}
-td.n{background:#fff;color:#999}td.u{background:#cfd8dc}
+.hm td.q1{background:#a6d96a}.hm td.q2{background:#fdae61}.hm td.q3{background:#d7191c;color:#fff}
+.hm td.s{background:#eee}.hm td.d{background:#222;color:#fff}.hm td.c{background:#777;color:#fff}
+.hm td.p{background:repeating-linear-gradient(45deg,#ddd 0 3px,#fff 3px 6px)}
+.hm td.n{background:#fff;color:#999;outline:1px solid #eee}.hm td.u{background:#cfd8dc}
 .legend span{display:inline-block;margin-right:1em}
 .legend i{display:inline-block;width:1em;height:1em;vertical-align:middle;margin-right:.3em;border:1px solid #ccc}
 )css";
@@ -200,11 +200,22 @@ CellView Cell(const ClusterPicture& c, const Matrix& m, size_t i, size_t j,
 void RenderLegend(const Matrix& m, double threshold, bool mixed, std::string& out) {
   const char* lt = m.lower_is_worse ? "&gt;" : "&lt;";
   const char* ge = m.lower_is_worse ? "&le;" : "&ge;";
-  auto edge = [&](double b) { return HtmlEscape(Shown(m, ValueAt(m, b, threshold))); };
-  absl::StrAppend(&out, "<p class=\"legend\"><span><i style=\"background:#1a9641\"></i>", lt, " ",
-                  edge(0.5), "</span><span><i style=\"background:#a6d96a\"></i>within threshold ",
-                  edge(1), "</span><span><i style=\"background:#fdae61\"></i>beyond: ", ge, " ",
-                  edge(1), "</span><span><i style=\"background:#d7191c\"></i>", ge, " ", edge(2),
+  // Band edges are magnitudes: no sign even where values have one.
+  auto edge = [&](double b) {
+    std::string v = Shown(m, ValueAt(m, b, threshold));
+    if (!v.empty() && v[0] == '+') v.erase(0, 1);
+    return HtmlEscape(v);
+  };
+  // Low to high, whichever end is worse.
+  auto range = [&](double b0, double b1) {
+    return m.lower_is_worse ? absl::StrCat(edge(b1), " \u2013 ", edge(b0))
+                            : absl::StrCat(edge(b0), " \u2013 ", edge(b1));
+  };
+  absl::StrAppend(&out, "<p class=\"legend\"><span><strong>threshold ", edge(1),
+                  "</strong></span><span><i style=\"background:#1a9641\"></i>", lt, " ", edge(0.5),
+                  "</span><span><i style=\"background:#a6d96a\"></i>", range(0.5, 1),
+                  "</span><span><i style=\"background:#fdae61\"></i>", range(1, 2),
+                  "</span><span><i style=\"background:#d7191c\"></i>", ge, " ", edge(2),
                   "</span><span><i style=\"background:#222\"></i>down</span>"
                   "<span><i style=\"background:#777\"></i>connecting</span>"
                   "<span><i style=\"background:repeating-linear-gradient(45deg,#ddd 0 3px,#fff 3px "

@@ -1,7 +1,5 @@
 // gloowatch: operator CLI for gloowatchd clusters. Subcommand dispatch and
 // flag plumbing only; the work lives in the modules.
-#include <signal.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -445,25 +443,16 @@ int RunServe(const std::vector<std::string>& args) {
   }
   absl::StatusOr<Endpoint> listen = ParseEndpoint(absl::GetFlag(FLAGS_listen));
   if (!listen.ok()) return Usage(absl::StrCat("--listen: ", listen.status().message()));
-  // Blocked before any thread starts, so the signals reach only the signalfd.
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-  const int stop_fd = signalfd(-1, &stop, SFD_CLOEXEC);
   absl::StatusOr<std::unique_ptr<PageServer>> server = PageServer::Listen(*listen, {});
-  if (stop_fd < 0 || !server.ok()) {
-    std::cerr << "gloowatch serve: "
-              << (server.ok() ? std::string("signalfd failed") : server.status().message()) << "\n";
-    return server.ok() || !absl::IsInvalidArgument(server.status()) ? kExitUnavailable : kExitUsage;
+  if (!server.ok()) {
+    std::cerr << "gloowatch serve: " << server.status().message() << "\n";
+    return absl::IsInvalidArgument(server.status()) ? kExitUsage : kExitUnavailable;
   }
   std::cerr << "gloowatch serve: http://"
             << Endpoint{listen->host, static_cast<uint16_t>((*server)->port())}.ToString()
             << "/ (refresh " << absl::FormatDuration(refresh) << ")" << std::endl;
   absl::Status s = ServeHealth(
-      **server, [&] { return Observe(*source); }, refresh, stop_fd);
-  close(stop_fd);
+      **server, [&] { return Observe(*source); }, refresh);
   if (!s.ok()) {
     std::cerr << "gloowatch serve: " << s.message() << "\n";
     return kExitUnavailable;

@@ -38,7 +38,7 @@ class PageServer {
   int port() const { return port_; }
   // Thread-safe; requests in flight keep the snapshot they started with.
   void Publish(PageSnapshot snapshot);
-  // Serves until `stop_fd` (a signalfd or pipe) becomes readable.
+  // Serves until `stop_fd` (a pipe) becomes readable.
   absl::Status Serve(int stop_fd);
 
  private:

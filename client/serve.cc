@@ -1,6 +1,12 @@
 #include "client/serve.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -25,20 +31,35 @@ PageSnapshot SnapshotOf(const absl::StatusOr<ClusterPicture>& picture, absl::Dur
           nlohmann::json{{"schema", "gloowatch.health.v1"}, {"error", error}}.dump(2)};
 }
 
-absl::Status ServeHealth(PageServer& server, const ObserveCluster& observe, absl::Duration refresh,
-                         int stop_fd) {
+namespace {
+int stop_pipe[2] = {-1, -1};
+}  // namespace
+
+absl::Status ServeHealth(PageServer& server, const ObserveCluster& observe,
+                         absl::Duration refresh) {
+  // The signals write to a pipe the server polls, whichever thread (gRPC has
+  // its own) they land on.
+  if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+  }
+  struct sigaction stop {};
+  stop.sa_handler = [](int) { (void)!write(stop_pipe[1], "x", 1); };
+  sigaction(SIGINT, &stop, nullptr);
+  sigaction(SIGTERM, &stop, nullptr);
   server.Publish(SnapshotOf(observe(), refresh));
-  absl::Notification stop;
+  absl::Notification done;
   // Each observation is bounded by the per-call deadline, so the join below
   // waits at most one of them.
   std::thread refresher([&] {
-    while (!stop.WaitForNotificationWithTimeout(refresh)) {
+    while (!done.WaitForNotificationWithTimeout(refresh)) {
       server.Publish(SnapshotOf(observe(), refresh));
     }
   });
-  absl::Status served = server.Serve(stop_fd);
-  stop.Notify();
+  absl::Status served = server.Serve(stop_pipe[0]);
+  done.Notify();
   refresher.join();
+  close(stop_pipe[0]);
+  close(stop_pipe[1]);
   return served;
 }
 

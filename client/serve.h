@@ -17,9 +17,8 @@ using ObserveCluster = std::function<absl::StatusOr<ClusterPicture>()>;
 // `refresh`) and the JSON, or a page naming the error when there is none.
 PageSnapshot SnapshotOf(const absl::StatusOr<ClusterPicture>& picture, absl::Duration refresh);
 
-// Publishes a first snapshot, then serves while a thread refreshes it; returns
-// once `stop_fd` is readable (SIGINT/SIGTERM through a signalfd).
-absl::Status ServeHealth(PageServer& server, const ObserveCluster& observe, absl::Duration refresh,
-                         int stop_fd);
+// Publishes a first snapshot, then serves while a thread refreshes it, until
+// SIGINT or SIGTERM.
+absl::Status ServeHealth(PageServer& server, const ObserveCluster& observe, absl::Duration refresh);
 
 }  // namespace gloowatch::client

@@ -1,16 +1,19 @@
 // The heatmap page as text: its sections, one row per node in every matrix,
 // the cell kinds (value bands, down, pending, not measured), and that hostile
 // node names are escaped everywhere. Chromium's view of it is in
-// tests/client/serve_chromium_test.cc.
+// tests/serve_chromium_test.cc.
 #include "client/html_page.h"
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/client/chromium.h"
 
 namespace gloowatch::client {
 namespace {
 
+using ::gloowatch::testing::HeatmapRow;
+using ::gloowatch::testing::Occurrences;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -29,22 +32,6 @@ v1::PeerStatus* Up(FetchResult& n, const std::string& peer, double p50) {
   p->set_state(v1::PEER_STATE_UP);
   p->mutable_latency()->set_p50_seconds(p50);
   return p;
-}
-
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
-// The text between `<tr data-node="row"` and the end of that row, in the
-// matrix section `id`.
-std::string Row(const std::string& page, const std::string& id, const std::string& row) {
-  const size_t section = page.find(absl::StrCat("id=\"m-", id, "\""));
-  if (section == std::string::npos) return "";
-  const size_t start = page.find(absl::StrCat("<tr data-node=\"", row, "\""), section);
-  if (start == std::string::npos) return "";
-  return page.substr(start, page.find('\n', start) - start);
 }
 
 TEST(HtmlPage, SectionsRowsAndCellKinds) {
@@ -72,24 +59,29 @@ TEST(HtmlPage, SectionsRowsAndCellKinds) {
   }
   // Every node has a row in each of the four matrices, and one in the node table.
   for (const char* n : {"a", "b", "c"}) {
-    EXPECT_EQ(Count(page, absl::StrCat("data-node=\"", n, "\"")), 5u) << n;
+    EXPECT_EQ(Occurrences(page, absl::StrCat("data-node=\"", n, "\"")), 5u) << n;
   }
   EXPECT_THAT(page, HasSubstr("<tr class=\"unreachable\" data-node=\"c\">"));
   EXPECT_THAT(page, HasSubstr("<tr data-node=\"c\" class=\"down\">"));
 
-  const std::string row_a = Row(page, "latency", "a"), row_b = Row(page, "latency", "b"),
-                    row_c = Row(page, "latency", "c");
+  const std::string row_a = HeatmapRow(page, "latency", "a"),
+                    row_b = HeatmapRow(page, "latency", "b"),
+                    row_c = HeatmapRow(page, "latency", "c");
   EXPECT_THAT(row_a, HasSubstr("<td title=\"a \u2192 b: 0.300 ms\">0.300 ms"));
   EXPECT_THAT(row_a, HasSubstr("<td class=q3 title=\"a \u2192 c: 5.000 ms\">5.000 ms"));
   EXPECT_THAT(row_b, HasSubstr("<td class=q1 title=\"b \u2192 a: 1.500 ms\">1.500 ms"));
   EXPECT_THAT(row_b, HasSubstr("<td class=d title=\"b \u2192 c: down"));
   // c's own row: nothing from it, every cell down but its diagonal.
-  EXPECT_EQ(Count(row_c, "<td class=d"), 2u) << row_c;
+  EXPECT_EQ(Occurrences(row_c, "<td class=d"), 2u) << row_c;
   EXPECT_THAT(row_c, HasSubstr("c unreachable"));
   // No clock figure yet on an up link: pending; the legend states the threshold.
-  EXPECT_THAT(Row(page, "clock_offset", "a"), HasSubstr("<td class=p title=\"a \u2192 b: pending"));
-  EXPECT_THAT(page, HasSubstr("within threshold 2.000 ms"));
-  EXPECT_THAT(page, HasSubstr("within threshold 0.80"));  // link ratio, default
+  EXPECT_THAT(HeatmapRow(page, "clock_offset", "a"),
+              HasSubstr("<td class=p title=\"a \u2192 b: pending"));
+  EXPECT_THAT(page, HasSubstr("<strong>threshold 2.000 ms</strong>"));
+  EXPECT_THAT(page, HasSubstr("1.000 ms \u2013 2.000 ms"));
+  EXPECT_THAT(page, HasSubstr("<strong>threshold 0.80</strong>"));  // link ratio, default
+  EXPECT_THAT(page, HasSubstr("0.60 \u2013 0.80"));
+  EXPECT_THAT(page, HasSubstr("&le; 0.60"));
   // Worst links come with their problems.
   EXPECT_THAT(page, HasSubstr("b-&gt;c: down"));
   EXPECT_THAT(page, HasSubstr("a-&gt;c: latency p50 5.000 ms &gt;= 2.000 ms"));
@@ -133,13 +125,14 @@ TEST(HtmlPage, LargeClusterCellsAreColourOnly) {
   const std::string page = RenderHealthHtml(BuildCluster(std::move(nodes)));
   EXPECT_THAT(page, HasSubstr("<table class=\"hm big\">"));
   EXPECT_THAT(page, Not(HasSubstr("title=\"n100 \u2192")));
-  EXPECT_EQ(Count(page, "data-node=\"n142\""), 5u);
+  EXPECT_EQ(Occurrences(page, "data-node=\"n142\""), 5u);
   // A run of one colour is one cell: latency rows are healthy but for the
   // diagonal, the other matrices pending but for it.
-  EXPECT_EQ(Count(Row(page, "latency", "n150"), "<td"), 3u);
-  EXPECT_THAT(Row(page, "latency", "n150"),
+  EXPECT_EQ(Occurrences(HeatmapRow(page, "latency", "n150"), "<td"), 3u);
+  EXPECT_THAT(HeatmapRow(page, "latency", "n150"),
               HasSubstr("<td colspan=50><td class=s><td colspan=29>"));
-  EXPECT_THAT(Row(page, "tcp_loss", "n100"), HasSubstr("<td class=s><td colspan=79 class=p>"));
+  EXPECT_THAT(HeatmapRow(page, "tcp_loss", "n100"),
+              HasSubstr("<td class=s><td colspan=79 class=p>"));
   EXPECT_LT(page.size(), 100'000u);
 }
 
