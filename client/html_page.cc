@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -17,7 +18,7 @@ namespace {
 // above 1% (docs/operations.md), so the colours follow it.
 constexpr double kLossThreshold = 0.01;
 // Up to this many nodes a cell shows its value; up to kMaxTitledNodes it has
-// a tooltip. Above, cells are colour only, so 256 nodes stay ~1 MB per page.
+// a tooltip. Above, a heatmap is an SVG of colour runs (RenderSvgHeatmap).
 constexpr size_t kMaxTextNodes = 24;
 constexpr size_t kMaxTitledNodes = 64;
 constexpr size_t kMaxListedLinks = 25;
@@ -104,8 +105,12 @@ table.hm{table-layout:fixed}
 table.hm th{font-weight:normal;font-size:12px;white-space:nowrap;text-align:right;padding:0 4px}
 table.hm td{background:#1a9641;border:1px solid #fff;padding:0;text-align:center;font-size:11px}
 table.hm.t td{width:64px;height:22px}table.hm.m td{width:12px;height:12px}
-table.hm.big td{border:0;height:4px}table.hm.big col.k{width:4px}
-table.hm.big th{font-size:9px;line-height:5px;height:5px}
+svg.hm-svg text{font-size:9px;text-anchor:end;dominant-baseline:middle;fill:#333}
+svg.hm-svg text[text-anchor]{text-anchor:start}
+svg.hm-svg text.down{fill:#b00;font-weight:bold}
+.hm-svg .q0{fill:#1a9641}.hm-svg .q1{fill:#a6d96a}.hm-svg .q2{fill:#fdae61}.hm-svg .q3{fill:#d7191c}
+.hm-svg .s{fill:#eee}.hm-svg .d{fill:#222}.hm-svg .c{fill:#777}.hm-svg .p{fill:#ddd}
+.hm-svg .n{fill:#fff}.hm-svg .u{fill:#cfd8dc}
 table.hm thead th{writing-mode:vertical-rl;transform:rotate(180deg);text-align:left}
 .hm td.q1{background:#a6d96a}.hm td.q2{background:#fdae61}.hm td.q3{background:#d7191c;color:#fff}
 .hm td.s{background:#eee}.hm td.d{background:#222;color:#fff}.hm td.c{background:#777;color:#fff}
@@ -230,6 +235,78 @@ void RenderLegend(const Matrix& m, double threshold, bool mixed, std::string& ou
                   "</p>\n");
 }
 
+// Up to kMaxTitledNodes: a table, a cell per pair with its tooltip (and its
+// value up to kMaxTextNodes).
+void RenderTableHeatmap(const ClusterPicture& c, const Matrix& m,
+                        const std::vector<const NodeReport*>& report_of, bool text,
+                        std::string& out) {
+  const size_t n = c.nodes.size();
+  absl::StrAppend(&out, "<table class=\"hm", text ? " t" : " m", "\"><thead><tr><th></th>");
+  for (const std::string& name : c.nodes) absl::StrAppend(&out, "<th>", HtmlEscape(name), "</th>");
+  out += "</tr></thead><tbody>\n";
+  for (size_t i = 0; i < n; ++i) {
+    const bool down = report_of[i] != nullptr && !report_of[i]->reachable;
+    absl::StrAppend(&out, "<tr", Attr("data-node", c.nodes[i]), down ? " class=\"down\"" : "",
+                    "><th>", HtmlEscape(c.nodes[i]), "</th>");
+    for (size_t j = 0; j < n; ++j) {
+      const CellView v = Cell(c, m, i, j, report_of);
+      out += "<td";
+      if (*v.cls) absl::StrAppend(&out, " class=", v.cls);
+      if (!v.title.empty()) out += Attr("title", v.title);
+      out += ">";
+      if (text) out += HtmlEscape(v.text);
+    }
+    out += "\n";
+  }
+  out += "</tbody></table>\n";
+}
+
+// Above: one inline SVG, a path per colour (a run of one colour in a row is
+// one rectangle), so the browser lays out a handful of elements instead of
+// n^2 cells; every few rows and columns are labelled.
+void RenderSvgHeatmap(const ClusterPicture& c, const Matrix& m,
+                      const std::vector<const NodeReport*>& report_of, std::string& out) {
+  const size_t n = c.nodes.size();
+  const size_t cell = n <= 128 ? 6 : 4, every = (12 + cell - 1) / cell, margin = 120;
+  std::map<std::string, std::string> paths;  // class -> path data, in cell units
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < n;) {
+      const char* cls = Cell(c, m, i, j, report_of).cls;
+      size_t span = 1;
+      while (j + span < n && std::string_view(Cell(c, m, i, j + span, report_of).cls) == cls) {
+        ++span;
+      }
+      absl::StrAppend(&paths[*cls ? cls : "q0"], "M", j, " ", i, "h", span, "v1h-", span, "z");
+      j += span;
+    }
+  }
+  const size_t size = margin + n * cell;
+  absl::StrAppend(&out, "<svg class=\"hm-svg\" xmlns=\"http://www.w3.org/2000/svg\" width=\"", size,
+                  "\" height=\"", size, "\" viewBox=\"0 0 ", size, " ", size, "\" role=\"img\"",
+                  Attr("aria-label", absl::StrCat(m.title, " heatmap")),
+                  "><g transform=\"translate(", margin, " ", margin, ") scale(", cell,
+                  ")\" shape-rendering=\"crispEdges\">");
+  for (const auto& [cls, d] : paths)
+    absl::StrAppend(&out, "<path class=\"", cls, "\" d=\"", d, "\"/>");
+  out += "</g>\n";
+  auto down = [&](size_t i) { return report_of[i] != nullptr && !report_of[i]->reachable; };
+  for (size_t i = 0; i < n; ++i) {
+    // Every few rows, and every down node; no label crowds a down node's.
+    bool near_down = false;
+    for (size_t k = i >= every ? i - every + 1 : 0; k < std::min(n, i + every); ++k) {
+      near_down |= k != i && down(k);
+    }
+    if (!down(i) && (i % every != 0 || near_down)) continue;
+    const char* cls = down(i) ? " class=\"down\"" : "";
+    const size_t at = margin + i * cell + cell / 2;
+    absl::StrAppend(&out, "<text", Attr("data-node", c.nodes[i]), cls, " x=\"", margin - 3,
+                    "\" y=\"", at, "\">", HtmlEscape(c.nodes[i]), "</text><text", cls,
+                    " text-anchor=\"start\" transform=\"translate(", at, " ", margin - 3,
+                    ") rotate(-90)\">", HtmlEscape(c.nodes[i]), "</text>\n");
+  }
+  out += "</svg>\n";
+}
+
 void RenderMatrices(const ClusterPicture& c, std::string& out) {
   std::vector<const NodeReport*> report_of(c.nodes.size(), nullptr);
   for (const NodeReport& n : c.node_reports) {
@@ -256,39 +333,12 @@ void RenderMatrices(const ClusterPicture& c, std::string& out) {
     absl::StrAppend(&out, "<section class=\"matrix\" id=\"m-", m.id, "\"><h2>", m.title,
                     "</h2><p class=\"note\">", m.what, "</p>\n");
     RenderLegend(m, threshold, mixed, out);
-    absl::StrAppend(&out, "<table class=\"hm", text ? " t" : titled ? " m" : " big", "\">");
-    // Fixed column widths, so spanning cells keep the grid.
-    if (!titled) absl::StrAppend(&out, "<colgroup><col><col span=", n, " class=k></colgroup>");
     if (titled) {
-      out += "<thead><tr><th></th>";
-      for (const std::string& name : c.nodes)
-        absl::StrAppend(&out, "<th>", HtmlEscape(name), "</th>");
-      out += "</tr></thead>";
+      RenderTableHeatmap(c, m, report_of, text, out);
+    } else {
+      RenderSvgHeatmap(c, m, report_of, out);
     }
-    out += "<tbody>\n";
-    for (size_t i = 0; i < n; ++i) {
-      const bool down = report_of[i] != nullptr && !report_of[i]->reachable;
-      absl::StrAppend(&out, "<tr", Attr("data-node", c.nodes[i]), down ? " class=\"down\"" : "",
-                      "><th>", HtmlEscape(c.nodes[i]), "</th>");
-      for (size_t j = 0; j < n;) {
-        const CellView v = Cell(c, m, i, j, report_of);
-        // Colour-only cells: a run of one colour is one cell spanning it.
-        size_t span = 1;
-        while (!titled && j + span < n &&
-               std::string_view(Cell(c, m, i, j + span, report_of).cls) == v.cls) {
-          ++span;
-        }
-        out += "<td";
-        if (span > 1) absl::StrAppend(&out, " colspan=", span);
-        if (*v.cls) absl::StrAppend(&out, " class=", v.cls);
-        if (titled && !v.title.empty()) out += Attr("title", v.title);
-        out += ">";
-        if (text) out += HtmlEscape(v.text);
-        j += span;
-      }
-      out += "\n";
-    }
-    out += "</tbody></table></section>\n";
+    out += "</section>\n";
   }
   out += "</section>\n";
 }
@@ -350,8 +400,8 @@ struct Section {
   void (*render)(const ClusterPicture&, std::string&);
 };
 constexpr Section kSections[] = {
-    {"verdict", RenderVerdict},   {"nodes", RenderNodes},       {"worst-links", RenderWorstLinks},
-    {"matrices", RenderMatrices}, {"training", RenderTraining},
+    {"verdict", RenderVerdict}, {"worst-links", RenderWorstLinks}, {"matrices", RenderMatrices},
+    {"nodes", RenderNodes},     {"training", RenderTraining},
 };
 
 }  // namespace

@@ -113,7 +113,7 @@ TEST(HtmlPage, HostileNamesAreEscapedEverywhere) {
   EXPECT_EQ(HtmlEscape("a&b<c>\"d'"), "a&amp;b&lt;c&gt;&quot;d&#39;");
 }
 
-TEST(HtmlPage, LargeClusterCellsAreColourOnly) {
+TEST(HtmlPage, LargeClusterHeatmapsAreSvgRuns) {
   std::vector<FetchResult> nodes;
   const int n = 80;
   for (int i = 0; i < n; ++i) nodes.push_back(Node(absl::StrCat("n", 100 + i), 1 + i));
@@ -122,18 +122,27 @@ TEST(HtmlPage, LargeClusterCellsAreColourOnly) {
       if (i != j) Up(nodes[i], absl::StrCat("n", 100 + j), 0.0001);
     }
   }
+  nodes[43] = FetchResult{};  // n143 does not answer
+  nodes[43].target = {"n143", {"127.0.0.1", 44}};
   const std::string page = RenderHealthHtml(BuildCluster(std::move(nodes)));
-  EXPECT_THAT(page, HasSubstr("<table class=\"hm big\">"));
+  EXPECT_EQ(Occurrences(page, "<svg class=\"hm-svg\""), 4u);
+  EXPECT_THAT(page, Not(HasSubstr("<table class=\"hm")));
   EXPECT_THAT(page, Not(HasSubstr("title=\"n100 \u2192")));
-  EXPECT_EQ(Occurrences(page, "data-node=\"n142\""), 5u);
-  // A run of one colour is one cell: latency rows are healthy but for the
-  // diagonal, the other matrices pending but for it.
-  EXPECT_EQ(Occurrences(HeatmapRow(page, "latency", "n150"), "<td"), 3u);
-  EXPECT_THAT(HeatmapRow(page, "latency", "n150"),
-              HasSubstr("<td colspan=50><td class=s><td colspan=29>"));
-  EXPECT_THAT(HeatmapRow(page, "tcp_loss", "n100"),
-              HasSubstr("<td class=s><td colspan=79 class=p>"));
-  EXPECT_LT(page.size(), 100'000u);
+  // A run of one colour is one rectangle: row 0 is the diagonal, then 79
+  // healthy latencies, or 79 pending losses.
+  const std::string latency = page.substr(page.find("id=\"m-latency\""));
+  EXPECT_THAT(latency.substr(0, latency.find("</svg>")),
+              HasSubstr("<path class=\"q0\" d=\"M1 0h79v1h-79z"));
+  const std::string loss = page.substr(page.find("id=\"m-tcp_loss\""));
+  EXPECT_THAT(loss, HasSubstr("<path class=\"p\" d=\"M1 0h79v1h-79z"));
+  // n143's row and column are down, and it is labelled as such.
+  EXPECT_THAT(latency, HasSubstr("M0 43h43v1h-43zM44 43h36v1h-36z"));
+  EXPECT_THAT(latency, HasSubstr("<text data-node=\"n143\" class=\"down\""));
+  // Labels every other row (6 px cells), none beside a down node's.
+  EXPECT_THAT(latency, HasSubstr("<text data-node=\"n140\""));
+  EXPECT_THAT(latency, Not(HasSubstr("<text data-node=\"n142\"")));
+  EXPECT_THAT(latency, Not(HasSubstr("<text data-node=\"n141\"")));
+  EXPECT_LT(page.size(), 80'000u);  // a cell each would be 25,600 of them
 }
 
 }  // namespace
