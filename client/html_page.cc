@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "client/pending.h"
 
 namespace gloowatch::client {
 namespace {
@@ -194,7 +195,15 @@ CellView Cell(const ClusterPicture& c, const Matrix& m, size_t i, size_t j,
               absl::StrFormat("%slink speed unknown (tx %.1f MB/s)", who,
                               p->bandwidth().tx_bytes_per_second() / 1e6)};
     }
-    return {"p", "?", absl::StrCat(who, "pending: not measured yet")};
+    std::string due;
+    if (std::string(m.id) == "link_ratio" && p->has_next_bandwidth_probe()) {
+      due =
+          absl::StrCat(", bandwidth probe due ",
+                       absl::FormatTime("%H:%M:%S UTC",
+                                        absl::FromUnixSeconds(p->next_bandwidth_probe().seconds()),
+                                        absl::UTCTimeZone()));
+    }
+    return {"p", "?", absl::StrCat(who, "pending: not measured yet", due)};
   }
   const EffectiveThresholds t = report_of[i] != nullptr && report_of[i]->status != nullptr
                                     ? ThresholdsOf(*report_of[i]->status)
@@ -374,6 +383,29 @@ void RenderWorstLinks(const ClusterPicture& c, std::string& out) {
   out += "</section>\n";
 }
 
+void RenderPending(const ClusterPicture& c, std::string& out) {
+  const std::vector<PendingFigure> pending = PendingFigures(c);
+  if (pending.empty()) return;
+  const absl::Time now = absl::Now();
+  absl::StrAppend(&out,
+                  "<section id=\"pending\"><h2>Pending figures</h2><p class=\"note\">Links that "
+                  "are up but have no such figure yet, soonest due first (bandwidth as the "
+                  "measuring daemon scheduled it under its bandwidth budget).</p><table "
+                  "class=\"list\"><tbody>\n");
+  size_t listed = 0;
+  for (const PendingFigure& p : pending) {
+    if (listed++ == kMaxListedLinks) break;
+    absl::StrAppend(&out, "<tr><td>", HtmlEscape(p.from), " \u2192 ", HtmlEscape(p.to), "</td><td>",
+                    p.figure, "</td><td>", HtmlEscape(DueText(p, now)), "</td></tr>\n");
+  }
+  out += "</tbody></table>\n";
+  if (pending.size() > kMaxListedLinks) {
+    absl::StrAppend(&out, "<p class=\"note\">", pending.size() - kMaxListedLinks,
+                    " more: see gloowatch health --json.</p>\n");
+  }
+  out += "</section>\n";
+}
+
 void RenderTraining(const ClusterPicture& c, std::string& out) {
   if (c.training.empty()) return;
   out +=
@@ -400,8 +432,9 @@ struct Section {
   void (*render)(const ClusterPicture&, std::string&);
 };
 constexpr Section kSections[] = {
-    {"verdict", RenderVerdict}, {"worst-links", RenderWorstLinks}, {"matrices", RenderMatrices},
-    {"nodes", RenderNodes},     {"training", RenderTraining},
+    {"verdict", RenderVerdict},   {"worst-links", RenderWorstLinks},
+    {"matrices", RenderMatrices}, {"pending", RenderPending},
+    {"nodes", RenderNodes},       {"training", RenderTraining},
 };
 
 }  // namespace

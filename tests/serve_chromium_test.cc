@@ -55,18 +55,7 @@ TEST(ServeChromium, LivePageAndFileShowEveryNodeAndTheDownOne) {
   for (int i = 0; i < 3; ++i) cluster.Start(i);
   const std::string daemons =
       absl::StrJoin({cluster.grpc(0), cluster.grpc(1), cluster.grpc(2)}, ",");
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        for (int i = 0; i < 3; ++i) {
-          auto s = GetStatus(cluster.grpc(i));
-          if (!s.ok() || s->peers_size() != 2) return false;
-          for (const auto& p : s->peers()) {
-            if (p.state() != v1::PEER_STATE_UP || !p.latency().has_p50_seconds()) return false;
-          }
-        }
-        return true;
-      },
-      absl::Seconds(30)))
+  ASSERT_TRUE(WaitFor([&] { return MeshUpWithLatency(cluster); }, absl::Seconds(30)))
       << "cluster not up";
   cluster.Kill(2, SIGKILL);
   // Both survivors notice within the Gloo timeout (2 s) and a reconnect.
