@@ -119,6 +119,9 @@ TEST(Cli, ServeAndHtmlFlagsAreValidated) {
   EXPECT_EQ(source.exit_code, 64);
   EXPECT_THAT(source.err, HasSubstr("need --daemons, --config or --cluster"));
   EXPECT_EQ(Cli({"serve", "--html", "x", "--daemons", "127.0.0.1:1"}).exit_code, 64);  // health's
+  ProcessResult prometheus = Cli({"serve", "--prometheus", "ftp://x"});
+  EXPECT_EQ(prometheus.exit_code, 64);
+  EXPECT_THAT(prometheus.err, HasSubstr("--prometheus:"));
   // An unwritable page: 73, naming the path. (Port 1 on loopback refuses at once.)
   ProcessResult html =
       Cli({"health", "--daemons", "127.0.0.1:1", "--html", "/nonexistent-dir/page.html"});

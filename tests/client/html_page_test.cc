@@ -36,7 +36,8 @@ v1::PeerStatus* Up(FetchResult& n, const std::string& peer, double p50) {
 
 TEST(HtmlPage, SectionsRowsAndCellKinds) {
   FetchResult a = Node("a", 1), b = Node("b", 2);
-  Up(a, "b", 0.0003);                  // well within 2 ms: default band, no class
+  // Well within 2 ms (the default band, no class); no bandwidth yet, due at 42 s.
+  Up(a, "b", 0.0003)->mutable_next_bandwidth_probe()->set_seconds(42);
   Up(a, "c", 0.0050);                  // 2.5 x the threshold: q3
   Up(b, "a", 0.0015);                  // 0.75 x: q1
   v1::PeerStatus* bc = Up(b, "c", 0);  // down
@@ -85,6 +86,14 @@ TEST(HtmlPage, SectionsRowsAndCellKinds) {
   // Worst links come with their problems.
   EXPECT_THAT(page, HasSubstr("b-&gt;c: down"));
   EXPECT_THAT(page, HasSubstr("a-&gt;c: latency p50 5.000 ms &gt;= 2.000 ms"));
+
+  // What is pending, and when: a->b has no clock offset and no bandwidth yet,
+  // the latter due at the time a's daemon scheduled.
+  EXPECT_THAT(page, HasSubstr("<section id=\"pending\">"));
+  EXPECT_THAT(page, HasSubstr("<tr><td>a \u2192 b</td><td>clock offset</td>"));
+  EXPECT_THAT(page, HasSubstr("<tr><td>a \u2192 b</td><td>bandwidth</td><td>overdue by "));  // 1970
+  EXPECT_THAT(HeatmapRow(page, "link_ratio", "a"),
+              HasSubstr("pending: not measured yet, bandwidth probe due 00:00:42 UTC"));
 
   EXPECT_THAT(RenderHealthHtml(p, {15}), HasSubstr("<meta http-equiv=\"refresh\" content=\"15\">"));
 }
