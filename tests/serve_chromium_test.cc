@@ -41,9 +41,10 @@ void ExpectClusterWithNodeCDown(const std::string& dom) {
       EXPECT_THAT(HeatmapRow(dom, id, node), HasSubstr("\u2192 node-c: down")) << id << " " << node;
     }
   }
-  // node-a <-> node-b stay measured: a latency value, within the 2 ms default.
-  EXPECT_TRUE(std::regex_search(HeatmapRow(dom, "latency", "node-a"),
-                                std::regex("title=\"node-a \u2192 node-b: 0\\.[0-9]{3} ms\">")))
+  // node-a <-> node-b stay measured: a latency value (any: the machine may be loaded).
+  EXPECT_TRUE(
+      std::regex_search(HeatmapRow(dom, "latency", "node-a"),
+                        std::regex("title=\"node-a \u2192 node-b: [0-9]+\\.[0-9]{3} ms\">")))
       << HeatmapRow(dom, "latency", "node-a");
   EXPECT_THAT(dom, HasSubstr("node-a-&gt;node-c: down"));  // worst links
 }
