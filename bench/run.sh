@@ -6,7 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-for bin in gloowatchd client/gloowatch bench/topology_sim bench/status_loadgen bench/explain_log_bench bench/localise_bench; do
+for bin in gloowatchd client/gloowatch bench/topology_sim bench/status_loadgen bench/explain_log_bench bench/localise_bench bench/html_page_bench; do
   [ -x "$build/$bin" ] || { echo "bench: $build/$bin is missing: build first (cmake --build $build -j2)"; exit 1; }
 done
 out=$(mktemp -d)
@@ -30,6 +30,7 @@ run aggregation bash bench/aggregation.sh "$build"
 run topology "$build/bench/topology_sim"
 run explain_log "$build/bench/explain_log_bench"
 run localise "$build/bench/localise_bench"
+run html_page bash bench/html_page.sh "$build"
 
 echo
 echo "== summary: every figure with a target"

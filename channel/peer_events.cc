@@ -65,6 +65,12 @@ void ChannelObserver::RecordTcp(const TcpSample& sample) {
   channel_->Send(m);
 }
 
+void ChannelObserver::RecordBandwidthDue(absl::Time at) {
+  FromTransport m = Event();
+  m.mutable_peer()->mutable_bandwidth_due()->set_unix_nanos(absl::ToUnixNanos(at));
+  channel_->Send(m);
+}
+
 FromTransport ChannelObserver::Event() const {
   FromTransport m;
   m.mutable_peer()->set_peer(peer_);
@@ -111,6 +117,9 @@ void ApplyPeerEvent(const transport::v1::PeerEvent& e, ProbeObserver& observer) 
       observer.RecordTcp(sample);
       break;
     }
+    case transport::v1::PeerEvent::kBandwidthDue:
+      observer.RecordBandwidthDue(absl::FromUnixNanos(e.bandwidth_due().unix_nanos()));
+      break;
     case transport::v1::PeerEvent::EVENT_NOT_SET:
       break;
   }

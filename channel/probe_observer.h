@@ -43,6 +43,8 @@ class ProbeObserver {
   virtual void RecordOffset(const OffsetEstimate& estimate) = 0;
   virtual void RecordBandwidth(BandwidthDirection direction, const BandwidthSample& sample) = 0;
   virtual void RecordTcp(const TcpSample& /*sample*/) {}
+  // When the next bandwidth probe is due (wall clock), whenever that changes.
+  virtual void RecordBandwidthDue(absl::Time /*at*/) {}
 };
 
 }  // namespace gloowatch

@@ -28,9 +28,11 @@
 #include "client/exit_codes.h"
 #include "client/explain_log.h"
 #include "client/fetch.h"
+#include "client/html_page.h"
 #include "client/log_input.h"
 #include "client/prometheus_source.h"
 #include "client/render.h"
+#include "client/serve.h"
 #include "client/targets.h"
 #include "common/flags.h"
 #include "common/tls.h"
@@ -60,6 +62,12 @@ ABSL_FLAG(std::vector<std::string>, prometheus_header, {},
 ABSL_FLAG(std::string, tls_ca, "", "CA bundle (PEM) that signed the daemons' certificates.");
 ABSL_FLAG(std::string, tls_cert, "", "Client certificate (PEM) for daemons that run mutual TLS.");
 ABSL_FLAG(std::string, tls_key, "", "Private key (PEM) of --tls_cert.");
+ABSL_FLAG(std::string, html, "",
+          "health: also write the heatmap page (one self-contained HTML file) to FILE; - = "
+          "stdout, instead of the table.");
+ABSL_FLAG(std::string, listen, "127.0.0.1:8080", "serve: HTTP address host:port of the page.");
+ABSL_FLAG(absl::Duration, refresh, absl::Seconds(10),
+          "serve: ask the cluster again this often; the page reloads as often.");
 ABSL_FLAG(double, watch, 0, "Repeat every SECONDS (health); 0 = once.");
 ABSL_FLAG(int, watch_count, 0, "Stop --watch after N rounds; 0 = until interrupted.");
 ABSL_FLAG(std::string, report_path, "", "diagnose: where to write the JSON report (required).");
@@ -324,58 +332,132 @@ std::optional<PrometheusOptions> PrometheusFlags(absl::Duration deadline, int* e
   return o;
 }
 
+// Where health and serve read the cluster from, from the flags.
+struct ClusterSource {
+  std::optional<PrometheusOptions> prometheus;
+  std::vector<DaemonTarget> targets;
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  absl::Duration deadline;
+};
+
+// nullopt with *exit set when a flag is wrong.
+std::optional<ClusterSource> SourceFromFlags(int* exit) {
+  ClusterSource s;
+  s.deadline = absl::GetFlag(FLAGS_deadline);
+  if (s.deadline <= absl::ZeroDuration() || s.deadline > absl::Minutes(10)) {
+    *exit = Usage("--deadline must be in (0, 10m]");
+    return std::nullopt;
+  }
+  if (!absl::GetFlag(FLAGS_prometheus).empty()) {
+    s.prometheus = PrometheusFlags(s.deadline, exit);
+    if (!s.prometheus) return std::nullopt;
+    return s;
+  }
+  absl::StatusOr<std::vector<DaemonTarget>> targets = DaemonTargets(true);
+  if (!targets.ok()) {
+    *exit = InputError(targets.status());
+    return std::nullopt;
+  }
+  s.targets = *std::move(targets);
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = Credentials();
+  if (!credentials.ok()) {
+    *exit = InputError(credentials.status());
+    return std::nullopt;
+  }
+  s.credentials = *credentials;
+  return s;
+}
+
+absl::StatusOr<ClusterPicture> Observe(const ClusterSource& s) {
+  if (!s.prometheus) return BuildCluster(FetchAll(s.targets, s.deadline, s.credentials));
+  absl::StatusOr<std::vector<FetchResult>> nodes = FetchFromPrometheus(*s.prometheus);
+  if (!nodes.ok()) return nodes.status();
+  ClusterPicture c = BuildCluster(*std::move(nodes));
+  c.source = "prometheus";
+  c.source_url = s.prometheus->url;
+  return c;
+}
+
+// `text` to `path` (- = stdout), replacing it whole: a reader (or a browser
+// reloading it under --watch) never sees half a page. 0 or 73.
+int WriteOutput(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::cout << text << std::flush;
+    return kExitOk;
+  }
+  const std::string tmp = absl::StrCat(path, ".tmp");
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    if (out.flush() && std::rename(tmp.c_str(), path.c_str()) == 0) return kExitOk;
+  }
+  std::cerr << "gloowatch: cannot write '" << path << "': " << std::strerror(errno) << "\n";
+  std::remove(tmp.c_str());
+  return kExitCantCreate;
+}
+
 int RunHealth(const std::vector<std::string>& args) {
   if (!args.empty()) return Usage(absl::StrCat("health takes no arguments, got '", args[0], "'"));
-  const absl::Duration deadline = absl::GetFlag(FLAGS_deadline);
-  if (deadline <= absl::ZeroDuration() || deadline > absl::Minutes(10)) {
-    return Usage("--deadline must be in (0, 10m]");
-  }
-  std::optional<PrometheusOptions> prometheus;
-  if (!absl::GetFlag(FLAGS_prometheus).empty()) {
-    int exit = kExitUsage;
-    prometheus = PrometheusFlags(deadline, &exit);
-    if (!prometheus) return exit;
-  }
-  absl::StatusOr<std::vector<DaemonTarget>> targets = std::vector<DaemonTarget>{};
-  if (!prometheus) targets = DaemonTargets(true);
-  if (!targets.ok()) return InputError(targets.status());
-  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = nullptr;
-  if (!prometheus) credentials = Credentials();
-  if (!credentials.ok()) return InputError(credentials.status());
+  int exit = kExitUsage;
+  std::optional<ClusterSource> source = SourceFromFlags(&exit);
+  if (!source) return exit;
   const double watch = absl::GetFlag(FLAGS_watch);
   if (watch < 0 || std::isnan(watch)) return Usage("--watch must be >= 0 seconds");
   const int rounds = absl::GetFlag(FLAGS_watch_count);
   const bool color = UseColor(STDOUT_FILENO);
+  const std::string html = absl::GetFlag(FLAGS_html);
   int code = kExitOk;
   for (int round = 0;; ++round) {
     const absl::Time start = absl::Now();
-    std::vector<FetchResult> fetched;
-    if (prometheus) {
-      auto nodes = FetchFromPrometheus(*prometheus);
-      if (!nodes.ok()) {
-        std::cerr << "gloowatch health: " << nodes.status().message() << "\n";
-        return absl::IsInvalidArgument(nodes.status()) ? kExitUsage : kExitUnavailable;
-      }
-      fetched = *std::move(nodes);
-    } else {
-      fetched = FetchAll(*targets, deadline, *credentials);
+    absl::StatusOr<ClusterPicture> c = Observe(*source);
+    if (!c.ok()) {
+      std::cerr << "gloowatch health: " << c.status().message() << "\n";
+      return absl::IsInvalidArgument(c.status()) ? kExitUsage : kExitUnavailable;
     }
-    ClusterPicture c = BuildCluster(std::move(fetched));
-    if (prometheus) {
-      c.source = "prometheus";
-      c.source_url = prometheus->url;
+    code = c->ExitCode();
+    if (!html.empty()) {
+      if (int w = WriteOutput(html, RenderHealthHtml(*c)); w != kExitOk) return w;
     }
-    code = c.ExitCode();
-    if (absl::GetFlag(FLAGS_json)) {
-      std::cout << HealthToJson(c).dump(watch > 0 ? -1 : 2) << std::endl;  // NDJSON when watching
+    if (html == "-") {
+      // The page is stdout's only content.
+    } else if (absl::GetFlag(FLAGS_json)) {
+      std::cout << HealthToJson(*c).dump(watch > 0 ? -1 : 2) << std::endl;  // NDJSON when watching
     } else {
       if (watch > 0 && isatty(STDOUT_FILENO)) std::cout << "\033[H\033[2J";
-      std::cout << RenderHealthText(c, color) << std::flush;
+      std::cout << RenderHealthText(*c, color) << std::flush;
     }
     if (watch <= 0 || (rounds > 0 && round + 1 >= rounds)) break;
     absl::SleepFor(absl::Seconds(watch) - (absl::Now() - start));
   }
   return code;
+}
+
+int RunServe(const std::vector<std::string>& args) {
+  if (!args.empty()) return Usage(absl::StrCat("serve takes no arguments, got '", args[0], "'"));
+  int exit = kExitUsage;
+  std::optional<ClusterSource> source = SourceFromFlags(&exit);
+  if (!source) return exit;
+  const absl::Duration refresh = absl::GetFlag(FLAGS_refresh);
+  if (refresh < absl::Seconds(1) || refresh > absl::Hours(1)) {
+    return Usage("--refresh must be in [1s, 1h]");
+  }
+  absl::StatusOr<Endpoint> listen = ParseEndpoint(absl::GetFlag(FLAGS_listen));
+  if (!listen.ok()) return Usage(absl::StrCat("--listen: ", listen.status().message()));
+  absl::StatusOr<std::unique_ptr<PageServer>> server = PageServer::Listen(*listen, {});
+  if (!server.ok()) {
+    std::cerr << "gloowatch serve: " << server.status().message() << "\n";
+    return absl::IsInvalidArgument(server.status()) ? kExitUsage : kExitUnavailable;
+  }
+  std::cerr << "gloowatch serve: http://"
+            << Endpoint{listen->host, static_cast<uint16_t>((*server)->port())}.ToString()
+            << "/ (refresh " << absl::FormatDuration(refresh) << ")" << std::endl;
+  absl::Status s = ServeHealth(
+      **server, [&] { return Observe(*source); }, refresh);
+  if (!s.ok()) {
+    std::cerr << "gloowatch serve: " << s.message() << "\n";
+    return kExitUnavailable;
+  }
+  return kExitOk;
 }
 
 int RunReportStep(const std::vector<std::string>& args) {
@@ -423,14 +505,22 @@ std::vector<std::string> With(std::vector<std::string> a, const std::vector<std:
   return a;
 }
 
+// Where health and serve read the cluster from.
+const std::vector<std::string> kSourceFlags = With(
+    kDaemonFlags, {"prometheus", "prometheus_job", "prometheus_selector", "prometheus_lookback",
+                   "prometheus_bearer_token_file", "prometheus_header"});
+
 const std::vector<Command>& Commands() {
   static const auto* commands = new std::vector<Command>{
       {"health",
        "health (--daemons A,B | --config FILE | --cluster FILE | --prometheus URL) [flags]",
        "cluster health: matrices, worst links, verdict", RunHealth,
-       With(kDaemonFlags, {"json", "color", "watch", "watch_count", "prometheus", "prometheus_job",
-                           "prometheus_selector", "prometheus_lookback",
-                           "prometheus_bearer_token_file", "prometheus_header"})},
+       With(kSourceFlags, {"json", "color", "watch", "watch_count", "html"})},
+      {"serve",
+       "serve [--listen HOST:PORT] (--daemons A,B | --config FILE | --cluster FILE | "
+       "--prometheus URL) [flags]",
+       "serve the heatmap page live over HTTP (GET / and /health.json)", RunServe,
+       With(kSourceFlags, {"listen", "refresh"})},
       {"diagnose", "diagnose --report-path FILE|- [flags]",
        "connectivity and environment checks of a Gloo setup", RunDiagnoseCommand,
        With(kDaemonFlags, {"color", "report_path", "ports", "ifname", "target", "training_config",

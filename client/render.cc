@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "client/suspects_render.h"
+#include "client/pending.h"
 
 namespace gloowatch::client {
 namespace {
@@ -94,6 +95,24 @@ nlohmann::json ViewJson(const v1::PeerStatus* p) {
   return j;
 }
 
+// The figures up links do not have yet, soonest due first.
+void AppendPendingText(const ClusterPicture& c, std::string& out) {
+  constexpr size_t kListed = 20;
+  const std::vector<PendingFigure> pending = PendingFigures(c);
+  if (pending.empty()) return;
+  const absl::Time now = absl::Now();
+  absl::StrAppend(&out, "\npending figures (link up, not measured yet)\n");
+  for (size_t k = 0; k < pending.size() && k < kListed; ++k) {
+    const PendingFigure& p = pending[k];
+    absl::StrAppend(&out, "  ", Cell(absl::StrCat(p.from, "->", p.to), 24, true), "  ",
+                    Cell(p.figure, 12, true), "  ", DueText(p, now), "\n");
+  }
+  if (pending.size() > kListed) {
+    absl::StrAppend(&out, "  ... and ", pending.size() - kListed,
+                    " more (gloowatch health --json lists them all)\n");
+  }
+}
+
 }  // namespace
 
 std::string RenderHealthText(const ClusterPicture& c, bool color) {
@@ -167,6 +186,7 @@ std::string RenderHealthText(const ClusterPicture& c, bool color) {
       any = true;
     }
   }
+  AppendPendingText(c, out);
   if (!c.training.empty()) {
     absl::StrAppend(&out, "\ntraining jobs\n", Cell("NODE", w, true), "  ", Cell("JOB", 20, true),
                     "  RANK   STEPS  COMM SHARE\n");
@@ -250,6 +270,19 @@ nlohmann::json HealthToJson(const ClusterPicture& c) {
                           {"problems", l.problems},
                           {"a_to_b", ViewJson(l.ab)},
                           {"b_to_a", ViewJson(l.ba)}});
+  }
+  j["pending"] = nlohmann::json::array();
+  const absl::Time now = absl::Now();
+  for (const PendingFigure& p : PendingFigures(c)) {
+    j["pending"].push_back(
+        {{"from", p.from},
+         {"to", p.to},
+         {"figure", p.figure},
+         {"due",
+          p.due ? nlohmann::json(absl::FormatTime(absl::RFC3339_sec, *p.due, absl::UTCTimeZone()))
+                : nlohmann::json(nullptr)},
+         {"due_in_seconds",
+          p.due ? nlohmann::json(absl::ToDoubleSeconds(*p.due - now)) : nlohmann::json(nullptr)}});
   }
   j["training"] = nlohmann::json::array();
   for (const auto& t : c.training) {

@@ -37,6 +37,12 @@ PeerTracker::PeerTracker(PeerConfig peer, absl::Duration latency_window,
 void PeerTracker::SetConnecting() {
   absl::MutexLock lock(&mu_);
   if (status_.state() != v1::PEER_STATE_DOWN) status_.set_state(v1::PEER_STATE_CONNECTING);
+  status_.clear_next_bandwidth_probe();  // a new session schedules anew
+}
+
+void PeerTracker::RecordBandwidthDue(absl::Time at) {
+  absl::MutexLock lock(&mu_);
+  *status_.mutable_next_bandwidth_probe() = ToProtoTimestamp(at);
 }
 
 void PeerTracker::SetUp(const std::string& gloo_address, const std::string& peer_version) {
@@ -55,6 +61,7 @@ void PeerTracker::RecordFailure(v1::FailureReason reason, const std::string& mes
   absl::MutexLock lock(&mu_);
   status_.set_state(v1::PEER_STATE_DOWN);
   status_.clear_up_since();
+  status_.clear_next_bandwidth_probe();
   v1::Failure* failure = status_.mutable_last_failure();
   failure->set_reason(reason);
   failure->set_message(message);

@@ -36,6 +36,7 @@ class PeerTracker final : public ProbeObserver {
   void RecordOffset(const OffsetEstimate& estimate) override;
   void RecordBandwidth(BandwidthDirection direction, const BandwidthSample& sample) override;
   void RecordTcp(const TcpSample& sample) override;
+  void RecordBandwidthDue(absl::Time at) override;
 
   v1::PeerStatus Snapshot() const;
 

@@ -367,6 +367,13 @@ TEST_F(PrometheusHealthTest, SamePictureAsTheDaemonsAndAKilledDaemonFails) {
   ProcessResult text_after = Cli({"health", "--prometheus", Url(), "--color", "never"});
   EXPECT_EQ(text_after.exit_code, 2);
   EXPECT_TRUE(absl::StrContains(text_after.out, "UNREACHABLE")) << text_after.out;
+  // The heatmap page from Prometheus: the killed node down across its row.
+  ProcessResult page = Cli({"health", "--prometheus", Url(), "--html", "-"});
+  EXPECT_EQ(page.exit_code, 2);
+  EXPECT_TRUE(absl::StrContains(page.out, "<header id=\"verdict\" class=\"verdict failed\">"));
+  EXPECT_TRUE(absl::StrContains(page.out, "<tr class=\"unreachable\" data-node=\""))
+      << page.out.substr(0, 4000);
+  EXPECT_TRUE(absl::StrContains(page.out, "\" class=\"down\"><th>")) << page.out.substr(0, 4000);
   std::cout << "whole test took " << absl::FormatDuration(absl::Now() - start) << "\n";
 }
 

@@ -339,10 +339,20 @@ void PeerProber::Run() {
       if (context_.tcp_stats != nullptr) tcp_connections = (*session)->tcp_connections();
       TcpCounterDeltas tcp_deltas;
       absl::Duration tcp_due = clock.Monotonic() + kTcpStatsInterval;
+      absl::Duration reported_bandwidth_due = -absl::InfiniteDuration();
       while (true) {
         absl::Duration at;
         if (std::optional<ScheduleConfig> update = TakeScheduleUpdate()) {
           schedule.SetConfig(*update, clock.Monotonic());
+        }
+        // So the status API can say when a missing bandwidth figure comes.
+        if (const absl::Duration due = schedule.Due(ProbeSchedule::Kind::kBandwidth);
+            due != reported_bandwidth_due) {
+          reported_bandwidth_due = due;
+          const absl::Duration now = clock.Monotonic();
+          const absl::Duration gate_opens =
+              context_.gate != nullptr ? context_.gate->open_at() : due;
+          observer_->RecordBandwidthDue(clock.Now() + (std::max(due, gate_opens) - now));
         }
         const ProbeSchedule::Kind kind = schedule.Next(&at);
         if (!SleepUntil(at)) {

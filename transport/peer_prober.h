@@ -40,6 +40,8 @@ class ProbeSchedule {
   void Reset(absl::Duration now);
   // The kind due first and when.
   Kind Next(absl::Duration* at) const;
+  // When `kind` is due.
+  absl::Duration Due(Kind kind) const { return due_[static_cast<int>(kind)]; }
   // `kind` ran at `now`: schedule its next run. Any command also counts as a
   // keepalive.
   void Done(Kind kind, absl::Duration now);

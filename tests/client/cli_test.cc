@@ -104,6 +104,36 @@ TEST(Cli, FlagsOfAnotherCommandAndBadEnumsAreRefused) {
   EXPECT_THAT(color.err, HasSubstr("--color must be auto, always or never"));
 }
 
+TEST(Cli, ServeAndHtmlFlagsAreValidated) {
+  ProcessResult help = Cli({"serve", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_THAT(help.out, HasSubstr("--listen=127.0.0.1:8080"));
+  EXPECT_THAT(help.out, HasSubstr("--refresh=10s"));
+  ProcessResult listen = Cli({"serve", "--listen", "nowhere", "--daemons", "127.0.0.1:1"});
+  EXPECT_EQ(listen.exit_code, 64);
+  EXPECT_THAT(listen.err, HasSubstr("--listen: bad address 'nowhere'"));
+  ProcessResult refresh = Cli({"serve", "--refresh", "0s", "--daemons", "127.0.0.1:1"});
+  EXPECT_EQ(refresh.exit_code, 64);
+  EXPECT_THAT(refresh.err, HasSubstr("--refresh must be in [1s, 1h]"));
+  ProcessResult source = Cli({"serve"});
+  EXPECT_EQ(source.exit_code, 64);
+  EXPECT_THAT(source.err, HasSubstr("need --daemons, --config or --cluster"));
+  EXPECT_EQ(Cli({"serve", "--html", "x", "--daemons", "127.0.0.1:1"}).exit_code, 64);  // health's
+  ProcessResult prometheus = Cli({"serve", "--prometheus", "ftp://x"});
+  EXPECT_EQ(prometheus.exit_code, 64);
+  EXPECT_THAT(prometheus.err, HasSubstr("--prometheus:"));
+  // An unwritable page: 73, naming the path. (Port 1 on loopback refuses at once.)
+  ProcessResult html =
+      Cli({"health", "--daemons", "127.0.0.1:1", "--html", "/nonexistent-dir/page.html"});
+  EXPECT_EQ(html.exit_code, 73);
+  EXPECT_THAT(html.err, HasSubstr("cannot write '/nonexistent-dir/page.html'"));
+  // `-`: the page alone on stdout.
+  ProcessResult out = Cli({"health", "--daemons", "127.0.0.1:1", "--html", "-"});
+  EXPECT_EQ(out.exit_code, 2);  // the daemon is unreachable
+  EXPECT_THAT(out.out, ::testing::StartsWith("<!DOCTYPE html>"));
+  EXPECT_THAT(out.out, HasSubstr("<tr class=\"unreachable\" data-node=\"127.0.0.1:1\">"));
+}
+
 TEST(Cli, UsageErrors) {
   EXPECT_EQ(Cli({}).exit_code, 64);
   EXPECT_EQ(Cli({"frobnicate"}).exit_code, 64);

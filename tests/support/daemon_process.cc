@@ -385,4 +385,15 @@ const v1::PeerStatus* FindPeer(const v1::NodeStatus& status, const std::string& 
   return nullptr;
 }
 
+bool MeshUpWithLatency(const LoopbackCluster& cluster) {
+  for (int i = 0; i < cluster.size(); ++i) {
+    auto s = GetStatus(cluster.grpc(i));
+    if (!s.ok() || s->peers_size() != cluster.size() - 1) return false;
+    for (const auto& p : s->peers()) {
+      if (p.state() != v1::PEER_STATE_UP || !p.latency().has_p50_seconds()) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace gloowatch::testing

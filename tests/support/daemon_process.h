@@ -163,6 +163,10 @@ class LoopbackCluster {
   std::vector<std::unique_ptr<Process>> processes_;
 };
 
+// Every daemon of `cluster` answers and sees each other one up, with a
+// latency figure.
+bool MeshUpWithLatency(const LoopbackCluster& cluster);
+
 // Peer `peer` as seen in `status`, or nullptr.
 const v1::PeerStatus* FindPeer(const v1::NodeStatus& status, const std::string& peer);
 

@@ -1,0 +1,158 @@
+// The heatmap page as text: its sections, one row per node in every matrix,
+// the cell kinds (value bands, down, pending, not measured), and that hostile
+// node names are escaped everywhere. Chromium's view of it is in
+// tests/serve_chromium_test.cc.
+#include "client/html_page.h"
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/client/chromium.h"
+
+namespace gloowatch::client {
+namespace {
+
+using ::gloowatch::testing::HeatmapRow;
+using ::gloowatch::testing::Occurrences;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+FetchResult Node(const std::string& name, uint16_t port) {
+  FetchResult r;
+  r.target = {name, {"127.0.0.1", port}};
+  r.status.emplace();
+  r.status->set_node(name);
+  r.status->mutable_thresholds()->set_latency_seconds(0.002);
+  return r;
+}
+
+v1::PeerStatus* Up(FetchResult& n, const std::string& peer, double p50) {
+  v1::PeerStatus* p = n.status->add_peers();
+  p->set_name(peer);
+  p->set_state(v1::PEER_STATE_UP);
+  p->mutable_latency()->set_p50_seconds(p50);
+  return p;
+}
+
+TEST(HtmlPage, SectionsRowsAndCellKinds) {
+  FetchResult a = Node("a", 1), b = Node("b", 2);
+  // Well within 2 ms (the default band, no class); no bandwidth yet, due at 42 s.
+  Up(a, "b", 0.0003)->mutable_next_bandwidth_probe()->set_seconds(42);
+  Up(a, "c", 0.0050);                  // 2.5 x the threshold: q3
+  Up(b, "a", 0.0015);                  // 0.75 x: q1
+  v1::PeerStatus* bc = Up(b, "c", 0);  // down
+  bc->set_state(v1::PEER_STATE_DOWN);
+  bc->mutable_latency()->clear_p50_seconds();
+  FetchResult c;  // c is not answering
+  c.target = {"c", {"127.0.0.1", 3}};
+  c.error = "connection refused";
+  ClusterPicture p = BuildCluster({a, b, c});
+  const std::string page = RenderHealthHtml(p);
+
+  EXPECT_THAT(page, ::testing::StartsWith("<!DOCTYPE html>"));
+  EXPECT_THAT(page, HasSubstr("<header id=\"verdict\" class=\"verdict failed\">"));
+  EXPECT_THAT(page, Not(HasSubstr("http-equiv=\"refresh\"")));  // a file does not reload
+  EXPECT_THAT(page, Not(HasSubstr("<script")));
+  EXPECT_THAT(page, Not(HasSubstr("src=")));  // nothing external
+  EXPECT_THAT(page, Not(HasSubstr("href=")));
+  for (const char* id : {"latency", "link_ratio", "clock_offset", "tcp_loss"}) {
+    EXPECT_THAT(page, HasSubstr(absl::StrCat("id=\"m-", id, "\""))) << id;
+  }
+  // Every node has a row in each of the four matrices, and one in the node table.
+  for (const char* n : {"a", "b", "c"}) {
+    EXPECT_EQ(Occurrences(page, absl::StrCat("data-node=\"", n, "\"")), 5u) << n;
+  }
+  EXPECT_THAT(page, HasSubstr("<tr class=\"unreachable\" data-node=\"c\">"));
+  EXPECT_THAT(page, HasSubstr("<tr data-node=\"c\" class=\"down\">"));
+
+  const std::string row_a = HeatmapRow(page, "latency", "a"),
+                    row_b = HeatmapRow(page, "latency", "b"),
+                    row_c = HeatmapRow(page, "latency", "c");
+  EXPECT_THAT(row_a, HasSubstr("<td title=\"a \u2192 b: 0.300 ms\">0.300 ms"));
+  EXPECT_THAT(row_a, HasSubstr("<td class=q3 title=\"a \u2192 c: 5.000 ms\">5.000 ms"));
+  EXPECT_THAT(row_b, HasSubstr("<td class=q1 title=\"b \u2192 a: 1.500 ms\">1.500 ms"));
+  EXPECT_THAT(row_b, HasSubstr("<td class=d title=\"b \u2192 c: down"));
+  // c's own row: nothing from it, every cell down but its diagonal.
+  EXPECT_EQ(Occurrences(row_c, "<td class=d"), 2u) << row_c;
+  EXPECT_THAT(row_c, HasSubstr("c unreachable"));
+  // No clock figure yet on an up link: pending; the legend states the threshold.
+  EXPECT_THAT(HeatmapRow(page, "clock_offset", "a"),
+              HasSubstr("<td class=p title=\"a \u2192 b: pending"));
+  EXPECT_THAT(page, HasSubstr("<strong>threshold 2.000 ms</strong>"));
+  EXPECT_THAT(page, HasSubstr("1.000 ms \u2013 2.000 ms"));
+  EXPECT_THAT(page, HasSubstr("<strong>threshold 0.80</strong>"));  // link ratio, default
+  EXPECT_THAT(page, HasSubstr("0.60 \u2013 0.80"));
+  EXPECT_THAT(page, HasSubstr("&le; 0.60"));
+  // Worst links come with their problems.
+  EXPECT_THAT(page, HasSubstr("b-&gt;c: down"));
+  EXPECT_THAT(page, HasSubstr("a-&gt;c: latency p50 5.000 ms &gt;= 2.000 ms"));
+
+  // What is pending, and when: a->b has no clock offset and no bandwidth yet,
+  // the latter due at the time a's daemon scheduled.
+  EXPECT_THAT(page, HasSubstr("<section id=\"pending\">"));
+  EXPECT_THAT(page, HasSubstr("<tr><td>a \u2192 b</td><td>clock offset</td>"));
+  EXPECT_THAT(page, HasSubstr("<tr><td>a \u2192 b</td><td>bandwidth</td><td>overdue by "));  // 1970
+  EXPECT_THAT(HeatmapRow(page, "link_ratio", "a"),
+              HasSubstr("pending: not measured yet, bandwidth probe due 00:00:42 UTC"));
+
+  EXPECT_THAT(RenderHealthHtml(p, {15}), HasSubstr("<meta http-equiv=\"refresh\" content=\"15\">"));
+}
+
+TEST(HtmlPage, HostileNamesAreEscapedEverywhere) {
+  const std::string evil = "<script>alert(1)</script>\"'><img src=x onerror=alert(2)>&";
+  FetchResult a = Node(evil, 1), b = Node("b", 2);
+  Up(a, "b", 0.0003)->mutable_last_failure()->set_message("<b>bold</b>");
+  Up(b, evil, 0.0100);
+  a.status->set_version("<i>1</i>");
+  a.status->mutable_gloo()->set_interface("<iframe>");
+  FetchResult gone;
+  gone.target = {"<svg onload=alert(3)>", {"127.0.0.1", 3}};
+  gone.error = "<marquee>";
+  ClusterPicture p = BuildCluster({a, b, gone});
+  p.source = "prometheus";
+  p.source_url = "http://x/\"><script>";
+  const std::string page = RenderHealthHtml(p);
+  for (const char* tag : {"<script", "<img", "<svg", "<iframe", "<marquee", "<b>", "<i>"}) {
+    EXPECT_THAT(page, Not(HasSubstr(tag))) << tag;
+  }
+  EXPECT_THAT(page, HasSubstr("&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&gt;&lt;img"));
+  // An attribute value cannot be closed by a name: every quote is escaped.
+  EXPECT_THAT(page, Not(HasSubstr("\"'>")));
+  EXPECT_THAT(page, HasSubstr("&lt;svg onload=alert(3)&gt;"));
+  EXPECT_EQ(HtmlEscape("a&b<c>\"d'"), "a&amp;b&lt;c&gt;&quot;d&#39;");
+}
+
+TEST(HtmlPage, LargeClusterHeatmapsAreSvgRuns) {
+  std::vector<FetchResult> nodes;
+  const int n = 80;
+  for (int i = 0; i < n; ++i) nodes.push_back(Node(absl::StrCat("n", 100 + i), 1 + i));
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (i != j) Up(nodes[i], absl::StrCat("n", 100 + j), 0.0001);
+    }
+  }
+  nodes[43] = FetchResult{};  // n143 does not answer
+  nodes[43].target = {"n143", {"127.0.0.1", 44}};
+  const std::string page = RenderHealthHtml(BuildCluster(std::move(nodes)));
+  EXPECT_EQ(Occurrences(page, "<svg class=\"hm-svg\""), 4u);
+  EXPECT_THAT(page, Not(HasSubstr("<table class=\"hm")));
+  EXPECT_THAT(page, Not(HasSubstr("title=\"n100 \u2192")));
+  // A run of one colour is one rectangle: row 0 is the diagonal, then 79
+  // healthy latencies, or 79 pending losses.
+  const std::string latency = page.substr(page.find("id=\"m-latency\""));
+  EXPECT_THAT(latency.substr(0, latency.find("</svg>")),
+              HasSubstr("<path class=\"q0\" d=\"M1 0h79v1h-79z"));
+  const std::string loss = page.substr(page.find("id=\"m-tcp_loss\""));
+  EXPECT_THAT(loss, HasSubstr("<path class=\"p\" d=\"M1 0h79v1h-79z"));
+  // n143's row and column are down, and it is labelled as such.
+  EXPECT_THAT(latency, HasSubstr("M0 43h43v1h-43zM44 43h36v1h-36z"));
+  EXPECT_THAT(latency, HasSubstr("<text data-node=\"n143\" class=\"down\""));
+  // Labels every other row (6 px cells), none beside a down node's.
+  EXPECT_THAT(latency, HasSubstr("<text data-node=\"n140\""));
+  EXPECT_THAT(latency, Not(HasSubstr("<text data-node=\"n142\"")));
+  EXPECT_THAT(latency, Not(HasSubstr("<text data-node=\"n141\"")));
+  EXPECT_LT(page.size(), 80'000u);  // a cell each would be 25,600 of them
+}
+
+}  // namespace
+}  // namespace gloowatch::client
