@@ -352,6 +352,32 @@ void RenderMatrices(const ClusterPicture& c, std::string& out) {
   out += "</section>\n";
 }
 
+// What `gloowatch health` leads with: who explains the bad links.
+void RenderSuspects(const ClusterPicture& c, std::string& out) {
+  out += "<section id=\"suspects\"><h2>Suspects</h2>\n";
+  if (c.suspects.empty()) {
+    out += "<p class=\"note\">No suspects: no measured link is bad.</p></section>\n";
+    return;
+  }
+  out += "<table class=\"list\"><tbody>\n";
+  size_t listed = 0;
+  for (const Suspect& s : c.suspects) {
+    if (listed++ == kMaxListedLinks) break;
+    absl::StrAppend(&out, "<tr class=\"degraded\"><td class=\"status\">", SuspectKindName(s.kind),
+                    "</td><td>", HtmlEscape(s.name), "</td><td>",
+                    absl::StrFormat("confidence %.0f%%", s.confidence * 100), "; ", s.bad_links,
+                    " bad links</td><td>");
+    for (const std::string& e : s.evidence) absl::StrAppend(&out, HtmlEscape(e), "<br>");
+    out += "</td></tr>\n";
+  }
+  out += "</tbody></table>\n";
+  if (c.suspects.size() > kMaxListedLinks) {
+    absl::StrAppend(&out, "<p class=\"note\">", c.suspects.size() - kMaxListedLinks,
+                    " more: see gloowatch health --json.</p>\n");
+  }
+  out += "</section>\n";
+}
+
 void RenderWorstLinks(const ClusterPicture& c, std::string& out) {
   out += "<section id=\"worst-links\"><h2>Worst links</h2>\n";
   size_t listed = 0, problems = 0;
@@ -424,17 +450,15 @@ void RenderTraining(const ClusterPicture& c, std::string& out) {
   out += "</tbody></table></section>\n";
 }
 
-// The page, top to bottom. A new part of the report is one function here:
-// suspect localisation adds {"suspects", RenderSuspects} after the verdict
-// once ClusterPicture carries them.
+// The page, top to bottom. A new part of the report is one function here.
 struct Section {
   const char* id;
   void (*render)(const ClusterPicture&, std::string&);
 };
 constexpr Section kSections[] = {
-    {"verdict", RenderVerdict},   {"worst-links", RenderWorstLinks},
-    {"matrices", RenderMatrices}, {"pending", RenderPending},
-    {"nodes", RenderNodes},       {"training", RenderTraining},
+    {"verdict", RenderVerdict},   {"suspects", RenderSuspects}, {"worst-links", RenderWorstLinks},
+    {"matrices", RenderMatrices}, {"pending", RenderPending},   {"nodes", RenderNodes},
+    {"training", RenderTraining},
 };
 
 }  // namespace

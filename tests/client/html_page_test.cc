@@ -96,6 +96,32 @@ TEST(HtmlPage, SectionsRowsAndCellKinds) {
               HasSubstr("pending: not measured yet, bandwidth probe due 00:00:42 UTC"));
 
   EXPECT_THAT(RenderHealthHtml(p, {15}), HasSubstr("<meta http-equiv=\"refresh\" content=\"15\">"));
+
+  // The suspects come right after the verdict, as in the text output.
+  const size_t suspects = page.find("<section id=\"suspects\">");
+  ASSERT_NE(suspects, std::string::npos);
+  EXPECT_LT(page.find("id=\"verdict\""), suspects);
+  EXPECT_LT(suspects, page.find("id=\"worst-links\""));
+}
+
+TEST(HtmlPage, SuspectsListKindNameConfidenceAndEvidence) {
+  FetchResult a = Node("a", 1), b = Node("b", 2);
+  Up(a, "b", 0.0003);
+  Up(b, "a", 0.0003);
+  ClusterPicture p = BuildCluster({a, b});
+  EXPECT_THAT(RenderHealthHtml(p), HasSubstr("No suspects"));
+  Suspect s;
+  s.kind = SuspectKind::kGroupUplink;
+  s.name = "rack1 <-> rack2";
+  s.evidence = {"a->b: TCP loss 5.1% > 1.0%"};
+  s.bad_links = 9;
+  s.confidence = 0.87;
+  p.suspects.push_back(s);
+  const std::string page = RenderHealthHtml(p);
+  EXPECT_THAT(page, HasSubstr("<td class=\"status\">group_uplink</td><td>rack1 &lt;-&gt; rack2</td>"
+                              "<td>confidence 87%; 9 bad links</td><td>a-&gt;b: TCP loss 5.1% &gt; "
+                              "1.0%<br>"));
+  EXPECT_THAT(page, Not(HasSubstr("No suspects")));
 }
 
 TEST(HtmlPage, HostileNamesAreEscapedEverywhere) {
@@ -111,6 +137,10 @@ TEST(HtmlPage, HostileNamesAreEscapedEverywhere) {
   ClusterPicture p = BuildCluster({a, b, gone});
   p.source = "prometheus";
   p.source_url = "http://x/\"><script>";
+  Suspect suspect;
+  suspect.name = evil;
+  suspect.evidence = {"<img src=y>"};
+  p.suspects.push_back(suspect);
   const std::string page = RenderHealthHtml(p);
   for (const char* tag : {"<script", "<img", "<svg", "<iframe", "<marquee", "<b>", "<i>"}) {
     EXPECT_THAT(page, Not(HasSubstr(tag))) << tag;
