@@ -29,6 +29,31 @@ grpc::ServerUnaryReactor* StatusService::ReportStep(grpc::CallbackServerContext*
   return reactor;
 }
 
+grpc::ServerUnaryReactor* StatusService::ReportSteps(grpc::CallbackServerContext* context,
+                                                     const v1::ReportStepsRequest* request,
+                                                     v1::ReportStepsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const int n = request->steps_size();
+  if (n == 0 || n > kMaxStepsPerBatch) {
+    reactor->Finish(
+        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                     absl::StrCat("steps: ", n, " in the batch, want 1 to ", kMaxStepsPerBatch)));
+    return reactor;
+  }
+  for (int i = 0; i < n; ++i) {
+    absl::Status s = report_(request->steps(i));
+    if (s.ok()) {
+      response->set_accepted(response->accepted() + 1);
+      continue;
+    }
+    v1::RejectedStep* rejected = response->add_rejected();
+    rejected->set_index(static_cast<uint32_t>(i));
+    rejected->set_error(std::string(s.message()));
+  }
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
 PeerService::PeerService(std::string node, std::string version, std::set<std::string> allowed_peers,
                          ResponderOpener* opener)
     : node_(std::move(node)),

@@ -35,6 +35,13 @@ class StatusService final : public v1::Status::CallbackService {
   grpc::ServerUnaryReactor* ReportStep(grpc::CallbackServerContext* context,
                                        const v1::ReportStepRequest* request,
                                        v1::ReportStepResponse*) override;
+  // Each step goes through the same check as ReportStep; a batch that is
+  // empty or larger than kMaxStepsPerBatch is refused as a whole.
+  grpc::ServerUnaryReactor* ReportSteps(grpc::CallbackServerContext* context,
+                                        const v1::ReportStepsRequest* request,
+                                        v1::ReportStepsResponse* response) override;
+
+  static constexpr int kMaxStepsPerBatch = 1024;
 
  private:
   StatusFn status_;

@@ -36,6 +36,22 @@ TrainingReports::TrainingReports(const Clock* clock, absl::Duration expiry, size
 absl::Status TrainingReports::Report(const v1::ReportStepRequest& r) {
   if (absl::Status s = ValidateJob(r.job()); !s.ok()) return s;
   if (r.rank() < 0) return absl::InvalidArgumentError(absl::StrCat("rank: ", r.rank(), " < 0"));
+  if (r.has_local_rank() && r.local_rank() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("local_rank: ", r.local_rank(), " < 0"));
+  }
+  if (r.has_world_size()) {
+    if (r.world_size() < 1) {
+      return absl::InvalidArgumentError(absl::StrCat("world_size: ", r.world_size(), " < 1"));
+    }
+    if (r.rank() >= r.world_size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rank: ", r.rank(), " >= world_size ", r.world_size()));
+    }
+    if (r.has_local_rank() && r.local_rank() >= r.world_size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("local_rank: ", r.local_rank(), " >= world_size ", r.world_size()));
+    }
+  }
   const double step = r.step_seconds(), comm = r.communication_seconds();
   if (!std::isfinite(step) || step <= 0 || step > kMaxStepSeconds) {
     return absl::InvalidArgumentError(

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <thread>
 
 #include "gmock/gmock.h"
@@ -89,6 +90,23 @@ TEST_F(TrainingReportsTest, RejectsBadRequests) {
   EXPECT_TRUE(reports_.Snapshot().empty());
   EXPECT_TRUE(reports_.Report(Req(std::string(64, 'a'), 0, 86400, 86400)).ok());
   EXPECT_TRUE(reports_.Report(Req("A-z_0.9:x", 0, 1, 0)).ok());
+}
+
+TEST_F(TrainingReportsTest, TorchrunFieldsMustBeConsistent) {
+  auto with = [](int rank, std::optional<int> local_rank, std::optional<int> world_size) {
+    v1::ReportStepRequest r = Req("j", rank, 1, 0);
+    if (local_rank) r.set_local_rank(*local_rank);
+    if (world_size) r.set_world_size(*world_size);
+    return r;
+  };
+  EXPECT_EQ(reports_.Report(with(0, -1, std::nullopt)).message(), "local_rank: -1 < 0");
+  EXPECT_EQ(reports_.Report(with(0, std::nullopt, 0)).message(), "world_size: 0 < 1");
+  EXPECT_EQ(reports_.Report(with(2, std::nullopt, 2)).message(), "rank: 2 >= world_size 2");
+  EXPECT_EQ(reports_.Report(with(1, 4, 4)).message(), "local_rank: 4 >= world_size 4");
+  EXPECT_TRUE(reports_.Report(with(1, 3, 4)).ok());
+  EXPECT_EQ(reports_.Report(with(1, 4, 2)).message(), "local_rank: 4 >= world_size 2");
+  EXPECT_TRUE(reports_.Report(with(1, 1, 2)).ok());
+  EXPECT_TRUE(reports_.Report(with(7, 3, std::nullopt)).ok());  // world size unknown
 }
 
 TEST_F(TrainingReportsTest, MaxSeries) {
