@@ -1,137 +1,261 @@
-"""gloowatch_report.StepReporter against an in-test fake Status server
-(test double of the daemon's ReportStep only), plus a real two-rank gloo
-all_reduce timed with comm(). Run: /usr/bin/python3 test_gloowatch_report.py"""
-import concurrent.futures
+"""gloowatch_report against a real gloowatchd on loopback: batched delivery,
+rejections, torchrun's environment, a SIGSTOPped (hung) and a dead daemon
+that cost the job nothing, and instrument() in a real two-rank gloo job
+that is not edited at all. Run: /usr/bin/python3 test_gloowatch_report.py
+with GLOOWATCH_BIN_DIR set (ctest does)."""
 import datetime
+import logging
 import os
-import socket
+import signal
+import subprocess
 import sys
-import threading
 import time
 import unittest
 
 HERE = os.path.dirname(os.path.realpath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "client"))
+CLIENT = os.path.join(HERE, "..", "..", "..", "client")
+sys.path.insert(0, CLIENT)
+sys.path.insert(0, HERE)
 import gloowatch_report  # noqa: E402
 import grpc  # noqa: E402
+from gloowatchd_fixture import Daemon, free_port  # noqa: E402
 
 pb2 = gloowatch_report.load_stubs()
+STEP = "gloowatch_training_step_seconds_total"
+COMM = "gloowatch_training_communication_seconds_total"
+STEPS = "gloowatch_training_steps_total"
 
 
-class FakeStatus:
-    def __init__(self):
-        self.requests = []
-        self.lock = threading.Lock()
-
-    def ReportStep(self, request, context):
-        if request.communication_seconds > request.step_seconds:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "comm > step")
-        with self.lock:
-            self.requests.append(request)
-        return pb2.ReportStepResponse()
-
-
-class FakeServerCase(unittest.TestCase):
+class DaemonCase(unittest.TestCase):
     def setUp(self):
-        self.service = FakeStatus()
-        self.server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=4))
-        handler = grpc.method_handlers_generic_handler("gloowatch.v1.Status", {
-            "ReportStep": grpc.unary_unary_rpc_method_handler(
-                self.service.ReportStep,
-                request_deserializer=pb2.ReportStepRequest.FromString,
-                response_serializer=pb2.ReportStepResponse.SerializeToString)})
-        self.server.add_generic_rpc_handlers((handler,))
-        self.port = self.server.add_insecure_port("127.0.0.1:0")
-        self.server.start()
+        self.daemon = Daemon().start()
+        self.addCleanup(self.daemon.stop)
 
-    def tearDown(self):
-        self.server.stop(grace=1).wait(5)
+    def reporter(self, job, rank=0, **kw):
+        rep = gloowatch_report.StepReporter(job, rank, self.daemon.grpc, **kw)
+        self.addCleanup(rep.close, 1.0)
+        return rep
 
 
-class StepReporterTest(FakeServerCase):
+class BatchedDeliveryTest(DaemonCase):
+    def test_totals_reach_the_daemon_in_batches(self):
+        rep = self.reporter("batched", 3, batch_size=16, flush_interval=0.05)
+        for i in range(100):
+            self.assertTrue(rep.report(i, 0.5, 0.125))
+        self.assertTrue(rep.flush(10))
+        self.assertEqual((rep.accepted, rep.rejected, rep.dropped), (100, 0, 0))
+        self.assertEqual(self.daemon.training(STEPS, "batched", 3), 100)
+        self.assertAlmostEqual(self.daemon.training(STEP, "batched", 3), 50.0, places=6)
+        self.assertAlmostEqual(self.daemon.training(COMM, "batched", 3), 12.5, places=6)
+
     def test_step_and_comm_timing(self):
-        with gloowatch_report.StepReporter("job-1", 3, "127.0.0.1:%d" % self.port,
-                                           strict=True) as rep:
-            for _ in range(3):
-                with rep.step():
+        rep = self.reporter("timed", 1, strict=True)
+        for _ in range(3):
+            with rep.step():
+                time.sleep(0.05)
+                with rep.comm():
                     time.sleep(0.05)
-                    with rep.comm():
-                        time.sleep(0.05)
-        self.assertEqual(len(self.service.requests), 3)
-        r = self.service.requests[-1]
-        self.assertEqual((r.job, r.rank, r.step), ("job-1", 3, 2))
-        self.assertGreaterEqual(r.communication_seconds, 0.05)
-        self.assertLess(r.communication_seconds, r.step_seconds)
-        self.assertAlmostEqual(rep.communication_share, 0.5, delta=0.1)
-        total = sum(x.communication_seconds for x in self.service.requests)
-        self.assertAlmostEqual(total, rep.comm_seconds_total, places=9)
+        rep.close()
+        self.assertEqual(rep.accepted, 3)
+        self.assertAlmostEqual(rep.communication_share, 0.5, delta=0.15)
+        self.assertAlmostEqual(self.daemon.training(COMM, "timed", 1), rep.comm_seconds_total,
+                               places=6)
 
-    def test_rejection_not_raised_unless_strict(self):
-        rep = gloowatch_report.StepReporter("j", 0, "127.0.0.1:%d" % self.port)
-        self.assertFalse(rep.report(1, 1.0, 2.0))
-        self.assertEqual(rep.errors, 1)
-        self.assertEqual(rep.last_error.code(), grpc.StatusCode.INVALID_ARGUMENT)
-        strict = gloowatch_report.StepReporter("j", 0, "127.0.0.1:%d" % self.port, strict=True)
-        with self.assertRaises(grpc.RpcError):
-            strict.report(1, 1.0, 2.0)
+    def test_rejections_are_counted_not_raised_unless_strict(self):
+        rep = self.reporter("rej", 0)
+        rep.report(1, 1.0, 2.0)   # communication > step
+        rep.report(2, 1.0, 0.5)
+        self.assertFalse(rep.flush(10))
+        self.assertEqual((rep.accepted, rep.rejected), (1, 1))
+        self.assertIn("> step_seconds", rep.last_error)
+        strict = gloowatch_report.StepReporter("rej", 1, self.daemon.grpc, strict=True)
+        strict.report(1, -1.0, 0.0)
+        with self.assertRaisesRegex(gloowatch_report.ReportError, "1 rejected.*step_seconds"):
+            strict.close(10)
 
-    def test_unreachable_daemon_bounded(self):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        s.close()
-        rep = gloowatch_report.StepReporter("j", 0, "127.0.0.1:%d" % port, timeout=1.0)
+    def test_batch_rpc_refuses_nonsense(self):
+        channel = grpc.insecure_channel(self.daemon.grpc, options=[("grpc.enable_http_proxy", 0)])
+        self.addCleanup(channel.close)
+        call = channel.unary_unary(gloowatch_report.REPORT_STEPS_METHOD,
+                                   request_serializer=pb2.ReportStepsRequest.SerializeToString,
+                                   response_deserializer=pb2.ReportStepsResponse.FromString)
+
+        def step(**kw):
+            fields = dict(job="nonsense", rank=0, step=1, step_seconds=1.0,
+                          communication_seconds=0.5)
+            fields.update(kw)
+            return pb2.ReportStepRequest(**fields)
+
+        for n in (0, 1025):
+            with self.assertRaises(grpc.RpcError) as e:
+                call(pb2.ReportStepsRequest(steps=[step()] * n), timeout=10)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+            self.assertIn("steps: %d in the batch, want 1 to 1024" % n, e.exception.details())
+        resp = call(pb2.ReportStepsRequest(steps=[
+            step(), step(rank=3, world_size=2), step(local_rank=-1), step(world_size=0),
+            step(job="bad job"), step(rank=1, local_rank=1, world_size=2)]), timeout=10)
+        self.assertEqual(resp.accepted, 2)
+        self.assertEqual([(r.index, r.error) for r in resp.rejected], [
+            (1, "rank: 3 >= world_size 2"), (2, "local_rank: -1 < 0"),
+            (3, "world_size: 0 < 1"), (4, "job: character 0x20 not allowed (use [A-Za-z0-9_.:-])")])
+        self.assertEqual(self.daemon.training(STEPS, "nonsense", 0), 1)
+        self.assertEqual(self.daemon.training(STEPS, "nonsense", 1), 1)
+
+
+class TorchrunEnvironmentTest(DaemonCase):
+    def test_rank_local_rank_world_size_from_env(self):
+        env = {"RANK": "5", "LOCAL_RANK": "1", "WORLD_SIZE": "8"}
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            rep = self.reporter("envjob", None)
+            self.assertEqual((rep.rank, rep.local_rank, rep.world_size), (5, 1, 8))
+            rep.report(0, 1.0, 0.25)
+            self.assertTrue(rep.flush(10))
+            self.assertEqual(self.daemon.training(STEPS, "envjob", 5), 1)
+            os.environ["RANK"] = "x"
+            with self.assertRaisesRegex(ValueError, "RANK='x' is not an integer"):
+                gloowatch_report.StepReporter("envjob", None, self.daemon.grpc)
+            del os.environ["RANK"]
+            with self.assertRaisesRegex(ValueError, "RANK is not set"):
+                gloowatch_report.StepReporter("envjob", None, self.daemon.grpc)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+    def test_tls_needs_all_three_files(self):
+        with self.assertRaisesRegex(ValueError, "all of tls_ca, tls_cert and tls_key"):
+            gloowatch_report.StepReporter("j", 0, self.daemon.grpc, tls_ca="/nonexistent")
+
+
+class NeverInTheWayTest(DaemonCase):
+    STEPS = 2000
+
+    def run_steps(self, rep):
         start = time.monotonic()
+        for _ in range(self.STEPS):
+            with rep.step():
+                with rep.comm():
+                    pass
+        return time.monotonic() - start
+
+    def test_hung_daemon_costs_only_dropped_reports(self):
+        rep = self.reporter("hung", 0, timeout=1.0, queue_size=64, batch_size=16,
+                            flush_interval=0.01)
+        rep.report(0, 1.0, 0.0)
+        self.assertTrue(rep.flush(10))
+        self.daemon.signal(signal.SIGSTOP)
+        with self.assertLogs("gloowatch_report", logging.WARNING) as logs:
+            elapsed = self.run_steps(rep)
+            # Several 1 s RPC timeouts pass while the daemon stays stopped.
+            time.sleep(2.5)
+            self.run_steps(rep)
+        # 4000 steps with a blocking 1 s RPC each would take over an hour;
+        # queued they take milliseconds (well under one RPC timeout).
+        self.assertLess(elapsed, 1.0)
+        self.assertEqual(rep.steps, 1 + 2 * self.STEPS)
+        self.assertGreaterEqual(rep.dropped, 2 * self.STEPS - 2 * 64)
+        self.assertEqual(len(logs.records), 1, logs.output)
+        self.assertIn("dropping reports", logs.output[0])
+        self.daemon.signal(signal.SIGCONT)
+        before = rep.accepted
+        rep.report(1, 1.0, 0.0)
+        deadline = time.monotonic() + 20
+        while rep.accepted == before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertGreater(rep.accepted, before)  # reporting resumes by itself
+
+    def test_dead_daemon_costs_only_dropped_reports(self):
+        rep = gloowatch_report.StepReporter("dead", 0, "127.0.0.1:%d" % free_port(), timeout=0.5,
+                                            flush_interval=0.01)
+        elapsed = self.run_steps(rep)
+        self.assertLess(elapsed, 1.0)
+        self.assertFalse(rep.flush(5))
+        self.assertEqual(rep.dropped, self.STEPS)
+        self.assertIn("UNAVAILABLE", rep.last_error)
+        start = time.monotonic()
+        rep.close(0.5)
+        self.assertLess(time.monotonic() - start, 2)
+
+
+def _run_uninstrumented_job(daemon, job, port, extra_env=None):
+    """Two ranks of tests/client/torch/uninstrumented_train.py (no gloowatch
+    in it) under `gloowatch_report.py run`, as torchrun would start them."""
+    procs = []
+    for rank in (0, 1):
+        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                   LOCAL_RANK=str(rank), WORLD_SIZE="2", GLOOWATCH_JOB=job,
+                   GLOOWATCH_DAEMON=daemon.grpc, PYTHONUNBUFFERED="1")
+        env.update(extra_env or {})
+        procs.append(subprocess.Popen(
+            [sys.executable, os.path.join(CLIENT, "gloowatch_report.py"), "run",
+             os.path.join(HERE, "uninstrumented_train.py")],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outs = []
+    for p in procs:
+        try:
+            outs.append(p.communicate(timeout=120)[0])
+        except subprocess.TimeoutExpired:
+            p.kill()
+            outs.append(p.communicate()[0])
+    return [p.returncode for p in procs], outs
+
+
+class InstrumentTest(DaemonCase):
+    def test_share_of_an_unedited_two_rank_job(self):
+        # Rank 1 computes (sleeps) 60 ms per step, rank 0 10 ms: rank 0 then
+        # spends ~50 of every ~60 ms waiting in the collectives, rank 1 almost
+        # none of its time.
+        codes, outs = _run_uninstrumented_job(self.daemon, "unedited", free_port())
+        self.assertEqual(codes, [0, 0], "\n".join(outs))
+        shares = {}
+        for rank in (0, 1):
+            step = self.daemon.training(STEP, "unedited", rank)
+            comm = self.daemon.training(COMM, "unedited", rank)
+            self.assertIsNotNone(step, "no series for rank %d" % rank)
+            # 40 iterations of >= 60 ms: the intervals add up to the run time
+            # (less the compute before the first collective).
+            self.assertGreater(step, 2.0)
+            shares[rank] = comm / step
+        print("communication share by rank:", shares, file=sys.stderr)
+        self.assertGreater(shares[0], 0.6, shares)
+        self.assertLess(shares[0], 0.95, shares)
+        self.assertLess(shares[1], 0.25, shares)
+        # The script's own summary: every op kind went through a wrapper.
+        for out in outs:
+            self.assertIn("ops ok", out)
+
+    def test_wrappers_keep_results_and_work_handles(self):
+        import torch
+        import torch.distributed as dist
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+        dist.init_process_group("gloo", rank=0, world_size=1,
+                                timeout=datetime.timedelta(seconds=20))
+        self.addCleanup(dist.destroy_process_group)
+        original = dist.all_reduce
+        rep = gloowatch_report.instrument(job="wrap", rank=0, daemon=self.daemon.grpc,
+                                          flush_interval=60)
+        self.addCleanup(rep.close, 1.0)
+        self.addCleanup(gloowatch_report.uninstrument)
+        self.assertIs(dist.all_reduce.__gloowatch_original__, original)
+        t = torch.ones(4)
+        self.assertIsNone(dist.all_reduce(t))
+        work = dist.all_reduce(t, async_op=True)
+        self.assertTrue(work.wait())
+        self.assertTrue(work.is_completed())  # delegated to the real handle
+        objs = [None]
+        dist.all_gather_object(objs, {"a": 1})
+        self.assertEqual(objs, [{"a": 1}])
         with rep.step():
-            pass
-        self.assertLess(time.monotonic() - start, 3)
-        self.assertEqual(rep.errors, 1)
-
-
-def _rank(rank, port, daemon, q):
-    import torch
-    import torch.distributed as dist
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=2,
-                            timeout=datetime.timedelta(seconds=20))
-    rep = gloowatch_report.StepReporter("torchjob", rank, daemon, strict=True)
-    t = torch.ones(1 << 16)
-    for _ in range(5):
-        with rep.step():
-            time.sleep(0.02)
-            with rep.comm():
-                dist.all_reduce(t)
-    dist.destroy_process_group()
-    q.put((rank, rep.communication_share))
-
-
-class TorchTwoRankTest(FakeServerCase):
-    def test_two_rank_gloo_job(self):
-        import multiprocessing as mp
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        s.close()
-        ctx = mp.get_context("spawn")
-        q = ctx.Queue()
-        procs = [ctx.Process(target=_rank, args=(r, port, "127.0.0.1:%d" % self.port, q))
-                 for r in (0, 1)]
-        for p in procs:
-            p.start()
-        for p in procs:
-            p.join(60)
-            if p.is_alive():
-                p.kill()
-        self.assertEqual([p.exitcode for p in procs], [0, 0])
-        shares = dict(q.get(timeout=5) for _ in procs)
-        by_rank = {}
-        for r in self.service.requests:
-            by_rank.setdefault(r.rank, []).append(r)
-        self.assertEqual(sorted(by_rank), [0, 1])
-        for rank, reqs in by_rank.items():
-            self.assertEqual(len(reqs), 5)
-            share = sum(r.communication_seconds for r in reqs) / sum(r.step_seconds for r in reqs)
-            self.assertAlmostEqual(share, shares[rank], delta=1e-9)
+            time.sleep(0.01)
+            dist.barrier()
+        self.assertGreater(rep.last_comm_seconds, 0)
+        self.assertLess(rep.last_comm_seconds, rep.last_step_seconds)
+        self.assertIs(gloowatch_report.uninstrument(), rep)
+        self.assertIs(dist.all_reduce, original)
 
 
 if __name__ == "__main__":
