@@ -181,7 +181,7 @@ absl::Status Metrics::Serve(const std::string& host_port) {
 void Metrics::RecordTrainingStep(const std::string& job, int rank, double step_seconds,
                                  double communication_seconds) {
   const prometheus::Labels labels = {
-      {"node", identity_.node}, {"job", job}, {"rank", absl::StrCat(rank)}};
+      {"node", identity_.node}, {"training_job", job}, {"rank", absl::StrCat(rank)}};
   training_step_->Add(labels).Increment(step_seconds);
   training_comm_->Add(labels).Increment(communication_seconds);
   training_steps_->Add(labels).Increment();
@@ -189,7 +189,7 @@ void Metrics::RecordTrainingStep(const std::string& job, int rank, double step_s
 
 void Metrics::RemoveTrainingSeries(const std::string& job, int rank) {
   const prometheus::Labels labels = {
-      {"node", identity_.node}, {"job", job}, {"rank", absl::StrCat(rank)}};
+      {"node", identity_.node}, {"training_job", job}, {"rank", absl::StrCat(rank)}};
   // Add() returns the existing series for these labels.
   for (auto* family : {training_step_, training_comm_, training_steps_}) {
     family->Remove(&family->Add(labels));

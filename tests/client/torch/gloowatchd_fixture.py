@@ -10,7 +10,7 @@ import tempfile
 import time
 import urllib.request
 
-JOB_LABEL = "job"  # the training series' job label
+JOB_LABEL = "training_job"
 
 
 def free_port():
