@@ -108,7 +108,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
   Daemon* self = d.get();
   d->status_service_ = std::make_unique<StatusService>(
       [self] { return self->Status(); },
-      [self](const v1::ReportStepRequest& r) { return self->ReportStep(r); });
+      [self](const v1::ReportStepRequest& r) { return self->ReportStep(r); },
+      [self](const std::string& peer) { return self->report_admission_->Admit(peer); });
   TransportSupervisor::Options transport;
   transport.executable = launch.executable;
   transport.config = c;
@@ -133,6 +134,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
       std::make_unique<PeerService>(c.node, GLOOWATCH_VERSION, peer_names, d->transport_.get());
   absl::StatusOr<TlsMaterial> tls = LoadTls(c.tls);
   if (!tls.ok()) return tls.status();
+  d->report_admission_ = std::make_unique<ReportAdmission>(&RealSystem(), clock, tls->enabled);
   if (!tls->enabled) {
     GW_LOG(kWarning,
            "TLS is NOT configured: anyone who can reach %s can read this node's status and "
@@ -266,7 +268,9 @@ void Daemon::Shutdown(absl::Duration grace) {
 }
 
 absl::Status Daemon::ReportStep(const v1::ReportStepRequest& request) {
-  if (absl::Status s = training_->Report(request); !s.ok()) return s;
+  std::optional<TrainingReports::Key> evicted;
+  if (absl::Status s = training_->Report(request, &evicted); !s.ok()) return s;
+  if (evicted) metrics_->RemoveTrainingSeries(evicted->first, evicted->second);
   metrics_->RecordTrainingStep(request.job(), request.rank(), request.step_seconds(),
                                request.communication_seconds());
   return absl::OkStatus();

@@ -13,6 +13,7 @@
 #include "daemon/gloo_endpoint.h"
 #include "daemon/metrics.h"
 #include "daemon/peer_tracker.h"
+#include "daemon/report_admission.h"
 #include "daemon/services.h"
 #include "daemon/topology.h"
 #include "daemon/training_reports.h"
@@ -86,6 +87,7 @@ class Daemon {
   std::string hostname_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<TrainingReports> training_;
+  std::unique_ptr<ReportAdmission> report_admission_;  // set before the server starts
   // The peers probed now, in config order; trackers are shared so the
   // transport's events can still land on one that a reload or a rotation
   // just removed.

@@ -25,6 +25,10 @@ grpc::ServerUnaryReactor* StatusService::ReportStep(grpc::CallbackServerContext*
                                                     const v1::ReportStepRequest* request,
                                                     v1::ReportStepResponse*) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status s = admit_(context->peer()); !s.ok()) {
+    reactor->Finish(ToGrpc(s));
+    return reactor;
+  }
   reactor->Finish(ToGrpc(report_(*request)));
   return reactor;
 }
@@ -33,6 +37,10 @@ grpc::ServerUnaryReactor* StatusService::ReportSteps(grpc::CallbackServerContext
                                                      const v1::ReportStepsRequest* request,
                                                      v1::ReportStepsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status s = admit_(context->peer()); !s.ok()) {
+    reactor->Finish(ToGrpc(s));
+    return reactor;
+  }
   const int n = request->steps_size();
   if (n == 0 || n > kMaxStepsPerBatch) {
     reactor->Finish(

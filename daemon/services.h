@@ -26,8 +26,10 @@ class StatusService final : public v1::Status::CallbackService {
  public:
   using StatusFn = std::function<v1::NodeStatus()>;
   using ReportFn = std::function<absl::Status(const v1::ReportStepRequest&)>;
-  StatusService(StatusFn status, ReportFn report)
-      : status_(std::move(status)), report_(std::move(report)) {}
+  // OK when the caller (grpc's ServerContext::peer()) may report at all.
+  using AdmitFn = std::function<absl::Status(const std::string& peer)>;
+  StatusService(StatusFn status, ReportFn report, AdmitFn admit)
+      : status_(std::move(status)), report_(std::move(report)), admit_(std::move(admit)) {}
 
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* context,
                                       const v1::GetStatusRequest*,
@@ -46,6 +48,7 @@ class StatusService final : public v1::Status::CallbackService {
  private:
   StatusFn status_;
   ReportFn report_;
+  AdmitFn admit_;
 };
 
 // Serves OpenProbePair: checks who asks and what, then hands the request to

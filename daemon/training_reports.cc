@@ -1,5 +1,6 @@
 #include "daemon/training_reports.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -30,10 +31,14 @@ absl::Status ValidateJob(const std::string& job) {
 }  // namespace
 
 TrainingReports::TrainingReports(const Clock* clock, absl::Duration expiry, size_t max_series,
-                                 absl::Duration window)
-    : clock_(clock), expiry_(expiry), max_series_(max_series), window_(window) {}
+                                 absl::Duration window, absl::Duration evict_after)
+    : clock_(clock),
+      expiry_(expiry),
+      max_series_(max_series),
+      window_(window),
+      evict_after_(evict_after) {}
 
-absl::Status TrainingReports::Report(const v1::ReportStepRequest& r) {
+absl::Status TrainingReports::Report(const v1::ReportStepRequest& r, std::optional<Key>* evicted) {
   if (absl::Status s = ValidateJob(r.job()); !s.ok()) return s;
   if (r.rank() < 0) return absl::InvalidArgumentError(absl::StrCat("rank: ", r.rank(), " < 0"));
   if (r.has_local_rank() && r.local_rank() < 0) {
@@ -71,9 +76,18 @@ absl::Status TrainingReports::Report(const v1::ReportStepRequest& r) {
   auto it = series_.find(key);
   if (it == series_.end()) {
     if (series_.size() >= max_series_) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "already ", series_.size(), " (job, rank) series, the maximum; old ones expire after ",
-          absl::FormatDuration(expiry_), " without reports"));
+      auto oldest = std::min_element(
+          series_.begin(), series_.end(),
+          [](const auto& a, const auto& b) { return a.second.last_report < b.second.last_report; });
+      if (oldest == series_.end() || now - oldest->second.last_report < evict_after_) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("already ", series_.size(),
+                         " (job, rank) series, the maximum, all reporting; one "
+                         "silent for ",
+                         absl::FormatDuration(evict_after_), " gives its place up"));
+      }
+      if (evicted != nullptr) *evicted = oldest->first;
+      series_.erase(oldest);
     }
     it = series_.emplace(key, Series{}).first;
   }

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,12 +24,17 @@ class TrainingReports {
   using Key = std::pair<std::string, int>;  // (job, rank)
 
   // `window`: communication_share covers reports received within it.
+  // `evict_after`: when all max_series slots are taken, a new series takes
+  // the slot of the one silent longest, if silent at least this long, so
+  // one-off series (a flood) cannot lock live jobs out until they expire.
   TrainingReports(const Clock* clock, absl::Duration expiry, size_t max_series,
-                  absl::Duration window = absl::Minutes(5));
+                  absl::Duration window = absl::Minutes(5),
+                  absl::Duration evict_after = absl::Minutes(1));
 
   // INVALID_ARGUMENT for a bad request, RESOURCE_EXHAUSTED when a new series
-  // would exceed max_series. Thread-safe.
-  absl::Status Report(const v1::ReportStepRequest& request);
+  // would exceed max_series and none is silent enough to evict; `evicted`
+  // (optional) gets the key of an evicted series. Thread-safe.
+  absl::Status Report(const v1::ReportStepRequest& request, std::optional<Key>* evicted = nullptr);
 
   // One entry per live series, sorted by (job, rank).
   std::vector<v1::TrainingJobStatus> Snapshot() const;
@@ -60,6 +66,7 @@ class TrainingReports {
   const absl::Duration expiry_;
   const size_t max_series_;
   const absl::Duration window_;
+  const absl::Duration evict_after_;
   mutable absl::Mutex mu_;
   mutable std::map<Key, Series> series_ ABSL_GUARDED_BY(mu_);
 };

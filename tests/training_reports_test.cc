@@ -116,6 +116,35 @@ TEST_F(TrainingReportsTest, MaxSeries) {
   EXPECT_TRUE(reports_.Report(Req("j", 2, 1, 0)).ok());  // existing series still fine
 }
 
+TEST_F(TrainingReportsTest, FullCapEvictsTheLongestSilentSeries) {
+  // A flood of one-off series fills the cap (3 here) ...
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(reports_.Report(Req("flood", r, 1, 0)).ok());
+    clock_.Advance(absl::Seconds(1));
+  }
+  std::optional<TrainingReports::Key> evicted;
+  absl::Status s = reports_.Report(Req("real", 0, 1, 0), &evicted);
+  EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("one silent for 1m gives its place up"));
+  EXPECT_FALSE(evicted.has_value());
+  // ... but a real job gets in once they have been silent a minute, taking
+  // the slot of the series silent longest, and keeps reporting.
+  clock_.Advance(absl::Seconds(58));  // flood 0 silent 61 s, flood 2 59 s
+  ASSERT_TRUE(reports_.Report(Req("real", 0, 1, 0.5), &evicted).ok());
+  EXPECT_THAT(evicted, ::testing::Optional(Pair("flood", 0)));
+  evicted.reset();
+  ASSERT_TRUE(reports_.Report(Req("real", 1, 1, 0.5), &evicted).ok());
+  EXPECT_THAT(evicted, ::testing::Optional(Pair("flood", 1)));
+  // flood 2 was silent 59 s: not evictable yet.
+  EXPECT_TRUE(absl::IsResourceExhausted(reports_.Report(Req("real", 2, 1, 0.5))));
+  EXPECT_TRUE(reports_.Report(Req("real", 0, 1, 0.5)).ok());  // existing series unaffected
+  auto snap = reports_.Snapshot();
+  ASSERT_EQ(snap.size(), 3u);
+  EXPECT_EQ(snap[0].job(), "flood");
+  EXPECT_EQ(snap[1].job(), "real");
+  EXPECT_EQ(snap[1].steps(), 2u);
+}
+
 TEST_F(TrainingReportsTest, ExpiryReturnsKeysAndFreesSlots) {
   ASSERT_TRUE(reports_.Report(Req("a", 0, 1, 0)).ok());
   clock_.Advance(absl::Minutes(5));
