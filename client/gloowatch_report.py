@@ -196,6 +196,13 @@ class StepReporter:
         self._window_start = None     # interval steps (instrument without step())
         self._window_comm = 0.0
         self._window_seq = 0
+        # Hang attribution: the instrumented call this rank is inside, as
+        # (op, seq, group, bytes, entered_at) or None; replaced whole (one
+        # attribute store) so the sender thread reads a consistent tuple.
+        self._current = None
+        self._seq = 0            # instrumented calls so far
+        self._last_group = ""
+        self.collective_errors = 0
         # The hot path only appends to (and checks the length of) this deque;
         # both are atomic under the GIL, so it needs no lock.
         self._queue = collections.deque()
@@ -318,16 +325,35 @@ class StepReporter:
             r.world_size = int(self.world_size)
         return r
 
-    def _send(self, items):
+    def _collective_report(self):
+        """Where this rank stands in its collectives; None before the first."""
+        if self._seq == 0:
+            return None
+        cur = self._current
+        pb2 = self._pb2
+        if cur is None:
+            state = pb2.CollectiveState(seq=self._seq, group=self._last_group)
+        else:
+            op, seq, group, nbytes, entered = cur
+            state = pb2.CollectiveState(op=op, seq=seq, group=group, bytes=nbytes,
+                                        inside_seconds=max(0.0, self._clock() - entered))
+        return pb2.CollectiveReport(job=self.job, rank=self.rank, state=state)
+
+    def _send(self, items, collective=None):
         """Sends one batch; returns (accepted, rejected, dropped)."""
         import grpc
         reqs = [self._request(x) for x in items]
         try:
             if self._batch_rpc:
-                resp = self._report_steps(self._pb2.ReportStepsRequest(steps=reqs),
-                                          timeout=self.timeout)
+                req = self._pb2.ReportStepsRequest(steps=reqs)
+                if collective is not None:
+                    req.collective.CopyFrom(collective)
+                resp = self._report_steps(req, timeout=self.timeout)
                 if resp.rejected:
                     self.last_error = resp.rejected[0].error
+                if resp.collective_error:
+                    self.collective_errors += 1
+                    self.last_error = resp.collective_error
                 return resp.accepted, len(resp.rejected), 0
             accepted = rejected = 0
             for r in reqs:  # a daemon older than ReportSteps
@@ -343,7 +369,7 @@ class StepReporter:
             return accepted, rejected, 0
         except grpc.RpcError as e:
             if self._batch_rpc and e.code() == grpc.StatusCode.UNIMPLEMENTED:
-                self._batch_rpc = False
+                self._batch_rpc = False  # no collective reports to such a daemon
                 return self._send(items)
             self.last_error = "%s: %s" % (e.code().name, e.details())
             if not self._logged_drop:
@@ -354,11 +380,14 @@ class StepReporter:
         while True:
             self._wake.wait(self.flush_interval)
             self._wake.clear()
-            while self._queue:
+            # Each round also says where the rank stands (a heartbeat).
+            collective = self._collective_report() if self._batch_rpc else None
+            while self._queue or collective is not None:
                 batch = []
                 while self._queue and len(batch) < self.batch_size:
                     batch.append(self._queue.popleft())
-                accepted, rejected, dropped = self._send(batch)
+                accepted, rejected, dropped = self._send(batch, collective)
+                collective = None
                 with self._cv:
                     self.accepted += accepted
                     self.rejected += rejected
@@ -431,25 +460,61 @@ _ACTIVE = None      # the StepReporter the wrappers report to
 
 
 class _TimedWork:
-    """An async work handle whose wait() counts as communication; everything
-    else is the handle's own."""
-    __slots__ = ("_work", "_rep")
+    """An async work handle whose wait() counts as communication (and as
+    being inside call `seq`); everything else is the handle's own."""
+    __slots__ = ("_work", "_rep", "_call")
 
-    def __init__(self, work, rep):
-        self._work, self._rep = work, rep
+    def __init__(self, work, rep, call):
+        self._work, self._rep, self._call = work, rep, call  # call: (op, seq, group, bytes)
 
     def wait(self, *args, **kwargs):
         rep = self._rep
         clock = rep._clock
         start = clock()
+        rep._current = self._call + (start,)
         try:
             return self._work.wait(*args, **kwargs)
         finally:
+            rep._current = None
             now = clock()
             rep.add_comm(now - start, now)
 
     def __getattr__(self, name):
         return getattr(self._work, name)
+
+
+_GROUP_NAMES = {}  # id(process group) -> label
+
+
+def _group_label(group):
+    """"world" for the default group, else the group's name, label-safe."""
+    if group is None:
+        return "world"
+    name = _GROUP_NAMES.get(id(group))
+    if name is None:
+        import torch.distributed as dist
+        c10d = dist.distributed_c10d
+        if group is getattr(c10d, "_get_default_group", lambda: None)():
+            name = "world"
+        else:  # torch >= 2: group_name; 1.13: the module's _pg_names
+            raw = getattr(group, "group_name", None) or getattr(c10d, "_pg_names", {}).get(group)
+            name = "".join(c if c.isalnum() or c in "_.:-" else "_" for c in str(raw or "group"))
+            name = name[:64]
+        _GROUP_NAMES[id(group)] = name
+    return name
+
+
+def _nbytes(args):
+    """Bytes of the first tensor argument (or tensor list); 0 when none."""
+    if not args:
+        return 0
+    a = args[0]
+    try:
+        if isinstance(a, (list, tuple)):
+            return sum(t.element_size() * t.nelement() for t in a)
+        return a.element_size() * a.nelement()
+    except (AttributeError, TypeError):
+        return 0  # not tensors (the *_object collectives, batch_isend_irecv)
 
 
 def _wrap(name, fn, work_type):
@@ -463,19 +528,25 @@ def _wrap(name, fn, work_type):
             return fn(*args, **kwargs)
         clock = rep._clock
         depth.n = 1
+        rep._seq += 1
+        group = _group_label(kwargs.get("group"))
+        rep._last_group = group
+        call = (name, rep._seq, group, _nbytes(args))
         start = clock()
+        rep._current = call + (start,)
         try:
             result = fn(*args, **kwargs)
         finally:
+            rep._current = None
             depth.n = 0
             now = clock()
             rep.add_comm(now - start, now)
         if result is None:
             return None
         if isinstance(result, work_type):
-            return _TimedWork(result, rep)
+            return _TimedWork(result, rep, call)
         if isinstance(result, list) and result and isinstance(result[0], work_type):
-            return [_TimedWork(w, rep) for w in result]
+            return [_TimedWork(w, rep, call) for w in result]
         return result
 
     wrapper.__gloowatch_original__ = fn
@@ -496,6 +567,8 @@ def instrument(job=None, reporter=None, **reporter_args):
         job = job or os.environ.get("GLOOWATCH_JOB") or os.environ.get("TORCHELASTIC_RUN_ID")
         if not job:
             raise ValueError("instrument: no job given and GLOOWATCH_JOB is not set")
+        if "flush_interval" not in reporter_args and os.environ.get("GLOOWATCH_FLUSH_INTERVAL"):
+            reporter_args["flush_interval"] = float(os.environ["GLOOWATCH_FLUSH_INTERVAL"])
         reporter = StepReporter(job, **reporter_args)
     work_type = dist.Work
     for name in INSTRUMENTED_OPS:

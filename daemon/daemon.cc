@@ -109,6 +109,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
   d->status_service_ = std::make_unique<StatusService>(
       [self] { return self->Status(); },
       [self](const v1::ReportStepRequest& r) { return self->ReportStep(r); },
+      [self](const v1::CollectiveReport& r) { return self->ReportCollective(r); },
       [self](const std::string& peer) { return self->report_admission_->Admit(peer); });
   TransportSupervisor::Options transport;
   transport.executable = launch.executable;
@@ -276,10 +277,30 @@ absl::Status Daemon::ReportStep(const v1::ReportStepRequest& request) {
   return absl::OkStatus();
 }
 
+absl::Status Daemon::ReportCollective(const v1::CollectiveReport& report) {
+  std::optional<TrainingReports::Key> evicted;
+  if (absl::Status s = training_->ReportCollective(report, &evicted); !s.ok()) return s;
+  if (evicted) metrics_->RemoveTrainingSeries(evicted->first, evicted->second);
+  return absl::OkStatus();
+}
+
 void Daemon::Tick() {
   for (const TrainingReports::Key& key : training_->Expire()) {
     metrics_->RemoveTrainingSeries(key.first, key.second);
   }
+  // A stopped rank sends nothing: its time inside grows here, not by reports.
+  // Gauges of series gone since the last tick (expired, evicted) go too.
+  std::set<TrainingReports::Key> with_collective;
+  for (const v1::TrainingJobStatus& t : training_->Snapshot()) {
+    if (!t.has_collective()) continue;
+    metrics_->SetTrainingCollective(t.job(), t.rank(), t.collective().inside_seconds(),
+                                    t.collective().seq());
+    with_collective.emplace(t.job(), t.rank());
+  }
+  for (const TrainingReports::Key& key : collective_series_) {
+    if (!with_collective.count(key)) metrics_->RemoveTrainingCollective(key.first, key.second);
+  }
+  collective_series_ = std::move(with_collective);
   absl::MutexLock select(&select_mu_);
   Config config;
   std::vector<std::string> probe_peers;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,7 @@ class Daemon {
 
   v1::NodeStatus Status() const;
   absl::Status ReportStep(const v1::ReportStepRequest& request);
+  absl::Status ReportCollective(const v1::CollectiveReport& report);
   // Periodic chores (expiring stale training series, rotating the sampled
   // peers when the epoch changes); call about once a second.
   void Tick();
@@ -88,6 +90,7 @@ class Daemon {
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<TrainingReports> training_;
   std::unique_ptr<ReportAdmission> report_admission_;  // set before the server starts
+  std::set<TrainingReports::Key> collective_series_;   // with collective gauges; Tick only
   // The peers probed now, in config order; trackers are shared so the
   // transport's events can still land on one that a reload or a rotation
   // just removed.

@@ -42,10 +42,11 @@ grpc::ServerUnaryReactor* StatusService::ReportSteps(grpc::CallbackServerContext
     return reactor;
   }
   const int n = request->steps_size();
-  if (n == 0 || n > kMaxStepsPerBatch) {
+  if ((n == 0 && !request->has_collective()) || n > kMaxStepsPerBatch) {
     reactor->Finish(
         grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                     absl::StrCat("steps: ", n, " in the batch, want 1 to ", kMaxStepsPerBatch)));
+                     absl::StrCat("steps: ", n, " in the batch, want 1 to ", kMaxStepsPerBatch,
+                                  " (0 only with a collective report)")));
     return reactor;
   }
   for (int i = 0; i < n; ++i) {
@@ -57,6 +58,10 @@ grpc::ServerUnaryReactor* StatusService::ReportSteps(grpc::CallbackServerContext
     v1::RejectedStep* rejected = response->add_rejected();
     rejected->set_index(static_cast<uint32_t>(i));
     rejected->set_error(std::string(s.message()));
+  }
+  if (request->has_collective()) {
+    absl::Status s = collective_(request->collective());
+    if (!s.ok()) response->set_collective_error(std::string(s.message()));
   }
   reactor->Finish(grpc::Status::OK);
   return reactor;

@@ -28,8 +28,12 @@ class StatusService final : public v1::Status::CallbackService {
   using ReportFn = std::function<absl::Status(const v1::ReportStepRequest&)>;
   // OK when the caller (grpc's ServerContext::peer()) may report at all.
   using AdmitFn = std::function<absl::Status(const std::string& peer)>;
-  StatusService(StatusFn status, ReportFn report, AdmitFn admit)
-      : status_(std::move(status)), report_(std::move(report)), admit_(std::move(admit)) {}
+  using CollectiveFn = std::function<absl::Status(const v1::CollectiveReport&)>;
+  StatusService(StatusFn status, ReportFn report, CollectiveFn collective, AdmitFn admit)
+      : status_(std::move(status)),
+        report_(std::move(report)),
+        collective_(std::move(collective)),
+        admit_(std::move(admit)) {}
 
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* context,
                                       const v1::GetStatusRequest*,
@@ -38,7 +42,8 @@ class StatusService final : public v1::Status::CallbackService {
                                        const v1::ReportStepRequest* request,
                                        v1::ReportStepResponse*) override;
   // Each step goes through the same check as ReportStep; a batch that is
-  // empty or larger than kMaxStepsPerBatch is refused as a whole.
+  // larger than kMaxStepsPerBatch, or empty without a collective report, is
+  // refused as a whole.
   grpc::ServerUnaryReactor* ReportSteps(grpc::CallbackServerContext* context,
                                         const v1::ReportStepsRequest* request,
                                         v1::ReportStepsResponse* response) override;
@@ -48,6 +53,7 @@ class StatusService final : public v1::Status::CallbackService {
  private:
   StatusFn status_;
   ReportFn report_;
+  CollectiveFn collective_;
   AdmitFn admit_;
 };
 

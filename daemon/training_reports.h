@@ -12,6 +12,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
@@ -36,6 +37,11 @@ class TrainingReports {
   // (optional) gets the key of an evicted series. Thread-safe.
   absl::Status Report(const v1::ReportStepRequest& request, std::optional<Key>* evicted = nullptr);
 
+  // Where a rank stands in its collectives (a heartbeat too: it keeps the
+  // series alive). Same validation and cap as Report. Thread-safe.
+  absl::Status ReportCollective(const v1::CollectiveReport& report,
+                                std::optional<Key>* evicted = nullptr);
+
   // One entry per live series, sorted by (job, rank).
   std::vector<v1::TrainingJobStatus> Snapshot() const;
 
@@ -58,7 +64,14 @@ class TrainingReports {
     double communication_seconds_total = 0;
     absl::Time last_report;
     std::deque<Sample> recent;  // within window_, oldest first, bounded
+    std::optional<v1::CollectiveState> collective;
+    absl::Time inside_since;  // when it entered collective->op
   };
+
+  // The series of `key`, added if the cap (or an eviction) allows.
+  absl::StatusOr<Series*> FindOrAddLocked(const Key& key, absl::Time now,
+                                          std::optional<Key>* evicted)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void PruneLocked(Series& s, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -158,6 +158,49 @@ TEST_F(TrainingReportsTest, ExpiryReturnsKeysAndFreesSlots) {
   EXPECT_TRUE(reports_.Snapshot().empty());
 }
 
+v1::CollectiveReport Coll(const std::string& job, int rank, const std::string& op, uint64_t seq,
+                          double inside) {
+  v1::CollectiveReport r;
+  r.set_job(job);
+  r.set_rank(rank);
+  r.mutable_state()->set_op(op);
+  r.mutable_state()->set_seq(seq);
+  r.mutable_state()->set_group("world");
+  r.mutable_state()->set_bytes(1024);
+  r.mutable_state()->set_inside_seconds(inside);
+  return r;
+}
+
+TEST_F(TrainingReportsTest, CollectiveStateAndTimeInsideGrowWithoutReports) {
+  ASSERT_TRUE(reports_.Report(Req("j", 0, 1, 0.5)).ok());
+  ASSERT_TRUE(reports_.ReportCollective(Coll("j", 0, "all_reduce", 41, 1.5)).ok());
+  ASSERT_TRUE(reports_.ReportCollective(Coll("j", 1, "", 40, 0)).ok());  // a heartbeat series
+  clock_.Advance(absl::Seconds(10));  // rank 0 stays inside, says nothing
+  auto s = reports_.Snapshot();
+  ASSERT_EQ(s.size(), 2u);
+  ASSERT_TRUE(s[0].has_collective());
+  EXPECT_EQ(s[0].collective().op(), "all_reduce");
+  EXPECT_EQ(s[0].collective().seq(), 41u);
+  EXPECT_EQ(s[0].collective().bytes(), 1024u);
+  EXPECT_DOUBLE_EQ(s[0].collective().inside_seconds(), 11.5);
+  EXPECT_EQ(s[0].steps(), 1u);
+  EXPECT_EQ(s[1].steps(), 0u);
+  EXPECT_EQ(s[1].collective().seq(), 40u);
+  EXPECT_DOUBLE_EQ(s[1].collective().inside_seconds(), 0);
+  EXPECT_EQ(s[1].last_report().seconds(), absl::ToUnixSeconds(clock_.Now() - absl::Seconds(10)));
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(reports_.ReportCollective(Coll("j", 0, "all reduce", 1, 0)).message(),
+            "op: character 0x20 not allowed (use [A-Za-z0-9_.:-])");
+  EXPECT_EQ(reports_.ReportCollective(Coll("j", 0, "", 1, 2)).message(),
+            "inside_seconds: > 0 but no op (not inside a collective)");
+  EXPECT_TRUE(absl::IsInvalidArgument(reports_.ReportCollective(Coll("j", 0, "x", 1, nan))));
+  EXPECT_TRUE(absl::IsInvalidArgument(reports_.ReportCollective(Coll("j", -1, "x", 1, 0))));
+  EXPECT_TRUE(absl::IsInvalidArgument(reports_.ReportCollective(Coll("", 0, "x", 1, 0))));
+  v1::CollectiveReport long_group = Coll("j", 0, "x", 1, 0);
+  long_group.mutable_state()->set_group(std::string(65, 'g'));
+  EXPECT_EQ(reports_.ReportCollective(long_group).message(), "group: 65 characters, at most 64");
+}
+
 TEST(TrainingReportsConcurrency, ParallelReporters) {
   const Clock* clock = RealClock::Get();
   TrainingReports reports(clock, absl::Minutes(10), 100);

@@ -4,6 +4,7 @@ that cost the job nothing, and instrument() in a real two-rank gloo job
 that is not edited at all. Run: /usr/bin/python3 test_gloowatch_report.py
 with GLOOWATCH_BIN_DIR set (ctest does)."""
 import datetime
+import json
 import logging
 import os
 import signal
@@ -181,19 +182,27 @@ class NeverInTheWayTest(DaemonCase):
         self.assertLess(time.monotonic() - start, 2)
 
 
-def _run_uninstrumented_job(daemon, job, port, extra_env=None):
-    """Two ranks of tests/client/torch/uninstrumented_train.py (no gloowatch
-    in it) under `gloowatch_report.py run`, as torchrun would start them."""
+def _start_ranks(daemon, job, script, world, extra_env=None):
+    """`world` ranks of an unedited script under `gloowatch_report.py run`,
+    as torchrun would start them."""
+    port = free_port()
     procs = []
-    for rank in (0, 1):
+    for rank in range(world):
         env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
-                   LOCAL_RANK=str(rank), WORLD_SIZE="2", GLOOWATCH_JOB=job,
+                   LOCAL_RANK=str(rank), WORLD_SIZE=str(world), GLOOWATCH_JOB=job,
                    GLOOWATCH_DAEMON=daemon.grpc, PYTHONUNBUFFERED="1")
         env.update(extra_env or {})
         procs.append(subprocess.Popen(
             [sys.executable, os.path.join(CLIENT, "gloowatch_report.py"), "run",
-             os.path.join(HERE, "uninstrumented_train.py")],
+             os.path.join(HERE, script)],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    return procs
+
+
+def _run_uninstrumented_job(daemon, job):
+    """Two ranks of tests/client/torch/uninstrumented_train.py (no gloowatch
+    in it), to the end."""
+    procs = _start_ranks(daemon, job, "uninstrumented_train.py", 2)
     outs = []
     for p in procs:
         try:
@@ -209,7 +218,7 @@ class InstrumentTest(DaemonCase):
         # Rank 1 computes (sleeps) 60 ms per step, rank 0 10 ms: rank 0 then
         # spends ~50 of every ~60 ms waiting in the collectives, rank 1 almost
         # none of its time.
-        codes, outs = _run_uninstrumented_job(self.daemon, "unedited", free_port())
+        codes, outs = _run_uninstrumented_job(self.daemon, "unedited")
         self.assertEqual(codes, [0, 0], "\n".join(outs))
         shares = {}
         for rank in (0, 1):
@@ -256,6 +265,63 @@ class InstrumentTest(DaemonCase):
         self.assertLess(rep.last_comm_seconds, rep.last_step_seconds)
         self.assertIs(gloowatch_report.uninstrument(), rep)
         self.assertIs(dist.all_reduce, original)
+
+
+class HangAttributionTest(DaemonCase):
+    def cli_job(self, job):
+        cli = os.path.join(os.environ["GLOOWATCH_BIN_DIR"], "client", "gloowatch")
+        r = subprocess.run([cli, "job", job, "--daemons", self.daemon.grpc, "--json"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=30)
+        return r.returncode, (json.loads(r.stdout) if r.stdout else None), r.stderr
+
+    def test_sigstopped_rank_is_named(self):
+        procs = _start_ranks(self.daemon, "hangjob", "allreduce_loop.py", 3,
+                             {"GLOOWATCH_FLUSH_INTERVAL": "0.2", "DURATION": "90"})
+
+        def cleanup():
+            for p in procs:
+                p.kill()
+                p.communicate(timeout=30)
+        self.addCleanup(cleanup)
+        # Running: every rank reports, none waits.
+        deadline = time.monotonic() + 60
+        code, view = None, None
+        while time.monotonic() < deadline:
+            code, view, err = self.cli_job("hangjob")
+            if view and len(view["ranks"]) == 3 and min(r["seq"] for r in view["ranks"]) >= 20:
+                break
+            time.sleep(0.2)
+        self.assertIsNotNone(view, err)
+        self.assertEqual(len(view["ranks"]), 3, view)
+        self.assertEqual((code, view["verdict"]), (0, "running"), view)
+        self.assertEqual({r["state"] for r in view["ranks"]}, {"running"}, view)
+
+        os.kill(procs[2].pid, signal.SIGSTOP)
+        stopped = time.monotonic()
+        time.sleep(6.5)  # past the 5 s "waiting" threshold
+        code, view, err = self.cli_job("hangjob")
+        self.assertEqual(code, 2, (view, err))
+        self.assertEqual(view["verdict"], "hung", view)
+        w = view["waiting"]
+        self.assertEqual((w["op"], w["group"], w["ranks"]), ("all_reduce", "world", [0, 1]), view)
+        self.assertGreaterEqual(w["seconds"], 5.0)
+        self.assertLessEqual(w["seconds"], time.monotonic() - stopped + 1.0)
+        self.assertEqual([s["rank"] for s in view["suspects"]], [2], view)
+        suspect = view["suspects"][0]
+        self.assertEqual(suspect["state"], "silent")
+        self.assertGreaterEqual(suspect["silent_seconds"], 5.0)
+        # It stopped before (or inside) the call the others wait in; its last
+        # heartbeat (every 0.2 s, >= 20 ms a call) is at most ~10 calls older.
+        self.assertLessEqual(suspect["seq"], w["seq"], view)
+        self.assertGreaterEqual(suspect["seq"], w["seq"] - 12, view)
+        self.assertIn("not heard from for", suspect["reason"])
+        for r in view["ranks"][:2]:
+            self.assertEqual((r["op"], r["seq"], r["bytes"]), ("all_reduce", w["seq"], 256 * 4))
+        # The daemon's gauge says the same.
+        inside = self.daemon.training("gloowatch_training_collective_seconds", "hangjob", 0)
+        self.assertGreaterEqual(inside, 5.0)
+        self.assertEqual(self.daemon.training("gloowatch_training_collective_seq", "hangjob", 1),
+                         w["seq"])
 
 
 if __name__ == "__main__":
