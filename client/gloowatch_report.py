@@ -662,9 +662,9 @@ def main(argv=None):
     try:
         call(req, timeout=5.0)
     except Exception as e:
-        code = getattr(e, "code", lambda: None)()
-        print("gloowatch-report: %s: %s" % (a.daemon, getattr(e, "details", lambda: e)()),
-              file=sys.stderr)
+        code = e.code() if hasattr(e, "code") else None
+        details = e.details() if hasattr(e, "details") else str(e)
+        print("gloowatch-report: %s: %s" % (a.daemon, details), file=sys.stderr)
         return 65 if code is not None and code.name in ("INVALID_ARGUMENT",
                                                           "RESOURCE_EXHAUSTED") else 69
     finally:

@@ -103,6 +103,25 @@ class BatchedDeliveryTest(DaemonCase):
         self.assertEqual(self.daemon.training(STEPS, "nonsense", 1), 1)
 
 
+class CommandLineTest(DaemonCase):
+    def cli(self, *args):
+        return subprocess.run([sys.executable, os.path.join(CLIENT, "gloowatch_report.py"),
+                               "--daemon", self.daemon.grpc] + list(args),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              timeout=60)
+
+    def test_exit_codes(self):
+        base = ["--job", "cli", "--rank", "0", "--step", "1", "--step-seconds", "1"]
+        self.assertEqual(self.cli(*base, "--comm-seconds", "0.5").returncode, 0)
+        self.assertEqual(self.daemon.training(STEPS, "cli", 0), 1)
+        bad = self.cli(*base, "--comm-seconds", "2")
+        self.assertEqual(bad.returncode, 65)
+        self.assertIn("communication_seconds: 2 > step_seconds 1", bad.stderr)
+        tls = self.cli(*base, "--comm-seconds", "0", "--tls_ca", "/nonexistent")
+        self.assertEqual(tls.returncode, 64)
+        self.assertIn("all of tls_ca, tls_cert and tls_key", tls.stderr)
+
+
 class TorchrunEnvironmentTest(DaemonCase):
     def test_rank_local_rank_world_size_from_env(self):
         env = {"RANK": "5", "LOCAL_RANK": "1", "WORLD_SIZE": "8"}
