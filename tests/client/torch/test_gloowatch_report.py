@@ -151,6 +151,47 @@ class TorchrunEnvironmentTest(DaemonCase):
             gloowatch_report.StepReporter("j", 0, self.daemon.grpc, tls_ca="/nonexistent")
 
 
+def _make_pki(directory):
+    """A CA and a certificate for 127.0.0.1 it signed (openssl), as
+    tests/daemon_tls_test.cc makes them; returns (ca, cert, key)."""
+    p = os.path.join(directory, "cluster")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    with open(p + ".ext", "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\n")
+    for cmd in (["openssl", "req", "-x509"] + ec + ["-keyout", p + "-ca.key", "-out", p + "-ca.pem",
+                                                   "-days", "2", "-subj", "/CN=cluster-ca"],
+                ["openssl", "req"] + ec + ["-keyout", p + ".key", "-out", p + ".csr",
+                                           "-subj", "/CN=cluster"],
+                ["openssl", "x509", "-req", "-in", p + ".csr", "-CA", p + "-ca.pem", "-CAkey",
+                 p + "-ca.key", "-CAcreateserial", "-days", "2", "-out", p + ".pem",
+                 "-extfile", p + ".ext"]):
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=30)
+    return p + "-ca.pem", p + ".pem", p + ".key"
+
+
+class TlsTest(unittest.TestCase):
+    def test_reports_over_mutual_tls(self):
+        import tempfile
+        pki_dir = tempfile.TemporaryDirectory(prefix="gloowatch_pki_")
+        self.addCleanup(pki_dir.cleanup)
+        ca, cert, key = _make_pki(pki_dir.name)
+        daemon = Daemon(extra_yaml="tls: {ca: %s, cert: %s, key: %s}\n" % (ca, cert, key)).start()
+        self.addCleanup(daemon.stop)
+        rep = gloowatch_report.StepReporter("tlsjob", 0, daemon.grpc, tls_ca=ca, tls_cert=cert,
+                                            tls_key=key)
+        self.addCleanup(rep.close, 1.0)
+        rep.report(0, 1.0, 0.5)
+        self.assertTrue(rep.flush(10), rep.last_error)
+        self.assertEqual(daemon.training(STEPS, "tlsjob", 0), 1)
+        plain = gloowatch_report.StepReporter("tlsjob", 1, daemon.grpc, timeout=1.0)
+        self.addCleanup(plain.close, 0.5)
+        plain.report(0, 1.0, 0.5)
+        self.assertFalse(plain.flush(5))
+        self.assertEqual(plain.dropped, 1)
+        self.assertIsNone(daemon.training(STEPS, "tlsjob", 1))
+
+
 class NeverInTheWayTest(DaemonCase):
     STEPS = 2000
 
