@@ -108,8 +108,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
   Daemon* self = d.get();
   d->status_service_ = std::make_unique<StatusService>(
       [self] { return self->Status(); },
-      [self](const v1::ReportStepRequest& r) { return self->ReportStep(r); },
-      [self](const v1::CollectiveReport& r) { return self->ReportCollective(r); },
+      [self](const v1::ReportStepRequest& r, const std::string& client) {
+        return self->ReportStep(r, client);
+      },
+      [self](const v1::CollectiveReport& r, const std::string& client) {
+        return self->ReportCollective(r, client);
+      },
       [self](const std::string& peer) { return self->report_admission_->Admit(peer); });
   TransportSupervisor::Options transport;
   transport.executable = launch.executable;
@@ -268,18 +272,19 @@ void Daemon::Shutdown(absl::Duration grace) {
   if (server_) server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
 }
 
-absl::Status Daemon::ReportStep(const v1::ReportStepRequest& request) {
+absl::Status Daemon::ReportStep(const v1::ReportStepRequest& request, const std::string& client) {
   std::optional<TrainingReports::Key> evicted;
-  if (absl::Status s = training_->Report(request, &evicted); !s.ok()) return s;
+  if (absl::Status s = training_->Report(request, &evicted, client); !s.ok()) return s;
   if (evicted) metrics_->RemoveTrainingSeries(evicted->first, evicted->second);
   metrics_->RecordTrainingStep(request.job(), request.rank(), request.step_seconds(),
                                request.communication_seconds());
   return absl::OkStatus();
 }
 
-absl::Status Daemon::ReportCollective(const v1::CollectiveReport& report) {
+absl::Status Daemon::ReportCollective(const v1::CollectiveReport& report,
+                                      const std::string& client) {
   std::optional<TrainingReports::Key> evicted;
-  if (absl::Status s = training_->ReportCollective(report, &evicted); !s.ok()) return s;
+  if (absl::Status s = training_->ReportCollective(report, &evicted, client); !s.ok()) return s;
   if (evicted) metrics_->RemoveTrainingSeries(evicted->first, evicted->second);
   return absl::OkStatus();
 }

@@ -42,8 +42,9 @@ class Daemon {
   ~Daemon();
 
   v1::NodeStatus Status() const;
-  absl::Status ReportStep(const v1::ReportStepRequest& request);
-  absl::Status ReportCollective(const v1::CollectiveReport& report);
+  // `client`: "" for a process on this host, else the remote (TLS) caller.
+  absl::Status ReportStep(const v1::ReportStepRequest& request, const std::string& client = "");
+  absl::Status ReportCollective(const v1::CollectiveReport& report, const std::string& client = "");
   // Periodic chores (expiring stale training series, rotating the sampled
   // peers when the epoch changes); call about once a second.
   void Tick();

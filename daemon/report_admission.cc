@@ -72,14 +72,15 @@ bool ReportAdmission::IsOwnAddress(const std::string& address) {
   return std::find(own_.begin(), own_.end(), address) != own_.end();
 }
 
-absl::Status ReportAdmission::Admit(const std::string& peer) {
-  if (mutual_tls_) return absl::OkStatus();  // gRPC let only certified callers in
+absl::StatusOr<std::string> ReportAdmission::Admit(const std::string& peer) {
   const std::optional<std::string> address = PeerAddress(peer);
-  if (address && (*address == "unix" || IsLoopbackAddress(*address))) return absl::OkStatus();
+  if (address && (*address == "unix" || IsLoopbackAddress(*address))) return std::string();
   if (address) {
     absl::MutexLock lock(&mu_);
-    if (IsOwnAddress(*address)) return absl::OkStatus();
+    if (IsOwnAddress(*address)) return std::string();
   }
+  // With TLS gRPC let only certified callers in: remote, with a fair share.
+  if (mutual_tls_) return address.value_or(peer);
   return absl::PermissionDeniedError(
       absl::StrCat("training reports from ", peer,
                    " refused: without mutual TLS only processes on this host may report "

@@ -10,6 +10,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
@@ -23,10 +24,12 @@ class ReportAdmission {
   // address added later is known); both must outlive this object.
   ReportAdmission(const SystemView* system, const Clock* clock, bool mutual_tls);
 
-  // OK, or PERMISSION_DENIED naming the caller. `peer` is gRPC's
+  // Who the caller is for the per-client share of the series cap: "" for a
+  // process on this host (trusted with the whole cap), else its address; or
+  // PERMISSION_DENIED naming the caller. `peer` is gRPC's
   // ServerContext::peer(): "ipv4:10.0.0.2:5555", "ipv6:[::1]:5555" (or with
   // the brackets %-encoded), "unix:/path".
-  absl::Status Admit(const std::string& peer);
+  absl::StatusOr<std::string> Admit(const std::string& peer);
 
   // The address part of a gRPC peer string ("10.0.0.2", "::1"); nullopt for
   // anything else. "unix:" peers yield "unix".

@@ -25,11 +25,8 @@ grpc::ServerUnaryReactor* StatusService::ReportStep(grpc::CallbackServerContext*
                                                     const v1::ReportStepRequest* request,
                                                     v1::ReportStepResponse*) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (absl::Status s = admit_(context->peer()); !s.ok()) {
-    reactor->Finish(ToGrpc(s));
-    return reactor;
-  }
-  reactor->Finish(ToGrpc(report_(*request)));
+  absl::StatusOr<std::string> client = admit_(context->peer());
+  reactor->Finish(ToGrpc(client.ok() ? report_(*request, *client) : client.status()));
   return reactor;
 }
 
@@ -37,8 +34,9 @@ grpc::ServerUnaryReactor* StatusService::ReportSteps(grpc::CallbackServerContext
                                                      const v1::ReportStepsRequest* request,
                                                      v1::ReportStepsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (absl::Status s = admit_(context->peer()); !s.ok()) {
-    reactor->Finish(ToGrpc(s));
+  absl::StatusOr<std::string> client = admit_(context->peer());
+  if (!client.ok()) {
+    reactor->Finish(ToGrpc(client.status()));
     return reactor;
   }
   const int n = request->steps_size();
@@ -50,7 +48,7 @@ grpc::ServerUnaryReactor* StatusService::ReportSteps(grpc::CallbackServerContext
     return reactor;
   }
   for (int i = 0; i < n; ++i) {
-    absl::Status s = report_(request->steps(i));
+    absl::Status s = report_(request->steps(i), *client);
     if (s.ok()) {
       response->set_accepted(response->accepted() + 1);
       continue;
@@ -60,7 +58,7 @@ grpc::ServerUnaryReactor* StatusService::ReportSteps(grpc::CallbackServerContext
     rejected->set_error(std::string(s.message()));
   }
   if (request->has_collective()) {
-    absl::Status s = collective_(request->collective());
+    absl::Status s = collective_(request->collective(), *client);
     if (!s.ok()) response->set_collective_error(std::string(s.message()));
   }
   reactor->Finish(grpc::Status::OK);

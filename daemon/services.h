@@ -25,10 +25,14 @@ grpc::Status ToGrpc(const absl::Status& status);
 class StatusService final : public v1::Status::CallbackService {
  public:
   using StatusFn = std::function<v1::NodeStatus()>;
-  using ReportFn = std::function<absl::Status(const v1::ReportStepRequest&)>;
-  // OK when the caller (grpc's ServerContext::peer()) may report at all.
-  using AdmitFn = std::function<absl::Status(const std::string& peer)>;
-  using CollectiveFn = std::function<absl::Status(const v1::CollectiveReport&)>;
+  // `client`: "" for a process on this host, else who it is (AdmitFn).
+  using ReportFn =
+      std::function<absl::Status(const v1::ReportStepRequest&, const std::string& client)>;
+  // The client, or an error when the caller (grpc's ServerContext::peer())
+  // may not report at all.
+  using AdmitFn = std::function<absl::StatusOr<std::string>(const std::string& peer)>;
+  using CollectiveFn =
+      std::function<absl::Status(const v1::CollectiveReport&, const std::string& client)>;
   StatusService(StatusFn status, ReportFn report, CollectiveFn collective, AdmitFn admit)
       : status_(std::move(status)),
         report_(std::move(report)),

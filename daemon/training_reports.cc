@@ -45,7 +45,8 @@ TrainingReports::TrainingReports(const Clock* clock, absl::Duration expiry, size
       window_(window),
       evict_after_(evict_after) {}
 
-absl::Status TrainingReports::Report(const v1::ReportStepRequest& r, std::optional<Key>* evicted) {
+absl::Status TrainingReports::Report(const v1::ReportStepRequest& r, std::optional<Key>* evicted,
+                                     const std::string& client) {
   if (absl::Status s = ValidateJob(r.job()); !s.ok()) return s;
   if (r.rank() < 0) return absl::InvalidArgumentError(absl::StrCat("rank: ", r.rank(), " < 0"));
   if (r.has_local_rank() && r.local_rank() < 0) {
@@ -79,7 +80,7 @@ absl::Status TrainingReports::Report(const v1::ReportStepRequest& r, std::option
   }
   const absl::Time now = clock_->Now();
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<Series*> found = FindOrAddLocked(Key(r.job(), r.rank()), now, evicted);
+  absl::StatusOr<Series*> found = FindOrAddLocked(Key(r.job(), r.rank()), now, evicted, client);
   if (!found.ok()) return found.status();
   Series& s = **found;
   ++s.steps;
@@ -93,9 +94,19 @@ absl::Status TrainingReports::Report(const v1::ReportStepRequest& r, std::option
 }
 
 absl::StatusOr<TrainingReports::Series*> TrainingReports::FindOrAddLocked(
-    const Key& key, absl::Time now, std::optional<Key>* evicted) {
+    const Key& key, absl::Time now, std::optional<Key>* evicted, const std::string& client) {
   auto it = series_.find(key);
   if (it != series_.end()) return &it->second;
+  if (!client.empty()) {
+    const size_t share = std::max<size_t>(1, max_series_ / 4);
+    const size_t held = std::count_if(series_.begin(), series_.end(),
+                                      [&](const auto& s) { return s.second.client == client; });
+    if (held >= share) {
+      return absl::ResourceExhaustedError(absl::StrCat("client ", client, " already has ", held,
+                                                       " of the ", max_series_,
+                                                       " (job, rank) series, its share"));
+    }
+  }
   if (series_.size() >= max_series_) {
     auto oldest = std::min_element(
         series_.begin(), series_.end(),
@@ -110,11 +121,14 @@ absl::StatusOr<TrainingReports::Series*> TrainingReports::FindOrAddLocked(
     if (evicted != nullptr) *evicted = oldest->first;
     series_.erase(oldest);
   }
-  return &series_.emplace(key, Series{}).first->second;
+  Series& added = series_.emplace(key, Series{}).first->second;
+  added.client = client;
+  return &added;
 }
 
 absl::Status TrainingReports::ReportCollective(const v1::CollectiveReport& r,
-                                               std::optional<Key>* evicted) {
+                                               std::optional<Key>* evicted,
+                                               const std::string& client) {
   if (absl::Status s = ValidateJob(r.job()); !s.ok()) return s;
   if (r.rank() < 0) return absl::InvalidArgumentError(absl::StrCat("rank: ", r.rank(), " < 0"));
   const v1::CollectiveState& c = r.state();
@@ -130,7 +144,7 @@ absl::Status TrainingReports::ReportCollective(const v1::CollectiveReport& r,
   }
   const absl::Time now = clock_->Now();
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<Series*> found = FindOrAddLocked(Key(r.job(), r.rank()), now, evicted);
+  absl::StatusOr<Series*> found = FindOrAddLocked(Key(r.job(), r.rank()), now, evicted, client);
   if (!found.ok()) return found.status();
   Series& s = **found;
   s.collective = c;

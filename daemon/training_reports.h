@@ -35,12 +35,16 @@ class TrainingReports {
   // INVALID_ARGUMENT for a bad request, RESOURCE_EXHAUSTED when a new series
   // would exceed max_series and none is silent enough to evict; `evicted`
   // (optional) gets the key of an evicted series. Thread-safe.
-  absl::Status Report(const v1::ReportStepRequest& request, std::optional<Key>* evicted = nullptr);
+  // A remote `client` ("" = a process on this host) may hold a quarter of
+  // max_series at most (RESOURCE_EXHAUSTED naming it beyond).
+  absl::Status Report(const v1::ReportStepRequest& request, std::optional<Key>* evicted = nullptr,
+                      const std::string& client = "");
 
   // Where a rank stands in its collectives (a heartbeat too: it keeps the
   // series alive). Same validation and cap as Report. Thread-safe.
   absl::Status ReportCollective(const v1::CollectiveReport& report,
-                                std::optional<Key>* evicted = nullptr);
+                                std::optional<Key>* evicted = nullptr,
+                                const std::string& client = "");
 
   // One entry per live series, sorted by (job, rank).
   std::vector<v1::TrainingJobStatus> Snapshot() const;
@@ -65,12 +69,13 @@ class TrainingReports {
     absl::Time last_report;
     std::deque<Sample> recent;  // within window_, oldest first, bounded
     std::optional<v1::CollectiveState> collective;
+    std::string client;       // who added it ("" = this host)
     absl::Time inside_since;  // when it entered collective->op
   };
 
   // The series of `key`, added if the cap (or an eviction) allows.
   absl::StatusOr<Series*> FindOrAddLocked(const Key& key, absl::Time now,
-                                          std::optional<Key>* evicted)
+                                          std::optional<Key>* evicted, const std::string& client)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void PruneLocked(Series& s, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -46,10 +46,12 @@ TEST(ReportAdmission, WithoutTlsOnlyThisHost) {
   for (const char* peer :
        {"ipv4:127.0.0.1:1", "ipv4:127.8.9.1:1", "ipv6:[::1]:1", "ipv6:[::ffff:127.0.0.1]:1",
         "ipv4:10.0.0.5:1", "ipv6:[fd00::5]:1", "ipv6:[::ffff:10.0.0.5]:1", "unix:/x"}) {
-    EXPECT_TRUE(admission.Admit(peer).ok()) << peer;
+    absl::StatusOr<std::string> client = admission.Admit(peer);
+    ASSERT_TRUE(client.ok()) << peer << ": " << client.status();
+    EXPECT_EQ(*client, "") << peer;  // this host: the whole cap
   }
   for (const char* peer : {"ipv4:10.0.0.6:1", "ipv6:[fd00::6]:1", "ipv4:1.2.3.4:1", "weird"}) {
-    absl::Status s = admission.Admit(peer);
+    absl::Status s = admission.Admit(peer).status();
     EXPECT_TRUE(absl::IsPermissionDenied(s)) << peer << ": " << s;
     EXPECT_NE(s.message().find(peer), absl::string_view::npos) << s;
   }
@@ -59,7 +61,10 @@ TEST(ReportAdmission, WithMutualTlsEveryCertifiedCaller) {
   HostAddresses host;
   FakeClock clock;
   ReportAdmission admission(&host, &clock, /*mutual_tls=*/true);
-  EXPECT_TRUE(admission.Admit("ipv4:1.2.3.4:1").ok());
+  // A remote caller is named, for its share of the cap; this host is not.
+  EXPECT_EQ(admission.Admit("ipv4:1.2.3.4:1").value_or("?"), "1.2.3.4");
+  EXPECT_EQ(admission.Admit("ipv6:[fd00::9]:1").value_or("?"), "fd00::9");
+  EXPECT_EQ(admission.Admit("ipv4:127.0.0.1:1").value_or("?"), "");
 }
 
 TEST(ReportAdmission, AddressesAreReReadAfterTheRefresh) {

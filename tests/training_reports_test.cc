@@ -145,6 +145,20 @@ TEST_F(TrainingReportsTest, FullCapEvictsTheLongestSilentSeries) {
   EXPECT_EQ(snap[1].steps(), 2u);
 }
 
+TEST(TrainingReportsShare, RemoteClientHoldsAQuarterThisHostTheWholeCap) {
+  FakeClock clock;
+  TrainingReports reports(&clock, absl::Minutes(10), 8);  // share: 2
+  ASSERT_TRUE(reports.Report(Req("a", 0, 1, 0), nullptr, "10.0.0.2").ok());
+  ASSERT_TRUE(reports.Report(Req("a", 1, 1, 0), nullptr, "10.0.0.2").ok());
+  absl::Status s = reports.Report(Req("a", 2, 1, 0), nullptr, "10.0.0.2");
+  EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
+  EXPECT_EQ(s.message(), "client 10.0.0.2 already has 2 of the 8 (job, rank) series, its share");
+  EXPECT_TRUE(reports.Report(Req("a", 1, 1, 0), nullptr, "10.0.0.2").ok());  // its own: fine
+  EXPECT_TRUE(reports.Report(Req("b", 0, 1, 0), nullptr, "10.0.0.3").ok());  // another client
+  for (int r = 0; r < 5; ++r) ASSERT_TRUE(reports.Report(Req("local", r, 1, 0)).ok());
+  EXPECT_EQ(reports.Snapshot().size(), 8u);
+}
+
 TEST_F(TrainingReportsTest, ExpiryReturnsKeysAndFreesSlots) {
   ASSERT_TRUE(reports_.Report(Req("a", 0, 1, 0)).ok());
   clock_.Advance(absl::Minutes(5));
