@@ -14,7 +14,7 @@
 Or with no change to the loop at all:
 
     gloowatch_report.instrument(job="llm")   # wraps torch.distributed's calls
-    GLOOWATCH_JOB=llm torchrun --no-python ... gloowatch-report run train.py ARGS
+    GLOOWATCH_JOB=llm torchrun --no_python ... gloowatch-report run train.py ARGS
 
 A finished step only appends a tuple to a bounded in-memory queue; a
 background thread sends the queue in batches (Status.ReportSteps) every

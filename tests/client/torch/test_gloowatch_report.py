@@ -297,6 +297,33 @@ class InstrumentTest(DaemonCase):
         for out in outs:
             self.assertIn("ops ok", out)
 
+    def test_under_real_torchrun(self):
+        torchrun = "/usr/bin/torchrun"
+        if not os.path.exists(torchrun):
+            self.skipTest("no torchrun")
+        env = dict(os.environ, PYTHONPATH=CLIENT, GLOOWATCH_JOB="torchrun-job",
+                   GLOOWATCH_DAEMON=self.daemon.grpc, ITERATIONS="20")
+        for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+            env.pop(k, None)  # torchrun sets them
+        import tempfile
+        logs = tempfile.TemporaryDirectory(prefix="gloowatch_torchrun_")
+        self.addCleanup(logs.cleanup)
+        # -r 1 -t 1 (stdout to a log and the console): torch 1.13's default
+        # "0" does not parse under Python 3.11 (Std.from_str returns None).
+        r = subprocess.run([torchrun, "--standalone", "--nproc_per_node=2", "-r", "1", "-t", "1",
+                            "--log_dir", logs.name, "-m", "gloowatch_report", "run",
+                            os.path.join(HERE, "uninstrumented_train.py")],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=180)
+        self.assertEqual(r.returncode, 0, r.stdout)
+        self.assertEqual(r.stdout.count("ops ok"), 2, r.stdout)
+        shares = {}
+        for rank in (0, 1):  # ranks from torchrun's RANK
+            step = self.daemon.training(STEP, "torchrun-job", rank)
+            self.assertIsNotNone(step, "no series for rank %d" % rank)
+            shares[rank] = self.daemon.training(COMM, "torchrun-job", rank) / step
+        self.assertGreater(shares[0], shares[1] + 0.3, shares)
+
     def test_wrappers_keep_results_and_work_handles(self):
         import torch
         import torch.distributed as dist
