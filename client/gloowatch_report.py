@@ -216,9 +216,10 @@ class StepReporter:
         self._thread = threading.Thread(target=self._send_loop, name="gloowatch-report",
                                         daemon=True)
         self._thread.start()
-        # Interpreter exit flushes what is queued (bounded by timeout).
+        # Interpreter exit flushes what is queued, for a second at most: a
+        # hung daemon must not hold the job's exit up.
         ref = weakref.ref(self)
-        self._atexit = lambda: ref() is not None and ref().close()
+        self._atexit = lambda: ref() is not None and ref().close(1.0)
         atexit.register(self._atexit)
 
     @property
