@@ -2,7 +2,7 @@
 """Reports training step and communication time to the local gloowatchd.
 
     from gloowatch_report import StepReporter
-    rep = StepReporter(job="llm", rank=dist.get_rank())   # daemon 127.0.0.1:7601
+    rep = StepReporter(job="llm")          # rank etc. from torchrun's env
     for batch in data:
         with rep.step():
             loss = model(batch).sum(); loss.backward()
@@ -11,30 +11,46 @@
                     dist.all_reduce(p.grad)
             opt.step()
 
-Each finished step sends Status.ReportStep (job, rank, step, step_seconds,
-communication_seconds). The message classes are generated at first use from
-proto/gloowatch.proto with protoc (/usr/bin/protoc, else grpc_tools) into a
-private temp dir: no build step, nothing generated to keep in sync. Reporting never
-raises into the training loop unless strict=True; failures are counted in
-`errors` and the last one kept in `last_error`.
+Or with no change to the loop at all:
 
-Also a CLI:  gloowatch_report.py --job J --rank R --step N --step-seconds S
---comm-seconds C [--daemon host:port]
+    gloowatch_report.instrument(job="llm")   # wraps torch.distributed's calls
+    GLOOWATCH_JOB=llm torchrun --no_python ... gloowatch-report run train.py ARGS
+
+A finished step only appends a tuple to a bounded in-memory queue; a
+background thread sends the queue in batches (Status.ReportSteps) every
+`flush_interval`. A step never waits on the network: when the daemon is
+dead, hung or slow the queue fills and further reports are dropped,
+counted in `dropped` and logged once. The message classes are generated at
+first use from proto/gloowatch.proto with protoc (/usr/bin/protoc, else
+grpc_tools) into a private temp dir: no build step, nothing generated to keep
+in sync.
+
+Also a CLI (one synchronous ReportStep):
+  gloowatch_report.py --job J --rank R --step N --step-seconds S
+  --comm-seconds C [--daemon host:port] [--tls_ca F --tls_cert F --tls_key F]
+and a launcher that instruments a script:  gloowatch_report.py run SCRIPT ARGS
 """
 
 import argparse
+import atexit
+import collections
 import contextlib
+import functools
 import importlib
+import logging
 import os
+import runpy
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import weakref
 
 _STUBS = None
 _STUBS_LOCK = threading.Lock()
+_LOG = logging.getLogger("gloowatch_report")
 
 
 def _proto_path():
@@ -61,7 +77,7 @@ def _run_protoc(args):
 def load_stubs(proto=None):
     """Returns the generated gloowatch_pb2 module, generating it once.
 
-    Only message classes are generated; the two RPCs are called through
+    Only message classes are generated; the RPCs are called through
     channel.unary_unary, so no grpc plugin is needed."""
     global _STUBS
     with _STUBS_LOCK:
@@ -81,39 +97,149 @@ def load_stubs(proto=None):
 
 
 REPORT_STEP_METHOD = "/gloowatch.v1.Status/ReportStep"
+REPORT_STEPS_METHOD = "/gloowatch.v1.Status/ReportSteps"
+MAX_BATCH = 1024  # the daemon's limit per ReportSteps call
+DEFAULT_DAEMON = "127.0.0.1:7601"
+
+
+def _env_int(name):
+    v = os.environ.get(name)
+    if v is None or v == "":
+        return None
+    try:
+        return int(v)
+    except ValueError:
+        raise ValueError("%s=%r is not an integer" % (name, v)) from None
+
+
+def _read(path, what):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise ValueError("%s %s: %s" % (what, path, e.strerror)) from None
+
+
+def make_channel(daemon, tls_ca=None, tls_cert=None, tls_key=None):
+    """A gRPC channel like the CLI's: plaintext, or mutual TLS with all three
+    files (a CA that signed the daemon, our certificate and its key)."""
+    import grpc
+    files = (tls_ca, tls_cert, tls_key)
+    # Loopback/local daemon: never go through an http_proxy.
+    options = [("grpc.enable_http_proxy", 0)]
+    if not any(files):
+        return grpc.insecure_channel(daemon, options=options)
+    if not all(files):
+        raise ValueError("give all of tls_ca, tls_cert and tls_key, or none")
+    creds = grpc.ssl_channel_credentials(_read(tls_ca, "tls_ca"), _read(tls_key, "tls_key"),
+                                         _read(tls_cert, "tls_cert"))
+    return grpc.secure_channel(daemon, creds, options=options)
+
+
+class ReportError(RuntimeError):
+    """strict=True: reports were dropped or rejected."""
 
 
 class StepReporter:
-    """Times steps and the collectives inside them; reports each step."""
+    """Times steps and the collectives inside them; reports them in batches.
 
-    def __init__(self, job, rank, daemon="127.0.0.1:7601", timeout=2.0, strict=False,
-                 proto=None, clock=time.perf_counter):
-        import grpc
-        self.job, self.rank, self.daemon = job, int(rank), daemon
+    rank, local_rank and world_size default to torchrun's RANK, LOCAL_RANK and
+    WORLD_SIZE; daemon to $GLOOWATCH_DAEMON or 127.0.0.1:7601; the TLS files to
+    $GLOOWATCH_TLS_CA, _CERT, _KEY. Counters (read them any time): steps,
+    step_seconds_total, comm_seconds_total (this process's own timing),
+    accepted (by the daemon), rejected (refused by it, reason in last_error),
+    dropped (queue full, or the daemon unreachable / too slow)."""
+
+    def __init__(self, job, rank=None, daemon=None, timeout=2.0, strict=False, proto=None,
+                 clock=time.perf_counter, local_rank=None, world_size=None, queue_size=4096,
+                 batch_size=256, flush_interval=0.5, tls_ca=None, tls_cert=None, tls_key=None):
+        env = os.environ
+        self.job = job
+        rank = rank if rank is not None else _env_int("RANK")
+        if rank is None:
+            raise ValueError("rank: not given and RANK is not set (torchrun sets it)")
+        self.rank = int(rank)
+        self.local_rank = local_rank if local_rank is not None else _env_int("LOCAL_RANK")
+        self.world_size = world_size if world_size is not None else _env_int("WORLD_SIZE")
+        self.daemon = daemon or env.get("GLOOWATCH_DAEMON") or DEFAULT_DAEMON
+        if not 1 <= batch_size <= MAX_BATCH:
+            raise ValueError("batch_size: %r not in [1, %d]" % (batch_size, MAX_BATCH))
+        if queue_size < 1:
+            raise ValueError("queue_size: %r < 1" % (queue_size,))
         self.timeout, self.strict, self._clock = timeout, strict, clock
+        self.queue_size, self.batch_size, self.flush_interval = queue_size, batch_size, flush_interval
         self._pb2 = load_stubs(proto)
-        # Loopback/local daemon: never go through an http_proxy.
-        self._channel = grpc.insecure_channel(daemon, options=[("grpc.enable_http_proxy", 0)])
+        self._channel = make_channel(self.daemon, tls_ca or env.get("GLOOWATCH_TLS_CA"),
+                                     tls_cert or env.get("GLOOWATCH_TLS_CERT"),
+                                     tls_key or env.get("GLOOWATCH_TLS_KEY"))
+        pb2 = self._pb2
+        self._report_steps = self._channel.unary_unary(
+            REPORT_STEPS_METHOD, request_serializer=pb2.ReportStepsRequest.SerializeToString,
+            response_deserializer=pb2.ReportStepsResponse.FromString)
         self._report_step = self._channel.unary_unary(
-            REPORT_STEP_METHOD,
-            request_serializer=self._pb2.ReportStepRequest.SerializeToString,
-            response_deserializer=self._pb2.ReportStepResponse.FromString)
+            REPORT_STEP_METHOD, request_serializer=pb2.ReportStepRequest.SerializeToString,
+            response_deserializer=pb2.ReportStepResponse.FromString)
         self.steps = 0
         self.step_seconds_total = 0.0
         self.comm_seconds_total = 0.0
         self.last_step_seconds = None
         self.last_comm_seconds = None
-        self.errors = 0
+        self.accepted = 0
+        self.rejected = 0
+        # Two counters, each written by one thread only: no lost updates.
+        self._dropped_full = 0   # the training thread: queue full
+        self._dropped_sent = 0   # the sender: daemon unreachable / too slow
         self.last_error = None
         self._in_step = False
         self._comm = 0.0
+        self._explicit_steps = False  # once step() is used, no interval steps
+        self._window_start = None     # interval steps (instrument without step())
+        self._window_comm = 0.0
+        self._window_seq = 0
+        # Hang attribution: the instrumented call this rank is inside, as
+        # (op, seq, group, bytes, entered_at) or None; replaced whole (one
+        # attribute store) so the sender thread reads a consistent tuple.
+        self._current = None
+        self._seq = 0            # instrumented calls so far
+        self._last_group = ""
+        self.collective_errors = 0
+        # The hot path only appends to (and checks the length of) this deque;
+        # both are atomic under the GIL, so it needs no lock.
+        self._queue = collections.deque()
+        self._enqueued = 0
+        self._settled = 0   # accepted + rejected + dropped after enqueueing
+        self._logged_drop = False
+        self._batch_rpc = True
+        self._cv = threading.Condition()
+        self._wake = threading.Event()
+        self._closed = False
+        self._thread = threading.Thread(target=self._send_loop, name="gloowatch-report",
+                                        daemon=True)
+        self._thread.start()
+        # Interpreter exit flushes what is queued, for a second at most: a
+        # hung daemon must not hold the job's exit up.
+        ref = weakref.ref(self)
+        self._atexit = lambda: ref() is not None and ref().close(1.0)
+        atexit.register(self._atexit)
+
+    @property
+    def dropped(self):
+        """Reports lost on the way: queue full, or the daemon did not take them."""
+        return self._dropped_full + self._dropped_sent
+
+    @property
+    def errors(self):
+        """Reports that did not reach the daemon's totals (dropped + rejected)."""
+        return self.dropped + self.rejected
 
     @property
     def communication_share(self):
-        """The job's own share over all reported steps (None before any)."""
+        """The job's own share over all measured steps (None before any)."""
         if self.step_seconds_total <= 0:
             return None
         return self.comm_seconds_total / self.step_seconds_total
+
+    # --- timing -----------------------------------------------------------
 
     @contextlib.contextmanager
     def comm(self):
@@ -121,12 +247,31 @@ class StepReporter:
         try:
             yield
         finally:
-            self._comm += self._clock() - start
+            self.add_comm(self._clock() - start)
+
+    def add_comm(self, seconds, now=None):
+        """Counts `seconds` of communication: into the current step, or, when
+        step() is not used, into the current reporting interval."""
+        if self._in_step:
+            self._comm += seconds
+            return
+        if self._explicit_steps:
+            return  # between steps: not part of any step
+        now = self._clock() if now is None else now
+        if self._window_start is None:
+            self._window_start = now - seconds
+        self._window_comm += seconds
+        elapsed = now - self._window_start
+        if elapsed >= self.flush_interval:
+            self.report(self._window_seq, elapsed, min(self._window_comm, elapsed))
+            self._window_seq += 1
+            self._window_start, self._window_comm = now, 0.0
 
     @contextlib.contextmanager
     def step(self, step=None):
         if self._in_step:
             raise RuntimeError("StepReporter.step() does not nest")
+        self._explicit_steps = True
         self._in_step, self._comm = True, 0.0
         start = self._clock()
         try:
@@ -138,32 +283,159 @@ class StepReporter:
 
     def timed_comm(self, fn):
         """Decorator/wrapper: fn's run time counts as communication."""
+        @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with self.comm():
                 return fn(*args, **kwargs)
         return wrapper
 
     def report(self, step, step_seconds, comm_seconds):
-        """Sends one ReportStep; returns True when the daemon accepted it."""
-        req = self._pb2.ReportStepRequest(job=self.job, rank=self.rank, step=int(step),
-                                          step_seconds=float(step_seconds),
-                                          communication_seconds=float(comm_seconds))
-        try:
-            self._report_step(req, timeout=self.timeout)
-        except Exception as e:  # grpc.RpcError and friends
-            self.errors += 1
-            self.last_error = e
-            if self.strict:
-                raise
-            return False
+        """Queues one step; returns False when the queue is full (dropped).
+        Never blocks and never raises."""
         self.steps += 1
         self.step_seconds_total += step_seconds
         self.comm_seconds_total += comm_seconds
         self.last_step_seconds, self.last_comm_seconds = step_seconds, comm_seconds
+        q = self._queue
+        if len(q) >= self.queue_size or self._closed:
+            self._dropped_full += 1
+            if not self._logged_drop:
+                self._log_drop("queue full (%d reports)" % self.queue_size)
+            return False
+        q.append((step, step_seconds, comm_seconds))
+        self._enqueued += 1
+        if len(q) >= self.batch_size:
+            self._wake.set()
         return True
 
-    def close(self):
-        self._channel.close()
+    # --- delivery (background thread) ------------------------------------
+
+    def _log_drop(self, why):
+        self._logged_drop = True
+        _LOG.warning("gloowatch_report: daemon %s: %s; dropping reports (counted in "
+                     "StepReporter.dropped), the job is not slowed down", self.daemon, why)
+
+    def _request(self, item):
+        step, step_s, comm_s = item
+        r = self._pb2.ReportStepRequest(job=self.job, rank=self.rank, step=int(step),
+                                        step_seconds=float(step_s),
+                                        communication_seconds=float(comm_s))
+        if self.local_rank is not None:
+            r.local_rank = int(self.local_rank)
+        if self.world_size is not None:
+            r.world_size = int(self.world_size)
+        return r
+
+    def _collective_report(self):
+        """Where this rank stands in its collectives; None before the first."""
+        if self._seq == 0:
+            return None
+        cur = self._current
+        pb2 = self._pb2
+        if cur is None:
+            state = pb2.CollectiveState(seq=self._seq, group=self._last_group)
+        else:
+            op, seq, group, nbytes, entered = cur
+            state = pb2.CollectiveState(op=op, seq=seq, group=group, bytes=nbytes,
+                                        inside_seconds=max(0.0, self._clock() - entered))
+        return pb2.CollectiveReport(job=self.job, rank=self.rank, state=state)
+
+    def _send(self, items, collective=None):
+        """Sends one batch; returns (accepted, rejected, dropped)."""
+        import grpc
+        reqs = [self._request(x) for x in items]
+        try:
+            if self._batch_rpc:
+                req = self._pb2.ReportStepsRequest(steps=reqs)
+                if collective is not None:
+                    req.collective.CopyFrom(collective)
+                resp = self._report_steps(req, timeout=self.timeout)
+                if resp.rejected:
+                    self.last_error = resp.rejected[0].error
+                if resp.collective_error:
+                    self.collective_errors += 1
+                    self.last_error = resp.collective_error
+                return resp.accepted, len(resp.rejected), 0
+            accepted = rejected = 0
+            for r in reqs:  # a daemon older than ReportSteps
+                try:
+                    self._report_step(r, timeout=self.timeout)
+                    accepted += 1
+                except grpc.RpcError as e:
+                    if e.code() not in (grpc.StatusCode.INVALID_ARGUMENT,
+                                        grpc.StatusCode.RESOURCE_EXHAUSTED):
+                        raise
+                    rejected += 1
+                    self.last_error = e.details()
+            return accepted, rejected, 0
+        except grpc.RpcError as e:
+            if self._batch_rpc and e.code() == grpc.StatusCode.UNIMPLEMENTED:
+                self._batch_rpc = False  # no collective reports to such a daemon
+                return self._send(items)
+            self.last_error = "%s: %s" % (e.code().name, e.details())
+            if not self._logged_drop:
+                self._log_drop(self.last_error)
+            return 0, 0, len(items)
+
+    def _send_loop(self):
+        while True:
+            self._wake.wait(self.flush_interval)
+            self._wake.clear()
+            # Each round also says where the rank stands (a heartbeat).
+            collective = self._collective_report() if self._batch_rpc else None
+            while self._queue or collective is not None:
+                batch = []
+                while self._queue and len(batch) < self.batch_size:
+                    batch.append(self._queue.popleft())
+                accepted, rejected, dropped = self._send(batch, collective)
+                collective = None
+                with self._cv:
+                    self.accepted += accepted
+                    self.rejected += rejected
+                    self._dropped_sent += dropped
+                    self._settled += len(batch)
+                    self._cv.notify_all()
+            if self._closed:
+                return
+
+    def flush(self, timeout=None):
+        """Waits (at most `timeout`, default the RPC timeout plus a second)
+        until everything queued so far was sent. True when nothing was dropped
+        or rejected so far; strict=True raises ReportError instead of False."""
+        target = self._enqueued
+        timeout = self.timeout + 1.0 if timeout is None else timeout
+        self._wake.set()
+        with self._cv:
+            self._cv.wait_for(lambda: self._settled >= target or not self._thread.is_alive(),
+                              timeout)
+            done = self._settled >= target
+        ok = done and self.errors == 0
+        if not ok and self.strict:
+            raise ReportError("gloowatch_report: %d dropped, %d rejected, %d unsent; last error: %s"
+                              % (self.dropped, self.rejected, target - self._settled,
+                                 self.last_error))
+        return ok
+
+    def close(self, timeout=None):
+        """Flushes (bounded), stops the sender and closes the channel."""
+        if self._closed:
+            return
+        atexit.unregister(self._atexit)
+        if not self._explicit_steps and self._window_start is not None:
+            elapsed = self._clock() - self._window_start
+            if elapsed > 0:  # the last, partial interval
+                self.report(self._window_seq, elapsed, min(self._window_comm, elapsed))
+                self._window_start = None
+        try:
+            self.flush(timeout)
+        finally:
+            self._closed = True
+            self._wake.set()
+            self._thread.join(0.1)
+            if not self._thread.is_alive():
+                self._channel.close()
+            # A sender stuck in an RPC to a hung daemon is a daemon thread:
+            # it dies with the process and holds nothing the job needs.
 
     def __enter__(self):
         return self
@@ -172,26 +444,236 @@ class StepReporter:
         self.close()
 
 
+# --- instrumentation without code changes -------------------------------
+
+# torch.distributed's collectives and point-to-point calls, present in torch
+# 1.13 and current releases (missing names are skipped).
+INSTRUMENTED_OPS = (
+    "all_reduce", "all_reduce_coalesced", "broadcast", "reduce", "all_gather",
+    "all_gather_into_tensor", "_all_gather_base", "all_gather_coalesced", "gather", "scatter",
+    "reduce_scatter", "reduce_scatter_tensor", "_reduce_scatter_base", "all_to_all",
+    "all_to_all_single", "barrier", "monitored_barrier", "send", "recv", "isend", "irecv",
+    "batch_isend_irecv", "all_gather_object", "broadcast_object_list", "gather_object",
+    "scatter_object_list")
+
+_INSTRUMENTED = {}  # name -> original function
+_ACTIVE = None      # the StepReporter the wrappers report to
+
+
+class _TimedWork:
+    """An async work handle whose wait() counts as communication (and as
+    being inside call `seq`); everything else is the handle's own."""
+    __slots__ = ("_work", "_rep", "_call")
+
+    def __init__(self, work, rep, call):
+        self._work, self._rep, self._call = work, rep, call  # call: (op, seq, group, bytes)
+
+    def wait(self, *args, **kwargs):
+        rep = self._rep
+        clock = rep._clock
+        start = clock()
+        rep._current = self._call + (start,)
+        try:
+            return self._work.wait(*args, **kwargs)
+        finally:
+            rep._current = None
+            now = clock()
+            rep.add_comm(now - start, now)
+
+    def __getattr__(self, name):
+        return getattr(self._work, name)
+
+
+_GROUP_NAMES = {}  # id(process group) -> label
+
+
+def _group_label(group):
+    """"world" for the default group, else the group's name, label-safe."""
+    if group is None:
+        return "world"
+    name = _GROUP_NAMES.get(id(group))
+    if name is None:
+        import torch.distributed as dist
+        c10d = dist.distributed_c10d
+        if group is getattr(c10d, "_get_default_group", lambda: None)():
+            name = "world"
+        else:  # torch >= 2: group_name; 1.13: the module's _pg_names
+            raw = getattr(group, "group_name", None) or getattr(c10d, "_pg_names", {}).get(group)
+            name = "".join(c if c.isalnum() or c in "_.:-" else "_" for c in str(raw or "group"))
+            name = name[:64]
+        _GROUP_NAMES[id(group)] = name
+    return name
+
+
+def _nbytes(args):
+    """Bytes of the first tensor argument (or tensor list); 0 when none."""
+    if not args:
+        return 0
+    a = args[0]
+    try:
+        if isinstance(a, (list, tuple)):
+            return sum(t.element_size() * t.nelement() for t in a)
+        return a.element_size() * a.nelement()
+    except (AttributeError, TypeError):
+        return 0  # not tensors (the *_object collectives, batch_isend_irecv)
+
+
+def _wrap(name, fn, work_type):
+    depth = threading.local()
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        rep = _ACTIVE
+        # Nested calls (an *_object collective built on another) count once.
+        if rep is None or getattr(depth, "n", 0):
+            return fn(*args, **kwargs)
+        clock = rep._clock
+        depth.n = 1
+        rep._seq += 1
+        group = _group_label(kwargs.get("group"))
+        rep._last_group = group
+        call = (name, rep._seq, group, _nbytes(args))
+        start = clock()
+        rep._current = call + (start,)
+        try:
+            result = fn(*args, **kwargs)
+        finally:
+            rep._current = None
+            depth.n = 0
+            now = clock()
+            rep.add_comm(now - start, now)
+        if result is None:
+            return None
+        if isinstance(result, work_type):
+            return _TimedWork(result, rep, call)
+        if isinstance(result, list) and result and isinstance(result[0], work_type):
+            return [_TimedWork(w, rep, call) for w in result]
+        return result
+
+    wrapper.__gloowatch_original__ = fn
+    return wrapper
+
+
+def instrument(job=None, reporter=None, **reporter_args):
+    """Wraps torch.distributed's collectives and point-to-point calls (and the
+    wait() of their async handles) so their time counts as communication of
+    the returned StepReporter. Inside rep.step() it goes to that step;
+    without step() every `flush_interval` of wall time is reported as one
+    step. job defaults to $GLOOWATCH_JOB, then torchrun's TORCHELASTIC_RUN_ID.
+    Code that imported a function by name before this call keeps the
+    original. Calling it again switches to the new reporter."""
+    global _ACTIVE
+    import torch.distributed as dist
+    if reporter is None:
+        job = job or os.environ.get("GLOOWATCH_JOB") or os.environ.get("TORCHELASTIC_RUN_ID")
+        if not job:
+            raise ValueError("instrument: no job given and GLOOWATCH_JOB is not set")
+        if "flush_interval" not in reporter_args and os.environ.get("GLOOWATCH_FLUSH_INTERVAL"):
+            reporter_args["flush_interval"] = float(os.environ["GLOOWATCH_FLUSH_INTERVAL"])
+        reporter = StepReporter(job, **reporter_args)
+    work_type = dist.Work
+    for name in INSTRUMENTED_OPS:
+        fn = getattr(dist, name, None)
+        if fn is None or name in _INSTRUMENTED or hasattr(fn, "__gloowatch_original__"):
+            continue
+        _INSTRUMENTED[name] = fn
+        setattr(dist, name, _wrap(name, fn, work_type))
+    _ACTIVE = reporter
+    return reporter
+
+
+def uninstrument():
+    """Puts torch.distributed's own functions back; returns the reporter."""
+    global _ACTIVE
+    import torch.distributed as dist
+    for name, fn in _INSTRUMENTED.items():
+        setattr(dist, name, fn)
+    _INSTRUMENTED.clear()
+    rep, _ACTIVE = _ACTIVE, None
+    return rep
+
+
+def active_reporter():
+    return _ACTIVE
+
+
+def _instrument_from_env():
+    """GLOOWATCH_INSTRUMENT=1: instrument as soon as this module is imported."""
+    if os.environ.get("GLOOWATCH_INSTRUMENT", "") not in ("", "0") and _ACTIVE is None:
+        try:
+            instrument()
+        except Exception as e:  # never break the job for its monitoring
+            _LOG.warning("gloowatch_report: GLOOWATCH_INSTRUMENT set but not instrumenting: %s", e)
+
+
+def run(argv):
+    """`gloowatch-report run SCRIPT ARGS` / `-m MODULE ARGS`: runs the training
+    script with torch.distributed instrumented (job from GLOOWATCH_JOB)."""
+    if not argv:
+        print("usage: gloowatch-report run SCRIPT [ARGS...] | run -m MODULE [ARGS...]",
+              file=sys.stderr)
+        return 64
+    # The script's `import gloowatch_report` must find this module, not a
+    # second copy with its own reporter.
+    sys.modules.setdefault("gloowatch_report", sys.modules[__name__])
+    try:
+        rep = _ACTIVE or instrument()
+    except ValueError as e:
+        print("gloowatch-report run: %s" % e, file=sys.stderr)
+        return 64
+    try:
+        if argv[0] == "-m" and len(argv) > 1:
+            sys.argv = argv[1:]
+            runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        else:
+            sys.argv = argv
+            sys.path.insert(0, os.path.dirname(os.path.realpath(argv[0])))
+            runpy.run_path(argv[0], run_name="__main__")
+    finally:
+        rep.close()
+    return 0
+
+
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["run"]:
+        return run(argv[1:])
     p = argparse.ArgumentParser(description="Send one ReportStep to gloowatchd.")
-    p.add_argument("--daemon", default="127.0.0.1:7601")
+    p.add_argument("--daemon", default=os.environ.get("GLOOWATCH_DAEMON", DEFAULT_DAEMON))
     p.add_argument("--job", required=True)
     p.add_argument("--rank", type=int, required=True)
     p.add_argument("--step", type=int, required=True)
     p.add_argument("--step-seconds", type=float, required=True)
     p.add_argument("--comm-seconds", type=float, required=True)
+    p.add_argument("--tls_ca")
+    p.add_argument("--tls_cert")
+    p.add_argument("--tls_key")
     a = p.parse_args(argv)
-    with StepReporter(a.job, a.rank, a.daemon, strict=True) as r:
-        try:
-            r.report(a.step, a.step_seconds, a.comm_seconds)
-        except Exception as e:
-            code = getattr(e, "code", lambda: None)()
-            print("gloowatch-report: %s: %s" % (a.daemon, getattr(e, "details", lambda: e)()),
-                  file=sys.stderr)
-            return 65 if code is not None and code.name in ("INVALID_ARGUMENT",
-                                                              "RESOURCE_EXHAUSTED") else 69
+    pb2 = load_stubs()
+    try:
+        channel = make_channel(a.daemon, a.tls_ca, a.tls_cert, a.tls_key)
+    except ValueError as e:
+        print("gloowatch-report: %s" % e, file=sys.stderr)
+        return 64
+    call = channel.unary_unary(REPORT_STEP_METHOD,
+                               request_serializer=pb2.ReportStepRequest.SerializeToString,
+                               response_deserializer=pb2.ReportStepResponse.FromString)
+    req = pb2.ReportStepRequest(job=a.job, rank=a.rank, step=a.step, step_seconds=a.step_seconds,
+                                communication_seconds=a.comm_seconds)
+    try:
+        call(req, timeout=5.0)
+    except Exception as e:
+        code = e.code() if hasattr(e, "code") else None
+        details = e.details() if hasattr(e, "details") else str(e)
+        print("gloowatch-report: %s: %s" % (a.daemon, details), file=sys.stderr)
+        return 65 if code is not None and code.name in ("INVALID_ARGUMENT",
+                                                          "RESOURCE_EXHAUSTED") else 69
+    finally:
+        channel.close()
     return 0
 
 
 if __name__ == "__main__":
     sys.exit(main())
+else:
+    _instrument_from_env()

@@ -34,6 +34,13 @@ struct Sample {
   }
 };
 
+// The training job of a training series: `training_job`; daemons before it
+// exposed `job`, which Prometheus stores as `exported_job`.
+std::string TrainingJobLabel(const Sample& s) {
+  if (s.labels.count("training_job")) return s.Label("training_job");
+  return s.labels.count("exported_job") ? s.Label("exported_job") : s.Label("job");
+}
+
 // "data.result" of an instant vector query -> samples.
 absl::StatusOr<std::vector<Sample>> Samples(const json& result, const char* what) {
   if (result.is_null()) return std::vector<Sample>{};
@@ -125,9 +132,7 @@ void AddSeries(const Sample& s, NodeSeries& n) {
   if (absl::StartsWith(name, "gloowatch_training_")) {
     int rank = 0;
     if (!absl::SimpleAtoi(s.Label("rank"), &rank)) return;
-    // The daemon's `job` label collides with the scrape job's.
-    const std::string job =
-        s.labels.count("exported_job") ? s.Label("exported_job") : s.Label("job");
+    const std::string job = TrainingJobLabel(s);
     v1::TrainingJobStatus& j = n.training[{job, rank}];
     j.set_job(job);
     j.set_rank(rank);
@@ -291,7 +296,8 @@ std::string TcpSentInWindowQuery(const PrometheusOptions& o) {
                       "}[60s])");
 }
 std::string TrainingShareQuery(const PrometheusOptions& o) {
-  const std::string by = "sum by (node, instance, exported_job, rank)";
+  // Daemons before `training_job` exposed `job`, stored as `exported_job`.
+  const std::string by = "sum by (node, instance, training_job, exported_job, rank)";
   return absl::StrCat(by, " (rate(gloowatch_training_communication_seconds_total{",
                       SeriesSelector(o), "}[", kTrainingShareRange, "])) / ", by,
                       " (rate(gloowatch_training_step_seconds_total{", SeriesSelector(o), "}[",
@@ -417,7 +423,7 @@ absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnaps
   for (const Sample& s : *share) {
     int rank = 0;
     if (!absl::SimpleAtoi(s.Label("rank"), &rank) || !std::isfinite(s.value)) continue;
-    shares[{s.Label("node"), s.Label("exported_job"), rank}] = s.value;
+    shares[{s.Label("node"), TrainingJobLabel(s), rank}] = s.value;
   }
 
   std::vector<FetchResult> out;

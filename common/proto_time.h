@@ -1,4 +1,4 @@
-// absl::Time as a protobuf Timestamp, for the status API.
+// absl::Time as a protobuf Timestamp and back, for the status API.
 #pragma once
 
 #include "absl/time/time.h"
@@ -9,6 +9,10 @@ namespace gloowatch {
 
 inline google::protobuf::Timestamp ToProtoTimestamp(absl::Time t) {
   return google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
+}
+
+inline absl::Time FromProtoTimestamp(const google::protobuf::Timestamp& t) {
+  return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
 }
 
 }  // namespace gloowatch

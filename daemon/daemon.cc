@@ -109,7 +109,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
   Daemon* self = d.get();
   d->status_service_ = std::make_unique<StatusService>(
       [self] { return self->Status(); },
-      [self](const v1::ReportStepRequest& r) { return self->ReportStep(r); });
+      [self](const v1::ReportStepRequest& r, const std::string& client) {
+        return self->ReportStep(r, client);
+      },
+      [self](const v1::CollectiveReport& r, const std::string& client) {
+        return self->ReportCollective(r, client);
+      },
+      [self](const std::string& peer) { return self->report_admission_->Admit(peer); });
   TransportSupervisor::Options transport;
   transport.executable = launch.executable;
   transport.config = c;
@@ -135,6 +141,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
       std::make_unique<PeerService>(c.node, GLOOWATCH_VERSION, peer_names, d->transport_.get());
   absl::StatusOr<TlsMaterial> tls = LoadTls(c.tls);
   if (!tls.ok()) return tls.status();
+  d->report_admission_ = std::make_unique<ReportAdmission>(&RealSystem(), clock, tls->enabled);
   if (!tls->enabled) {
     GW_LOG(kWarning,
            "TLS is NOT configured: anyone who can reach %s can read this node's status and "
@@ -269,10 +276,20 @@ void Daemon::Shutdown(absl::Duration grace) {
   if (server_) server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
 }
 
-absl::Status Daemon::ReportStep(const v1::ReportStepRequest& request) {
-  if (absl::Status s = training_->Report(request); !s.ok()) return s;
+absl::Status Daemon::ReportStep(const v1::ReportStepRequest& request, const std::string& client) {
+  std::optional<TrainingReports::Key> evicted;
+  if (absl::Status s = training_->Report(request, &evicted, client); !s.ok()) return s;
+  if (evicted) metrics_->RemoveTrainingSeries(evicted->first, evicted->second);
   metrics_->RecordTrainingStep(request.job(), request.rank(), request.step_seconds(),
                                request.communication_seconds());
+  return absl::OkStatus();
+}
+
+absl::Status Daemon::ReportCollective(const v1::CollectiveReport& report,
+                                      const std::string& client) {
+  std::optional<TrainingReports::Key> evicted;
+  if (absl::Status s = training_->ReportCollective(report, &evicted, client); !s.ok()) return s;
+  if (evicted) metrics_->RemoveTrainingSeries(evicted->first, evicted->second);
   return absl::OkStatus();
 }
 
@@ -280,6 +297,19 @@ void Daemon::Tick() {
   for (const TrainingReports::Key& key : training_->Expire()) {
     metrics_->RemoveTrainingSeries(key.first, key.second);
   }
+  // A stopped rank sends nothing: its time inside grows here, not by reports.
+  // Gauges of series gone since the last tick (expired, evicted) go too.
+  std::set<TrainingReports::Key> with_collective;
+  for (const v1::TrainingJobStatus& t : training_->Snapshot()) {
+    if (!t.has_collective()) continue;
+    metrics_->SetTrainingCollective(t.job(), t.rank(), t.collective().inside_seconds(),
+                                    t.collective().seq());
+    with_collective.emplace(t.job(), t.rank());
+  }
+  for (const TrainingReports::Key& key : collective_series_) {
+    if (!with_collective.count(key)) metrics_->RemoveTrainingCollective(key.first, key.second);
+  }
+  collective_series_ = std::move(with_collective);
   absl::MutexLock select(&select_mu_);
   Config config;
   std::vector<std::string> probe_peers;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "daemon/gloo_endpoint.h"
 #include "daemon/metrics.h"
 #include "daemon/peer_tracker.h"
+#include "daemon/report_admission.h"
 #include "daemon/services.h"
 #include "daemon/topology.h"
 #include "daemon/training_reports.h"
@@ -40,7 +42,9 @@ class Daemon {
   ~Daemon();
 
   v1::NodeStatus Status() const;
-  absl::Status ReportStep(const v1::ReportStepRequest& request);
+  // `client`: "" for a process on this host, else the remote (TLS) caller.
+  absl::Status ReportStep(const v1::ReportStepRequest& request, const std::string& client = "");
+  absl::Status ReportCollective(const v1::CollectiveReport& report, const std::string& client = "");
   // Periodic chores (expiring stale training series, rotating the sampled
   // peers when the epoch changes); call about once a second.
   void Tick();
@@ -86,6 +90,8 @@ class Daemon {
   std::string hostname_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<TrainingReports> training_;
+  std::unique_ptr<ReportAdmission> report_admission_;  // set before the server starts
+  std::set<TrainingReports::Key> collective_series_;   // with collective gauges; Tick only
   // The peers probed now, in config order; trackers are shared so the
   // transport's events can still land on one that a reload or a rotation
   // just removed.

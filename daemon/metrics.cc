@@ -150,6 +150,16 @@ Metrics::Metrics(Identity identity)
                          .Name("gloowatch_training_steps_total")
                          .Help("Number of reported training steps")
                          .Register(r);
+  training_inside_ = &BuildGauge()
+                          .Name("gloowatch_training_collective_seconds")
+                          .Help(
+                              "How long the rank has been inside its current collective (0: "
+                              "between collectives)")
+                          .Register(r);
+  training_seq_ = &BuildGauge()
+                       .Name("gloowatch_training_collective_seq")
+                       .Help("Sequence number of the rank's current or last collective")
+                       .Register(r);
   auto threshold = [&](const char* name, const char* help) {
     return &BuildGauge().Name(name).Help(help).Register(r).Add({{"node", identity_.node}});
   };
@@ -205,19 +215,34 @@ absl::Status Metrics::Serve(const std::string& host_port, const MetricsWebConfig
 void Metrics::RecordTrainingStep(const std::string& job, int rank, double step_seconds,
                                  double communication_seconds) {
   const prometheus::Labels labels = {
-      {"node", identity_.node}, {"job", job}, {"rank", absl::StrCat(rank)}};
+      {"node", identity_.node}, {"training_job", job}, {"rank", absl::StrCat(rank)}};
   training_step_->Add(labels).Increment(step_seconds);
   training_comm_->Add(labels).Increment(communication_seconds);
   training_steps_->Add(labels).Increment();
 }
 
+void Metrics::SetTrainingCollective(const std::string& job, int rank, double inside_seconds,
+                                    uint64_t seq) {
+  const prometheus::Labels labels = {
+      {"node", identity_.node}, {"training_job", job}, {"rank", absl::StrCat(rank)}};
+  training_inside_->Add(labels).Set(inside_seconds);
+  training_seq_->Add(labels).Set(static_cast<double>(seq));
+}
+
 void Metrics::RemoveTrainingSeries(const std::string& job, int rank) {
   const prometheus::Labels labels = {
-      {"node", identity_.node}, {"job", job}, {"rank", absl::StrCat(rank)}};
+      {"node", identity_.node}, {"training_job", job}, {"rank", absl::StrCat(rank)}};
   // Add() returns the existing series for these labels.
   for (auto* family : {training_step_, training_comm_, training_steps_}) {
     family->Remove(&family->Add(labels));
   }
+  RemoveTrainingCollective(job, rank);
+}
+
+void Metrics::RemoveTrainingCollective(const std::string& job, int rank) {
+  const prometheus::Labels labels = {
+      {"node", identity_.node}, {"training_job", job}, {"rank", absl::StrCat(rank)}};
+  for (auto* family : {training_inside_, training_seq_}) family->Remove(&family->Add(labels));
 }
 
 std::unique_ptr<PeerMetrics> Metrics::AddPeer(const std::string& peer) {

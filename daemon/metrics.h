@@ -104,6 +104,9 @@ class Metrics {
   // Training-step reports, per (job, rank) series.
   void RecordTrainingStep(const std::string& job, int rank, double step_seconds,
                           double communication_seconds);
+  // Where the rank stands in its collectives (hang attribution).
+  void SetTrainingCollective(const std::string& job, int rank, double inside_seconds, uint64_t seq);
+  void RemoveTrainingCollective(const std::string& job, int rank);
   void RemoveTrainingSeries(const std::string& job, int rank);
   void CountTransportRestart() { transport_restarts_->Increment(); }
   // The transport child's process_* series follow this pid (-1: none runs).
@@ -144,6 +147,8 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* training_step_;
   prometheus::Family<prometheus::Counter>* training_comm_;
   prometheus::Family<prometheus::Counter>* training_steps_;
+  prometheus::Family<prometheus::Gauge>* training_inside_;
+  prometheus::Family<prometheus::Gauge>* training_seq_;
   prometheus::Counter* transport_restarts_;
   prometheus::Counter* bandwidth_transfer_;
   prometheus::Gauge* threshold_latency_;

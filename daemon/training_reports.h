@@ -5,12 +5,14 @@
 #include <cstddef>
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
@@ -23,12 +25,26 @@ class TrainingReports {
   using Key = std::pair<std::string, int>;  // (job, rank)
 
   // `window`: communication_share covers reports received within it.
+  // `evict_after`: when all max_series slots are taken, a new series takes
+  // the slot of the one silent longest, if silent at least this long, so
+  // one-off series (a flood) cannot lock live jobs out until they expire.
   TrainingReports(const Clock* clock, absl::Duration expiry, size_t max_series,
-                  absl::Duration window = absl::Minutes(5));
+                  absl::Duration window = absl::Minutes(5),
+                  absl::Duration evict_after = absl::Minutes(1));
 
   // INVALID_ARGUMENT for a bad request, RESOURCE_EXHAUSTED when a new series
-  // would exceed max_series. Thread-safe.
-  absl::Status Report(const v1::ReportStepRequest& request);
+  // would exceed max_series and none is silent enough to evict; `evicted`
+  // (optional) gets the key of an evicted series. Thread-safe.
+  // A remote `client` ("" = a process on this host) may hold a quarter of
+  // max_series at most (RESOURCE_EXHAUSTED naming it beyond).
+  absl::Status Report(const v1::ReportStepRequest& request, std::optional<Key>* evicted = nullptr,
+                      const std::string& client = "");
+
+  // Where a rank stands in its collectives (a heartbeat too: it keeps the
+  // series alive). Same validation and cap as Report. Thread-safe.
+  absl::Status ReportCollective(const v1::CollectiveReport& report,
+                                std::optional<Key>* evicted = nullptr,
+                                const std::string& client = "");
 
   // One entry per live series, sorted by (job, rank).
   std::vector<v1::TrainingJobStatus> Snapshot() const;
@@ -52,7 +68,15 @@ class TrainingReports {
     double communication_seconds_total = 0;
     absl::Time last_report;
     std::deque<Sample> recent;  // within window_, oldest first, bounded
+    std::optional<v1::CollectiveState> collective;
+    std::string client;       // who added it ("" = this host)
+    absl::Time inside_since;  // when it entered collective->op
   };
+
+  // The series of `key`, added if the cap (or an eviction) allows.
+  absl::StatusOr<Series*> FindOrAddLocked(const Key& key, absl::Time now,
+                                          std::optional<Key>* evicted, const std::string& client)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void PruneLocked(Series& s, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -60,6 +84,7 @@ class TrainingReports {
   const absl::Duration expiry_;
   const size_t max_series_;
   const absl::Duration window_;
+  const absl::Duration evict_after_;
   mutable absl::Mutex mu_;
   mutable std::map<Key, Series> series_ ABSL_GUARDED_BY(mu_);
 };

@@ -552,7 +552,8 @@ TEST(DegradedClusterTest, LatencyOverThresholdNamesEveryOffendingLink) {
 
 std::optional<double> Training(const std::map<std::string, double>& metrics, const char* name,
                                const std::string& node, const std::string& job, int rank) {
-  return FindMetric(metrics, name, {{"node", node}, {"job", job}, {"rank", std::to_string(rank)}});
+  return FindMetric(metrics, name,
+                    {{"node", node}, {"training_job", job}, {"rank", std::to_string(rank)}});
 }
 
 std::map<std::string, double> Scrape(const LoopbackCluster& cluster, int index) {
@@ -679,7 +680,8 @@ TEST_F(ReportStepTest, TotalsInMetricsStatusAndHealth) {
   {
     SCOPED_TRACE("after the rejected reports");
     expect_j0();
-    EXPECT_EQ(FindMetric(Scrape(cluster_, 0), "gloowatch_training_steps_total", {{"job", "a b"}}),
+    EXPECT_EQ(FindMetric(Scrape(cluster_, 0), "gloowatch_training_steps_total",
+                         {{"training_job", "a b"}}),
               std::nullopt);
   }
 

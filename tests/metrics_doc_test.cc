@@ -16,7 +16,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
+#include "proto/gloowatch.grpc.pb.h"
 #include "tests/support/daemon_process.h"
 
 namespace gloowatch::testing {
@@ -126,6 +128,26 @@ TEST(MetricsDocTest, EveryExportedFamilyIsDocumentedAndViceVersa) {
       }
       FAIL() << "gloowatch report-step failed:\n" << out;
     }
+  }
+
+  // A collective report (what gloowatch_report.instrument sends), so that
+  // the collective gauges have series.
+  if (training) {
+    auto stub = v1::Status::NewStub(
+        grpc::CreateChannel(cluster.grpc(0), grpc::InsecureChannelCredentials()));
+    v1::ReportStepsRequest request;
+    v1::CollectiveReport* c = request.mutable_collective();
+    c->set_job("doc-job");
+    c->set_rank(0);
+    c->mutable_state()->set_op("all_reduce");
+    c->mutable_state()->set_seq(7);
+    c->mutable_state()->set_inside_seconds(0.5);
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+    v1::ReportStepsResponse response;
+    grpc::Status s = stub->ReportSteps(&context, request, &response);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    ASSERT_EQ(response.collective_error(), "");
   }
 
   // Wait until every documented family has samples (lazy gauges appear with

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <thread>
 
 #include "gmock/gmock.h"
@@ -91,11 +92,71 @@ TEST_F(TrainingReportsTest, RejectsBadRequests) {
   EXPECT_TRUE(reports_.Report(Req("A-z_0.9:x", 0, 1, 0)).ok());
 }
 
+TEST_F(TrainingReportsTest, TorchrunFieldsMustBeConsistent) {
+  auto with = [](int rank, std::optional<int> local_rank, std::optional<int> world_size) {
+    v1::ReportStepRequest r = Req("j", rank, 1, 0);
+    if (local_rank) r.set_local_rank(*local_rank);
+    if (world_size) r.set_world_size(*world_size);
+    return r;
+  };
+  EXPECT_EQ(reports_.Report(with(0, -1, std::nullopt)).message(), "local_rank: -1 < 0");
+  EXPECT_EQ(reports_.Report(with(0, std::nullopt, 0)).message(), "world_size: 0 < 1");
+  EXPECT_EQ(reports_.Report(with(2, std::nullopt, 2)).message(), "rank: 2 >= world_size 2");
+  EXPECT_EQ(reports_.Report(with(1, 4, 4)).message(), "local_rank: 4 >= world_size 4");
+  EXPECT_TRUE(reports_.Report(with(1, 3, 4)).ok());
+  EXPECT_EQ(reports_.Report(with(1, 4, 2)).message(), "local_rank: 4 >= world_size 2");
+  EXPECT_TRUE(reports_.Report(with(1, 1, 2)).ok());
+  EXPECT_TRUE(reports_.Report(with(7, 3, std::nullopt)).ok());  // world size unknown
+}
+
 TEST_F(TrainingReportsTest, MaxSeries) {
   for (int r = 0; r < 3; ++r) ASSERT_TRUE(reports_.Report(Req("j", r, 1, 0)).ok());
   absl::Status s = reports_.Report(Req("j", 3, 1, 0));
   EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
   EXPECT_TRUE(reports_.Report(Req("j", 2, 1, 0)).ok());  // existing series still fine
+}
+
+TEST_F(TrainingReportsTest, FullCapEvictsTheLongestSilentSeries) {
+  // A flood of one-off series fills the cap (3 here) ...
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(reports_.Report(Req("flood", r, 1, 0)).ok());
+    clock_.Advance(absl::Seconds(1));
+  }
+  std::optional<TrainingReports::Key> evicted;
+  absl::Status s = reports_.Report(Req("real", 0, 1, 0), &evicted);
+  EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("one silent for 1m gives its place up"));
+  EXPECT_FALSE(evicted.has_value());
+  // ... but a real job gets in once they have been silent a minute, taking
+  // the slot of the series silent longest, and keeps reporting.
+  clock_.Advance(absl::Seconds(58));  // flood 0 silent 61 s, flood 2 59 s
+  ASSERT_TRUE(reports_.Report(Req("real", 0, 1, 0.5), &evicted).ok());
+  EXPECT_THAT(evicted, ::testing::Optional(Pair("flood", 0)));
+  evicted.reset();
+  ASSERT_TRUE(reports_.Report(Req("real", 1, 1, 0.5), &evicted).ok());
+  EXPECT_THAT(evicted, ::testing::Optional(Pair("flood", 1)));
+  // flood 2 was silent 59 s: not evictable yet.
+  EXPECT_TRUE(absl::IsResourceExhausted(reports_.Report(Req("real", 2, 1, 0.5))));
+  EXPECT_TRUE(reports_.Report(Req("real", 0, 1, 0.5)).ok());  // existing series unaffected
+  auto snap = reports_.Snapshot();
+  ASSERT_EQ(snap.size(), 3u);
+  EXPECT_EQ(snap[0].job(), "flood");
+  EXPECT_EQ(snap[1].job(), "real");
+  EXPECT_EQ(snap[1].steps(), 2u);
+}
+
+TEST(TrainingReportsShare, RemoteClientHoldsAQuarterThisHostTheWholeCap) {
+  FakeClock clock;
+  TrainingReports reports(&clock, absl::Minutes(10), 8);  // share: 2
+  ASSERT_TRUE(reports.Report(Req("a", 0, 1, 0), nullptr, "10.0.0.2").ok());
+  ASSERT_TRUE(reports.Report(Req("a", 1, 1, 0), nullptr, "10.0.0.2").ok());
+  absl::Status s = reports.Report(Req("a", 2, 1, 0), nullptr, "10.0.0.2");
+  EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
+  EXPECT_EQ(s.message(), "client 10.0.0.2 already has 2 of the 8 (job, rank) series, its share");
+  EXPECT_TRUE(reports.Report(Req("a", 1, 1, 0), nullptr, "10.0.0.2").ok());  // its own: fine
+  EXPECT_TRUE(reports.Report(Req("b", 0, 1, 0), nullptr, "10.0.0.3").ok());  // another client
+  for (int r = 0; r < 5; ++r) ASSERT_TRUE(reports.Report(Req("local", r, 1, 0)).ok());
+  EXPECT_EQ(reports.Snapshot().size(), 8u);
 }
 
 TEST_F(TrainingReportsTest, ExpiryReturnsKeysAndFreesSlots) {
@@ -109,6 +170,49 @@ TEST_F(TrainingReportsTest, ExpiryReturnsKeysAndFreesSlots) {
   clock_.Advance(absl::Minutes(5));
   EXPECT_THAT(reports_.Expire(), ElementsAre(Pair("b", 1)));
   EXPECT_TRUE(reports_.Snapshot().empty());
+}
+
+v1::CollectiveReport Coll(const std::string& job, int rank, const std::string& op, uint64_t seq,
+                          double inside) {
+  v1::CollectiveReport r;
+  r.set_job(job);
+  r.set_rank(rank);
+  r.mutable_state()->set_op(op);
+  r.mutable_state()->set_seq(seq);
+  r.mutable_state()->set_group("world");
+  r.mutable_state()->set_bytes(1024);
+  r.mutable_state()->set_inside_seconds(inside);
+  return r;
+}
+
+TEST_F(TrainingReportsTest, CollectiveStateAndTimeInsideGrowWithoutReports) {
+  ASSERT_TRUE(reports_.Report(Req("j", 0, 1, 0.5)).ok());
+  ASSERT_TRUE(reports_.ReportCollective(Coll("j", 0, "all_reduce", 41, 1.5)).ok());
+  ASSERT_TRUE(reports_.ReportCollective(Coll("j", 1, "", 40, 0)).ok());  // a heartbeat series
+  clock_.Advance(absl::Seconds(10));  // rank 0 stays inside, says nothing
+  auto s = reports_.Snapshot();
+  ASSERT_EQ(s.size(), 2u);
+  ASSERT_TRUE(s[0].has_collective());
+  EXPECT_EQ(s[0].collective().op(), "all_reduce");
+  EXPECT_EQ(s[0].collective().seq(), 41u);
+  EXPECT_EQ(s[0].collective().bytes(), 1024u);
+  EXPECT_DOUBLE_EQ(s[0].collective().inside_seconds(), 11.5);
+  EXPECT_EQ(s[0].steps(), 1u);
+  EXPECT_EQ(s[1].steps(), 0u);
+  EXPECT_EQ(s[1].collective().seq(), 40u);
+  EXPECT_DOUBLE_EQ(s[1].collective().inside_seconds(), 0);
+  EXPECT_EQ(s[1].last_report().seconds(), absl::ToUnixSeconds(clock_.Now() - absl::Seconds(10)));
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(reports_.ReportCollective(Coll("j", 0, "all reduce", 1, 0)).message(),
+            "op: character 0x20 not allowed (use [A-Za-z0-9_.:-])");
+  EXPECT_EQ(reports_.ReportCollective(Coll("j", 0, "", 1, 2)).message(),
+            "inside_seconds: > 0 but no op (not inside a collective)");
+  EXPECT_TRUE(absl::IsInvalidArgument(reports_.ReportCollective(Coll("j", 0, "x", 1, nan))));
+  EXPECT_TRUE(absl::IsInvalidArgument(reports_.ReportCollective(Coll("j", -1, "x", 1, 0))));
+  EXPECT_TRUE(absl::IsInvalidArgument(reports_.ReportCollective(Coll("", 0, "x", 1, 0))));
+  v1::CollectiveReport long_group = Coll("j", 0, "x", 1, 0);
+  long_group.mutable_state()->set_group(std::string(65, 'g'));
+  EXPECT_EQ(reports_.ReportCollective(long_group).message(), "group: 65 characters, at most 64");
 }
 
 TEST(TrainingReportsConcurrency, ParallelReporters) {

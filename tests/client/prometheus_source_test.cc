@@ -402,28 +402,34 @@ TEST(PrometheusSource, FewerPeersThanNodesIsASampledMesh) {
 }
 
 TEST(PrometheusSource, TrainingJobsWithTheirShare) {
-  PrometheusSnapshot s = Healthy();
-  for (const char* metric :
-       {"gloowatch_training_steps_total", "gloowatch_training_step_seconds_total",
-        "gloowatch_training_communication_seconds_total"}) {
-    s.series.push_back(S({{"__name__", metric},
-                          {"node", "a"},
-                          {"instance", "h-a:10025"},
-                          {"exported_job", "llm"},
-                          {"rank", "3"}},
-                         "10"));
+  // training_job today; exported_job is what Prometheus made of the `job`
+  // label of daemons before it.
+  for (const char* label : {"training_job", "exported_job"}) {
+    SCOPED_TRACE(label);
+    PrometheusSnapshot s = Healthy();
+    for (const char* metric :
+         {"gloowatch_training_steps_total", "gloowatch_training_step_seconds_total",
+          "gloowatch_training_communication_seconds_total"}) {
+      s.series.push_back(S({{"__name__", metric},
+                            {"job", "gloowatch"},
+                            {"node", "a"},
+                            {"instance", "h-a:10025"},
+                            {label, "llm"},
+                            {"rank", "3"}},
+                           "10"));
+    }
+    s.training_share.push_back(
+        S({{"node", "a"}, {"instance", "h-a:10025"}, {label, "llm"}, {"rank", "3"}}, "0.45"));
+    auto nodes = NodesFromSnapshot(s, {});
+    ASSERT_TRUE(nodes.ok());
+    const v1::NodeStatus& a = *Find(*nodes, "a")->status;
+    ASSERT_EQ(a.training_size(), 1);
+    EXPECT_EQ(a.training(0).job(), "llm");
+    EXPECT_EQ(a.training(0).rank(), 3);
+    EXPECT_EQ(a.training(0).steps(), 10u);
+    EXPECT_DOUBLE_EQ(a.training(0).communication_share(), 0.45);
+    EXPECT_EQ(BuildCluster(*std::move(nodes)).verdict, Health::kDegraded);  // 45% > 30%
   }
-  s.training_share.push_back(S(
-      {{"node", "a"}, {"instance", "h-a:10025"}, {"exported_job", "llm"}, {"rank", "3"}}, "0.45"));
-  auto nodes = NodesFromSnapshot(s, {});
-  ASSERT_TRUE(nodes.ok());
-  const v1::NodeStatus& a = *Find(*nodes, "a")->status;
-  ASSERT_EQ(a.training_size(), 1);
-  EXPECT_EQ(a.training(0).job(), "llm");
-  EXPECT_EQ(a.training(0).rank(), 3);
-  EXPECT_EQ(a.training(0).steps(), 10u);
-  EXPECT_DOUBLE_EQ(a.training(0).communication_share(), 0.45);
-  EXPECT_EQ(BuildCluster(*std::move(nodes)).verdict, Health::kDegraded);  // 45% > 30%
 }
 
 TEST(PrometheusSource, QueriesCarryTheJobAndSelector) {

@@ -1,0 +1,60 @@
+// `gloowatch job NAME`: where the ranks of one training job stand in their
+// collectives, from the daemons' NodeStatus.training (reported by
+// gloowatch_report.instrument). Names the ranks waiting in a collective and
+// the ranks that keep them waiting: silent ones (stopped, hung, gone) and
+// ones that have not entered it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "client/fetch.h"
+#include "nlohmann/json.hpp"
+
+namespace gloowatch::client {
+
+enum class RankState {
+  kRunning,     // between calls, or inside one for less than kWaitingAfter
+  kWaiting,     // inside a call for kWaitingAfter or more
+  kNotEntered,  // heard from, but behind the call others wait in
+  kSilent,      // nothing heard for kSilentAfter or more
+  kUnknown,     // reports steps only (not instrumented)
+};
+
+struct RankView {
+  std::string node;  // the daemon holding the series
+  int rank = 0;
+  RankState state = RankState::kUnknown;
+  std::string op;  // current call, empty between calls
+  uint64_t seq = 0;
+  std::string group;
+  uint64_t bytes = 0;
+  double inside_seconds = 0;
+  double silent_seconds = 0;  // since the rank's last report
+};
+
+struct JobView {
+  std::string job;
+  std::vector<RankView> ranks;           // by rank
+  std::vector<std::string> unreachable;  // daemons that did not answer: "name: error"
+  // The call the waiting ranks are in (the highest seq among them).
+  std::string waiting_op, waiting_group;
+  uint64_t waiting_seq = 0;
+  double waiting_seconds = 0;  // the longest wait
+  bool hung() const { return waiting_seq != 0; }
+  int ExitCode() const;  // 2 hung, 1 silent ranks or unreachable daemons, 0 running
+};
+
+inline constexpr absl::Duration kWaitingAfter = absl::Seconds(5);
+inline constexpr absl::Duration kSilentAfter = absl::Seconds(3);
+
+// NOT_FOUND when no daemon that answered reports the job.
+absl::StatusOr<JobView> BuildJobView(const std::vector<FetchResult>& fetched,
+                                     const std::string& job);
+std::string RenderJobText(const JobView& view);
+nlohmann::json JobToJson(const JobView& view);
+const char* RankStateName(RankState state);
+
+}  // namespace gloowatch::client
