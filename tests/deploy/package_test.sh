@@ -12,13 +12,9 @@ trap 'rm -rf "$tmp"' EXIT
 fail=0
 err() { echo "FAIL: $*"; fail=1; }
 
-# -B keeps the package and CPack's staging tree out of the build directory.
-cpack -G DEB --config "$build/CPackConfig.cmake" -B "$tmp/out" > "$tmp/cpack.log" 2>&1 ||
-  { cat "$tmp/cpack.log"; find "$tmp/out" -name '*.log' -exec tail -40 {} \; ; exit 1; }
-debs=("$tmp"/out/gloowatch_*.deb)
-[ -f "${debs[0]}" ] || { cat "$tmp/cpack.log"; echo "FAIL: no gloowatch_*.deb"; exit 1; }
-deb=${debs[0]}
-echo "built $(basename "$deb") ($(du -h "$deb" | cut -f1))"
+. "$(dirname "$0")/build_deb.sh"
+build_deb "$build" "$tmp/out" || exit 1
+deb=$DEB
 
 info=$(dpkg-deb -I "$deb")
 field() { printf '%s\n' "$info" | sed -n "s/^ $1: //p"; }

@@ -1,0 +1,363 @@
+#!/usr/bin/env bash
+# The .deb under a real systemd: a minimal Debian 12 tree (debootstrap,
+# cached outside the checkout), the package installed into a copy of it with
+# apt, booted with systemd-nspawn on a private network (loopback only), and
+# checked through systemctl and journalctl inside: start waits for READY,
+# the dynamic user and the hardening, reload with a good and a bad config,
+# the watchdog restarting a SIGSTOPped daemon, a clean stop, and the
+# journal's priorities. Usage: systemd_boot_test.sh BUILD_DIR
+#
+# GLOOWATCH_TEST_CACHE (default /var/cache/gloowatch-test) holds the tree
+# and the downloaded .debs between runs; GLOOWATCH_TEST_MIRROR overrides the
+# Debian mirror, which is otherwise the one this host's apt uses.
+set -euo pipefail
+build=$1
+here=$(dirname "$0")
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (debootstrap, systemd-nspawn, mounts)"; exit 77; }
+for tool in debootstrap systemd-nspawn nsenter cpack curl flock; do
+  command -v "$tool" >/dev/null ||
+    { echo "FAIL: $tool is not installed (scripts/packages.txt lists its package)"; exit 1; }
+done
+
+cache=${GLOOWATCH_TEST_CACHE:-/var/cache/gloowatch-test}
+base=$cache/bookworm-systemd
+# What the cached tree was built with; a different stamp rebuilds it.
+stamp="bookworm minbase systemd,systemd-sysv,dbus v1"
+watchdog_sec=5
+tmp_parent=${TMPDIR:-/tmp}
+
+# A run killed with SIGKILL (a ctest timeout) could not clean up: power off
+# its container and unmount its tree now. Each run records its pids.
+for stale in "$tmp_parent"/gloowatch-boot-*; do
+  [ -f "$stale/script.pid" ] || continue
+  kill -0 "$(cat "$stale/script.pid")" 2>/dev/null && continue
+  if [ -f "$stale/nspawn.pid" ]; then
+    pid=$(cat "$stale/nspawn.pid")
+    grep -qF "$stale/root" "/proc/$pid/cmdline" 2>/dev/null && kill -KILL "$pid" && sleep 1
+  fi
+  if mountpoint -q "$stale/root"; then umount -R "$stale/root" || umount -lR "$stale/root"; fi
+  rm -rf "$stale"
+  echo "removed the leftovers of an earlier run: $stale"
+done
+
+tmp=$(mktemp -d "$tmp_parent/gloowatch-boot-XXXXXX")
+echo $$ > "$tmp/script.pid"
+root=$tmp/root
+nspawn_pid=
+# Ends the run (through the EXIT trap, which cleans up) before ctest's
+# timeout would SIGKILL it.
+budget=${GLOOWATCH_BOOT_TEST_BUDGET:-840}
+# Its sleep holds no output pipe, so that ctest does not wait for it.
+(
+  trap 'kill "$sleep_pid"; exit 0' TERM
+  sleep "$budget" > /dev/null 2>&1 &
+  sleep_pid=$!
+  wait "$sleep_pid" && echo "FAIL: still running after $budget s" && kill -TERM $$
+) &
+timer_pid=$!
+fail=0
+err() { echo "FAIL: $*"; fail=1; }
+die() { echo "FAIL: $*"; exit 1; }
+ok() { echo "ok: $*"; }
+since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
+
+# A long step runs in the background, so that a signal ends the wait for it
+# at once (bash runs traps only between commands).
+child_pid=
+bounded() {  # SECONDS COMMAND...
+  local rc=0
+  timeout "$1" "${@:2}" &
+  child_pid=$!
+  wait "$child_pid" || rc=$?
+  child_pid=
+  return "$rc"
+}
+
+cleanup() {
+  set +e
+  kill "$timer_pid" 2>/dev/null
+  [ -z "$child_pid" ] || { kill -TERM "$child_pid"; wait "$child_pid"; } 2>/dev/null
+  if [ -n "$nspawn_pid" ] && kill -0 "$nspawn_pid" 2>/dev/null; then
+    kill -TERM "$nspawn_pid"   # nspawn powers the container off
+    for _ in $(seq 100); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$nspawn_pid" 2>/dev/null
+    wait "$nspawn_pid" 2>/dev/null
+  fi
+  if mountpoint -q "$root"; then umount -R "$root" || umount -lR "$root"; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+# "URI SUITE" for every deb source of this host's apt, one-line and deb822.
+apt_sources() {
+  local f
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    [ -f "$f" ] || continue
+    sed -e 's/#.*//' -e 's/\[[^]]*\]//' "$f" | awk '$1 == "deb" {print $2, $3}'
+  done
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    awk 'function flush() {
+           if (types ~ /(^| )deb( |$)/ && enabled != "no") for (i in u) for (j in s) print u[i], s[j]
+           split("", u); split("", s); types = ""; enabled = ""
+         }
+         /^[ \t]*#/ { next }
+         /^[ \t]*$/ { flush(); next }
+         tolower($1) == "types:" { types = $0 }
+         tolower($1) == "uris:" { for (i = 2; i <= NF; i++) u[i] = $i }
+         tolower($1) == "suites:" { for (i = 2; i <= NF; i++) s[i] = $i }
+         tolower($1) == "enabled:" { enabled = tolower($2) }
+         END { flush() }' "$f"
+  done
+}
+mirror=${GLOOWATCH_TEST_MIRROR:-$(apt_sources | awk '$2 == "bookworm" { print $1; exit }')}
+[ -n "$mirror" ] || die "no apt source for bookworm in /etc/apt/sources.list{,.d} (set GLOOWATCH_TEST_MIRROR)"
+
+# --- the cached tree: built once, rebuilt when absent or incomplete ----------
+mkdir -p "$cache/apt-archives/partial"
+exec 9> "$cache/.lock"
+flock -w 300 -x 9 || die "could not lock $cache within 5 minutes"
+tree_ok() {
+  [ "$(cat "$base.stamp" 2>/dev/null)" = "$stamp" ] && [ -x "$base/usr/lib/systemd/systemd" ] &&
+    [ -x "$base/usr/bin/apt-get" ] && [ -x "$base/usr/bin/dbus-daemon" ] && [ -e "$base/sbin/init" ]
+}
+if ! tree_ok; then
+  echo "building the cached Debian 12 tree in $base from $mirror (about a minute)"
+  rm -rf "$base" "$base.partial" "$base.stamp"
+  if ! bounded 400 debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus bookworm \
+      "$base.partial" "$mirror" > "$tmp/debootstrap.log" 2>&1; then
+    tail -20 "$tmp/debootstrap.log"
+    rm -rf "$base.partial"
+    die "debootstrap of bookworm from $mirror failed (is the mirror reachable?)"
+  fi
+  mv "$base.partial" "$base"
+  echo "$stamp" > "$base.stamp"
+fi
+flock -s 9   # other runs may use the tree meanwhile, none may rebuild it
+
+# --- this run's copy: an overlay, so the cached tree stays as debootstrap left it
+mkdir -p "$tmp/upper" "$tmp/work" "$root"
+mount -t overlay overlay -o "lowerdir=$base,upperdir=$tmp/upper,workdir=$tmp/work" "$root" ||
+  die "cannot mount an overlay of $base"
+apt_sources | awk '$2 ~ /^bookworm(-updates|-security)?$/ { print "deb", $1, $2, "main" }' |
+  sort -u > "$root/etc/apt/sources.list"
+[ -s "$root/etc/apt/sources.list" ] || echo "deb $mirror bookworm main" > "$root/etc/apt/sources.list"
+
+. "$here/build_deb.sh"
+build_deb "$build" "$tmp/out" || exit 1
+cp "$DEB" "$root/root/gloowatch.deb"
+started=$(date +%s)
+if ! bounded 300 systemd-nspawn --register=no --keep-unit --quiet --console=pipe -D "$root" \
+    --bind="$cache/apt-archives:/var/cache/apt/archives" /bin/sh -c \
+    'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends /root/gloowatch.deb' \
+    < /dev/null > "$tmp/apt.log" 2>&1; then
+  tail -30 "$tmp/apt.log"
+  die "apt-get install of the .deb in the container failed (mirror $mirror)"
+fi
+ok "installed $(basename "$DEB") with apt in $(($(date +%s) - started)) s"
+
+# --- configs: node-a is the packaged unit, node-b a peer on 127.0.0.2 --------
+node_config() {  # NAME ADDRESS [PEER ADDRESS]...
+  local name=$1 address=$2
+  shift 2
+  cat <<EOF
+node: $name
+grpc_listen: $address:7601
+metrics_listen: $address:7610
+gloo: {address: $address, timeout: 2s}
+schedule: {latency_interval: 500ms, skew_interval: 1s, bandwidth_interval: 30s}
+probe: {bandwidth_bytes: 1MiB, bandwidth_message_bytes: 256KiB, backoff_initial: 200ms, backoff_max: 1s}
+peers:
+EOF
+  while [ $# -gt 0 ]; do printf '  - {name: %s, grpc: %s:7601}\n' "$1" "$2"; shift 2; done
+}
+node_config node-b 127.0.0.2 node-a 127.0.0.1 node-c 127.0.0.3 > "$root/etc/gloowatch/peer-b.yaml"
+mkdir -p "$root/etc/systemd/system/gloowatchd.service.d"
+# Quick restarts for the watchdog check, and how the daemon ended, recorded
+# outside the sandbox ('+'): an inactive unit is soon unloaded, and with it
+# its ExecMain* properties. The watchdog is shortened later, so that start
+# and reload are checked with the shipped unit's.
+test_dropin() {  # [WATCHDOG_SEC]
+  printf '[Service]\nRestartSec=1s\n'
+  printf '%s\n' 'ExecStopPost=+/bin/sh -c "echo $$SERVICE_RESULT $$EXIT_CODE $$EXIT_STATUS >> /run/gloowatchd-exits"'
+  [ -z "${1:-}" ] || printf 'WatchdogSec=%ss\n' "$1"
+}
+test_dropin > "$root/etc/systemd/system/gloowatchd.service.d/test.conf"
+
+# --- boot ---------------------------------------------------------------------
+systemd-nspawn --register=no --keep-unit --private-network --console=read-only \
+  --machine=gloowatch-boot-test -D "$root" -b < /dev/null > "$tmp/boot.log" 2>&1 &
+nspawn_pid=$!
+echo "$nspawn_pid" > "$tmp/nspawn.pid"
+leader=
+for _ in $(seq 200); do
+  for pid in $(cat /proc/"$nspawn_pid"/task/*/children 2>/dev/null); do
+    [ "$(cat /proc/"$pid"/comm 2>/dev/null)" = systemd ] && leader=$pid
+  done
+  [ -n "$leader" ] && break
+  kill -0 "$nspawn_pid" 2>/dev/null || break
+  sleep 0.1
+done
+[ -n "$leader" ] || { tail -20 "$tmp/boot.log"; die "the container's systemd did not start"; }
+ct() { timeout 30 nsenter -t "$leader" -a env SYSTEMD_PAGER= SYSTEMD_COLORS=0 "$@"; }
+ct_net() { timeout 10 nsenter -t "$leader" -n "$@"; }   # this host's tools, the container's network
+state=
+for _ in $(seq 120); do
+  state=$(ct systemctl is-system-running 2>/dev/null || true)
+  case "$state" in running | degraded) break ;; esac
+  sleep 0.5
+done
+case "$state" in
+  running) ok "booted to multi-user.target (is-system-running: running)" ;;
+  *) ct systemctl --failed --no-legend || true; err "is-system-running: ${state:-no answer} after 60 s" ;;
+esac
+show() { ct systemctl show -p "$2" --value "$1"; }
+metrics() { ct_net curl -sf --max-time 3 http://127.0.0.1:7610/metrics; }
+wait_for() {  # SECONDS COMMAND...: true once COMMAND succeeds
+  local deadline=$(($(date +%s) + $1))
+  shift
+  until "$@"; do [ "$(date +%s)" -lt "$deadline" ] || return 1; sleep 0.2; done
+}
+
+[ ! -e "$root/bin/kill" ] && [ ! -e "$root/usr/bin/kill" ] && ok "no /bin/kill in the container (no procps)" ||
+  err "the container has a kill binary: the reload check would not prove ExecReload works without it"
+[ "$(ct systemctl is-enabled gloowatchd 2>&1)" = disabled ] || err "fresh install: unit is $(ct systemctl is-enabled gloowatchd 2>&1), not disabled"
+[ "$(ct systemctl is-active gloowatchd 2>&1)" = inactive ] || err "fresh install: daemon is $(ct systemctl is-active gloowatchd 2>&1) after boot"
+
+# --- start: returns once READY=1 was sent ---------------------------------------
+node_config node-a 127.0.0.1 node-b 127.0.0.2 > "$root/etc/gloowatch/gloowatchd.yaml"
+ct systemd-run --quiet --unit=gloowatch-peer-b -p Type=notify -p DynamicUser=yes \
+  /usr/sbin/gloowatchd --config /etc/gloowatch/peer-b.yaml || err "could not start peer node-b"
+t0=$(date +%s.%N)
+ct systemctl start gloowatchd || { ct journalctl -u gloowatchd --no-pager | tail -20; die "systemctl start gloowatchd failed"; }
+echo "systemctl start took $(since "$t0") s"
+# Type=notify: start returned after READY=1, which is sent once both ports
+# listen, so the very first scrape must succeed.
+if metrics > "$tmp/metrics.0"; then ok "/metrics answers as soon as start returned"; else err "/metrics not answering right after start returned"; fi
+[ "$(show gloowatchd ActiveState)/$(show gloowatchd SubState)" = active/running ] ||
+  err "after start: $(show gloowatchd ActiveState)/$(show gloowatchd SubState)"
+status=$(show gloowatchd StatusText)
+[ "$status" = "probing 1 peers" ] && ok "STATUS: $status" || err "status text after start: '$status'"
+up_b() { metrics | grep -qx 'gloowatch_peer_up{node="node-a",peer="node-b"} 1'; }
+wait_for 20 up_b && ok "node-a probes node-b (peer_up 1)" || err "node-a -> node-b not up within 20 s"
+
+# --- the dynamic user and the hardening, as the kernel sees them ------------
+main_pid=$(show gloowatchd MainPID)
+proc_status() { ct cat "/proc/$1/status"; }
+check_hardening() {  # PID WHAT
+  local st uid
+  st=$(proc_status "$1") || { err "$2: cannot read /proc/$1/status"; return; }
+  uid=$(printf '%s\n' "$st" | awk '$1 == "Uid:" { print $2 }')
+  # DynamicUser= allocates from 61184-65519 (systemd.exec(5)).
+  if [ "$uid" -ge 61184 ] && [ "$uid" -le 65519 ]; then ok "$2 runs as dynamic uid $uid"; else err "$2 runs as uid $uid"; fi
+  for field in "NoNewPrivs:	1" "Seccomp:	2" "CapEff:	0000000000000000" \
+      "CapPrm:	0000000000000000" "CapBnd:	0000000000000000"; do
+    printf '%s\n' "$st" | grep -qxF "$field" || err "$2: no '$field' in /proc/$1/status"
+  done
+  # ProtectSystem=strict: / is read-only in the daemon's mount namespace.
+  ct awk '$5 == "/" { print $6 }' "/proc/$1/mountinfo" | grep -q '^ro' || err "$2: / is writable"
+  ct awk '$5 == "/home" { print $6 }' "/proc/$1/mountinfo" | grep -q '^ro' || err "$2: /home is not protected"
+}
+check_hardening "$main_pid" "gloowatchd (pid $main_pid)"
+transport_pid=$(ct sh -c "cat /proc/$main_pid/task/*/children" | awk '{ print $1 }')
+if [ -n "$transport_pid" ]; then check_hardening "$transport_pid" "its transport (pid $transport_pid)"; else err "gloowatchd has no transport process"; fi
+
+# --- reload: a good config is applied, a bad one refused and the old kept ----
+node_config node-a 127.0.0.1 node-b 127.0.0.2 node-c 127.0.0.3 > "$root/etc/gloowatch/gloowatchd.yaml"
+ct systemctl reload gloowatchd || err "systemctl reload (good config) failed"
+[ "$(show gloowatchd MainPID)" = "$main_pid" ] || err "reload changed the main pid"
+status=$(show gloowatchd StatusText)
+[ "$status" = "probing 2 peers" ] && ok "reload applied: STATUS: $status" || err "status after a good reload: '$status'"
+has_c() { metrics | grep -q 'gloowatch_peer_up{node="node-a",peer="node-c"}'; }
+wait_for 10 has_c || err "no node-c series after the good reload"
+ct journalctl -u gloowatchd --no-pager -o cat | grep -q 'Reloaded gloowatchd.service' ||
+  err "the journal has no 'Reloaded gloowatchd.service' (RELOADING=1 ... READY=1)"
+
+{ node_config node-a 127.0.0.1 node-b 127.0.0.2; echo "schedule_typo: 1"; } > "$root/etc/gloowatch/gloowatchd.yaml"
+ct systemctl reload gloowatchd || err "systemctl reload (bad config) failed"
+status=$(show gloowatchd StatusText)
+case "$status" in
+  "probing 2 peers; last reload REFUSED: "*schedule_typo*) ok "bad reload: STATUS: $status" ;;
+  *) err "status after a bad reload: '$status'" ;;
+esac
+[ "$(show gloowatchd ActiveState)" = active ] && [ "$(show gloowatchd MainPID)" = "$main_pid" ] ||
+  err "the daemon did not survive a bad reload"
+metrics > "$tmp/metrics.bad" || err "/metrics after the bad reload"
+grep -q 'gloowatch_peer_up{node="node-a",peer="node-c"}' "$tmp/metrics.bad" ||
+  err "the running config was not kept (node-c gone after the refused reload)"
+refused=$(ct journalctl -u gloowatchd -p err..err SYSLOG_IDENTIFIER=gloowatchd --no-pager -o cat)
+case "$refused" in
+  *"SIGHUP: reload refused, keeping the running config: "*schedule_typo*) ok "journal at err: $refused" ;;
+  *) err "no refused reload at error priority in the journal: '$refused'" ;;
+esac
+
+# --- the watchdog: a SIGSTOPped daemon is killed and restarted -------------
+node_config node-a 127.0.0.1 node-b 127.0.0.2 > "$root/etc/gloowatch/gloowatchd.yaml"
+test_dropin "$watchdog_sec" > "$root/etc/systemd/system/gloowatchd.service.d/test.conf"
+ct systemctl daemon-reload
+ct systemctl restart gloowatchd || err "restart with WatchdogSec=${watchdog_sec}s failed"
+[ "$(show gloowatchd WatchdogUSec)" = "${watchdog_sec}s" ] || err "WatchdogUSec: $(show gloowatchd WatchdogUSec)"
+sleep 2   # a few WATCHDOG=1 pings
+restarts=$(show gloowatchd NRestarts)
+stopped_pid=$(show gloowatchd MainPID)
+ct sh -c "kill -STOP $stopped_pid"
+t_stop=$(date +%s.%N)
+restarted() {
+  local pid
+  pid=$(show gloowatchd MainPID)
+  [ "$pid" != 0 ] && [ "$pid" != "$stopped_pid" ] && [ "$(show gloowatchd ActiveState)" = active ]
+}
+if wait_for $((watchdog_sec + 15)) restarted; then
+  t_up=$(date +%s.%N)
+  t_kill=$(ct journalctl -u gloowatchd --no-pager -o short-unix --since "@${t_stop%.*}" |
+    awk '/Watchdog timeout/ { print $1; exit }')
+  if [ -n "$t_kill" ]; then
+    # The last ping came at most 1 s before the SIGSTOP.
+    if awk -v k="$t_kill" -v s="$t_stop" -v w="$watchdog_sec" 'BEGIN { d = k - s; exit !(d >= w - 1.5 && d <= w + 1) }'; then
+      ok "watchdog killed the stopped daemon $(awk -v k="$t_kill" -v s="$t_stop" 'BEGIN { printf "%.2f", k - s }') s after SIGSTOP (WatchdogSec=${watchdog_sec}s)"
+    else
+      err "watchdog timeout $(awk -v k="$t_kill" -v s="$t_stop" 'BEGIN { printf "%.2f", k - s }') s after SIGSTOP, expected ${watchdog_sec} s (-1.5/+1)"
+    fi
+  else
+    err "no 'Watchdog timeout' in the journal"
+  fi
+  echo "restarted and READY $(awk -v u="$t_up" -v s="$t_stop" 'BEGIN { printf "%.2f", u - s }') s after SIGSTOP"
+  [ "$(show gloowatchd NRestarts)" = $((restarts + 1)) ] || err "NRestarts $(show gloowatchd NRestarts), expected $((restarts + 1))"
+  wait_for 20 up_b && ok "the restarted daemon probes node-b again" || err "node-b not up again after the restart"
+else
+  err "not restarted within $((watchdog_sec + 15)) s of the SIGSTOP"
+  ct systemctl status gloowatchd --no-pager || true
+fi
+
+# --- stop: quick, exit 0, nothing left in the cgroup -------------------------
+t0=$(date +%s.%N)
+ct systemctl stop gloowatchd || err "systemctl stop failed"
+took=$(since "$t0")
+awk -v t="$took" 'BEGIN { exit !(t < 5) }' || err "stop took $took s (the daemon promises 2 s)"
+# Every end of the daemon, in order: the restart for the new drop-in, the
+# watchdog's SIGABRT, this stop (exited by itself with 0, not killed).
+exits=$(ct cat /run/gloowatchd-exits 2>/dev/null | paste -sd, || true)
+[ "$exits" = "success exited 0,watchdog killed ABRT,success exited 0" ] &&
+  ok "stopped in $took s; the daemon's ends: $exits" || err "the daemon's ends (result code status): '$exits'"
+left=$(ct sh -c 'cat /sys/fs/cgroup/system.slice/gloowatchd.service/cgroup.procs 2>/dev/null' || true)
+[ -z "$left" ] || err "processes left in gloowatchd.service's cgroup: $left"
+
+# --- the journal: priorities, no timestamps of our own ------------------------
+journal() { ct journalctl -u gloowatchd SYSLOG_IDENTIFIER=gloowatchd --no-pager -o cat "$@"; }
+journal -p info..info | grep -Eq '^(INFO )?node node-a: gRPC on 127.0.0.1:7601, metrics on 127.0.0.1:7610' ||
+  err "no start-up line at info priority"
+journal -p warning..warning | grep -Eq '^(WARN )?TLS is NOT configured' || err "no TLS warning at warning priority"
+journal -p warning..warning | grep -q 'peer node-c' || err "node-c's failures are not at warning priority"
+others=$(journal -p err | grep -Ev '^(ERROR )?SIGHUP: reload refused' || true)
+[ -z "$others" ] || err "unexpected lines at error priority or above: $others"
+stamped=$(journal | grep -E '^(<[0-9]>|[0-9]{4}-[0-9]{2}-[0-9]{2}[ T])' | head -3 || true)
+[ -z "$stamped" ] || err "journal lines with a priority prefix or timestamp of their own: $stamped"
+ok "journal: $(journal | wc -l) lines; $(journal -p warning | wc -l) at warning or above"
+
+if [ "$fail" -ne 0 ]; then
+  echo "--- journal of gloowatchd.service"
+  ct journalctl -u gloowatchd --no-pager -o short-precise | tail -60 || true
+fi
+[ "$fail" -eq 0 ] && echo "OK: systemd boot"
+exit "$fail"
