@@ -252,6 +252,22 @@ TEST(ConfigTest, ExampleFileIsValidAndSetsEveryKey) {
   }
 }
 
+// 7610 is the project's metrics port (docs/operations.md): the example and
+// deploy/prometheus/ use it. 10025, the port of earlier versions (Postfix's
+// re-injection port), still works when a config names it.
+TEST(ConfigTest, MetricsPortIs7610InTheExampleAndAnExplicit10025StillWorks) {
+  std::string path = __FILE__;
+  path = path.substr(0, path.rfind('/') + 1) + "../deploy/gloowatchd.example.yaml";
+  absl::StatusOr<Config> example = LoadConfigFile(path);
+  ASSERT_TRUE(example.ok()) << example.status();
+  EXPECT_EQ(example->metrics_listen.port, 7610);
+  const Config old = ParseOk(R"(node: node-a
+grpc_listen: 0.0.0.0:7601
+metrics_listen: 0.0.0.0:10025
+)");
+  EXPECT_EQ(old.metrics_listen.ToString(), "0.0.0.0:10025");
+}
+
 TEST(ConfigTest, EmptySectionsKeepDefaults) {
   const Config c =
       ParseOk(absl::StrCat(kBase, "gloo:\nschedule:\nprobe: {}\nthresholds:\npeers:\n"));
