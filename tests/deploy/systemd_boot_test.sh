@@ -6,172 +6,16 @@
 # the dynamic user and the hardening, reload with a good and a bad config,
 # the watchdog restarting a SIGSTOPped daemon, a clean stop, and the
 # journal's priorities. Usage: systemd_boot_test.sh BUILD_DIR
-#
-# GLOOWATCH_TEST_CACHE (default /var/cache/gloowatch-test) holds the tree
-# and the downloaded .debs between runs; GLOOWATCH_TEST_MIRROR overrides the
-# Debian mirror, which is otherwise the one this host's apt uses.
+# The tree, the install and the containers: container_lib.sh.
 set -euo pipefail
 build=$1
-here=$(dirname "$0")
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (debootstrap, systemd-nspawn, mounts)"; exit 77; }
-for tool in debootstrap systemd-nspawn nsenter cpack curl flock; do
-  command -v "$tool" >/dev/null ||
-    { echo "FAIL: $tool is not installed (scripts/packages.txt lists its package)"; exit 1; }
-done
-
-cache=${GLOOWATCH_TEST_CACHE:-/var/cache/gloowatch-test}
-base=$cache/bookworm-systemd
-# What the cached tree was built with; a different stamp rebuilds it.
-stamp="bookworm minbase systemd,systemd-sysv,dbus v1"
+. "$(dirname "$0")/container_lib.sh"
 watchdog_sec=5
-tmp_parent=${TMPDIR:-/tmp}
-
-# A run killed with SIGKILL (a ctest timeout) could not clean up: power off
-# its container and unmount its tree now. Each run records its pids.
-for stale in "$tmp_parent"/gloowatch-boot-*; do
-  [ -f "$stale/script.pid" ] || continue
-  kill -0 "$(cat "$stale/script.pid")" 2>/dev/null && continue
-  if [ -f "$stale/nspawn.pid" ]; then
-    pid=$(cat "$stale/nspawn.pid")
-    grep -qF "$stale/root" "/proc/$pid/cmdline" 2>/dev/null && kill -KILL "$pid" && sleep 1
-  fi
-  if mountpoint -q "$stale/root"; then umount -R "$stale/root" || umount -lR "$stale/root"; fi
-  rm -rf "$stale"
-  echo "removed the leftovers of an earlier run: $stale"
-done
-
-tmp=$(mktemp -d "$tmp_parent/gloowatch-boot-XXXXXX")
-echo $$ > "$tmp/script.pid"
-root=$tmp/root
-nspawn_pid=
-# Ends the run (through the EXIT trap, which cleans up) before ctest's
-# timeout would SIGKILL it.
-budget=${GLOOWATCH_BOOT_TEST_BUDGET:-840}
-# Its sleep holds no output pipe, so that ctest does not wait for it.
-(
-  trap 'kill "$sleep_pid"; exit 0' TERM
-  sleep "$budget" > /dev/null 2>&1 &
-  sleep_pid=$!
-  wait "$sleep_pid" && echo "FAIL: still running after $budget s" && kill -TERM $$
-) &
-timer_pid=$!
-fail=0
-err() { echo "FAIL: $*"; fail=1; }
-die() { echo "FAIL: $*"; exit 1; }
-ok() { echo "ok: $*"; }
-since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
-
-# A long step runs in the background, so that a signal ends the wait for it
-# at once (bash runs traps only between commands).
-child_pid=
-bounded() {  # SECONDS COMMAND...
-  local rc=0
-  timeout "$1" "${@:2}" &
-  child_pid=$!
-  wait "$child_pid" || rc=$?
-  child_pid=
-  return "$rc"
-}
-
-cleanup() {
-  set +e
-  kill "$timer_pid" 2>/dev/null
-  [ -z "$child_pid" ] || { kill -TERM "$child_pid"; wait "$child_pid"; } 2>/dev/null
-  if [ -n "$nspawn_pid" ] && kill -0 "$nspawn_pid" 2>/dev/null; then
-    kill -TERM "$nspawn_pid"   # nspawn powers the container off
-    for _ in $(seq 100); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$nspawn_pid" 2>/dev/null
-    wait "$nspawn_pid" 2>/dev/null
-  fi
-  if mountpoint -q "$root"; then umount -R "$root" || umount -lR "$root"; fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
-
-# "URI SUITE" for every deb source of this host's apt, one-line and deb822.
-apt_sources() {
-  local f
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-    [ -f "$f" ] || continue
-    sed -e 's/#.*//' -e 's/\[[^]]*\]//' "$f" | awk '$1 == "deb" {print $2, $3}'
-  done
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [ -f "$f" ] || continue
-    awk 'function flush() {
-           if (types ~ /(^| )deb( |$)/ && enabled != "no") for (i in u) for (j in s) print u[i], s[j]
-           split("", u); split("", s); types = ""; enabled = ""
-         }
-         /^[ \t]*#/ { next }
-         /^[ \t]*$/ { flush(); next }
-         tolower($1) == "types:" { types = $0 }
-         tolower($1) == "uris:" { for (i = 2; i <= NF; i++) u[i] = $i }
-         tolower($1) == "suites:" { for (i = 2; i <= NF; i++) s[i] = $i }
-         tolower($1) == "enabled:" { enabled = tolower($2) }
-         END { flush() }' "$f"
-  done
-}
-mirror=${GLOOWATCH_TEST_MIRROR:-$(apt_sources | awk '$2 == "bookworm" { print $1; exit }')}
-[ -n "$mirror" ] || die "no apt source for bookworm in /etc/apt/sources.list{,.d} (set GLOOWATCH_TEST_MIRROR)"
-
-# --- the cached tree: built once, rebuilt when absent or incomplete ----------
-mkdir -p "$cache/apt-archives/partial"
-exec 9> "$cache/.lock"
-flock -w 300 -x 9 || die "could not lock $cache within 5 minutes"
-tree_ok() {
-  [ "$(cat "$base.stamp" 2>/dev/null)" = "$stamp" ] && [ -x "$base/usr/lib/systemd/systemd" ] &&
-    [ -x "$base/usr/bin/apt-get" ] && [ -x "$base/usr/bin/dbus-daemon" ] && [ -e "$base/sbin/init" ]
-}
-if ! tree_ok; then
-  echo "building the cached Debian 12 tree in $base from $mirror (about a minute)"
-  rm -rf "$base" "$base.partial" "$base.stamp"
-  if ! bounded 400 debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus bookworm \
-      "$base.partial" "$mirror" > "$tmp/debootstrap.log" 2>&1; then
-    tail -20 "$tmp/debootstrap.log"
-    rm -rf "$base.partial"
-    die "debootstrap of bookworm from $mirror failed (is the mirror reachable?)"
-  fi
-  mv "$base.partial" "$base"
-  echo "$stamp" > "$base.stamp"
-fi
-flock -s 9   # other runs may use the tree meanwhile, none may rebuild it
-
-# --- this run's copy: an overlay, so the cached tree stays as debootstrap left it
-mkdir -p "$tmp/upper" "$tmp/work" "$root"
-mount -t overlay overlay -o "lowerdir=$base,upperdir=$tmp/upper,workdir=$tmp/work" "$root" ||
-  die "cannot mount an overlay of $base"
-apt_sources | awk '$2 ~ /^bookworm(-updates|-security)?$/ { print "deb", $1, $2, "main" }' |
-  sort -u > "$root/etc/apt/sources.list"
-[ -s "$root/etc/apt/sources.list" ] || echo "deb $mirror bookworm main" > "$root/etc/apt/sources.list"
-
-. "$here/build_deb.sh"
-build_deb "$build" "$tmp/out" || exit 1
-cp "$DEB" "$root/root/gloowatch.deb"
-started=$(date +%s)
-if ! bounded 300 systemd-nspawn --register=no --keep-unit --quiet --console=pipe -D "$root" \
-    --bind="$cache/apt-archives:/var/cache/apt/archives" /bin/sh -c \
-    'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends /root/gloowatch.deb' \
-    < /dev/null > "$tmp/apt.log" 2>&1; then
-  tail -30 "$tmp/apt.log"
-  die "apt-get install of the .deb in the container failed (mirror $mirror)"
-fi
-ok "installed $(basename "$DEB") with apt in $(($(date +%s) - started)) s"
+ct_init boot "${GLOOWATCH_BOOT_TEST_BUDGET:-840}"
+ct_install "$build"
+root=$(ct_mount ct)
 
 # --- configs: node-a is the packaged unit, node-b a peer on 127.0.0.2 --------
-node_config() {  # NAME ADDRESS [PEER ADDRESS]...
-  local name=$1 address=$2
-  shift 2
-  cat <<EOF
-node: $name
-grpc_listen: $address:7601
-metrics_listen: $address:7610
-gloo: {address: $address, timeout: 2s}
-schedule: {latency_interval: 500ms, skew_interval: 1s, bandwidth_interval: 30s}
-probe: {bandwidth_bytes: 1MiB, bandwidth_message_bytes: 256KiB, backoff_initial: 200ms, backoff_max: 1s}
-peers:
-EOF
-  while [ $# -gt 0 ]; do printf '  - {name: %s, grpc: %s:7601}\n' "$1" "$2"; shift 2; done
-}
 node_config node-b 127.0.0.2 node-a 127.0.0.1 node-c 127.0.0.3 > "$root/etc/gloowatch/peer-b.yaml"
 mkdir -p "$root/etc/systemd/system/gloowatchd.service.d"
 # Quick restarts for the watchdog check, and how the daemon ended, recorded
@@ -186,39 +30,11 @@ test_dropin() {  # [WATCHDOG_SEC]
 test_dropin > "$root/etc/systemd/system/gloowatchd.service.d/test.conf"
 
 # --- boot ---------------------------------------------------------------------
-systemd-nspawn --register=no --keep-unit --private-network --console=read-only \
-  --machine=gloowatch-boot-test -D "$root" -b < /dev/null > "$tmp/boot.log" 2>&1 &
-nspawn_pid=$!
-echo "$nspawn_pid" > "$tmp/nspawn.pid"
-leader=
-for _ in $(seq 200); do
-  for pid in $(cat /proc/"$nspawn_pid"/task/*/children 2>/dev/null); do
-    [ "$(cat /proc/"$pid"/comm 2>/dev/null)" = systemd ] && leader=$pid
-  done
-  [ -n "$leader" ] && break
-  kill -0 "$nspawn_pid" 2>/dev/null || break
-  sleep 0.1
-done
-[ -n "$leader" ] || { tail -20 "$tmp/boot.log"; die "the container's systemd did not start"; }
-ct() { timeout 30 nsenter -t "$leader" -a env SYSTEMD_PAGER= SYSTEMD_COLORS=0 "$@"; }
-ct_net() { timeout 10 nsenter -t "$leader" -n "$@"; }   # this host's tools, the container's network
-state=
-for _ in $(seq 120); do
-  state=$(ct systemctl is-system-running 2>/dev/null || true)
-  case "$state" in running | degraded) break ;; esac
-  sleep 0.5
-done
-case "$state" in
-  running) ok "booted to multi-user.target (is-system-running: running)" ;;
-  *) ct systemctl --failed --no-legend || true; err "is-system-running: ${state:-no answer} after 60 s" ;;
-esac
+ct_boot ct --private-network
+leader=$LEADER
+ct() { ct_in "$leader" "$@"; }
 show() { ct systemctl show -p "$2" --value "$1"; }
-metrics() { ct_net curl -sf --max-time 3 http://127.0.0.1:7610/metrics; }
-wait_for() {  # SECONDS COMMAND...: true once COMMAND succeeds
-  local deadline=$(($(date +%s) + $1))
-  shift
-  until "$@"; do [ "$(date +%s)" -lt "$deadline" ] || return 1; sleep 0.2; done
-}
+metrics() { ct_net "$leader" curl -sf --max-time 3 http://127.0.0.1:7610/metrics; }
 
 [ ! -e "$root/bin/kill" ] && [ ! -e "$root/usr/bin/kill" ] && ok "no /bin/kill in the container (no procps)" ||
   err "the container has a kill binary: the reload check would not prove ExecReload works without it"
