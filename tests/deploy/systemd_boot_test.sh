@@ -171,6 +171,57 @@ stamped=$(journal | grep -E '^(<[0-9]>|[0-9]{4}-[0-9]{2}-[0-9]{2}[ T])' | head -
 [ -z "$stamped" ] || err "journal lines with a priority prefix or timestamp of their own: $stamped"
 ok "journal: $(journal | wc -l) lines; $(journal -p warning | wc -l) at warning or above"
 
+# --- mutual TLS with the keys as systemd credentials ---------------------------
+# The key files are root's, 0600 in a 0700 directory: the dynamic user cannot
+# open them. LoadCredential= (drop-in, docs/operations.md) hands the service
+# copies in $CREDENTIALS_DIRECTORY, and relative tls.* names are read there.
+pki=$tmp/pki
+mkdir -p "$pki" "$root/etc/gloowatch/tls"
+chmod 0700 "$root/etc/gloowatch/tls"
+ec="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+openssl req -x509 $ec -keyout "$pki/ca.key" -out "$pki/ca.pem" -days 2 -subj /CN=gloowatch-test-ca 2> /dev/null
+for n in a:127.0.0.1 b:127.0.0.2; do
+  name=${n%%:*} ip=${n#*:}
+  printf 'subjectAltName=IP:%s\n' "$ip" > "$pki/$name.ext"
+  openssl req $ec -keyout "$pki/$name.key" -out "$pki/$name.csr" -subj "/CN=node-$name" 2> /dev/null
+  openssl x509 -req -in "$pki/$name.csr" -CA "$pki/ca.pem" -CAkey "$pki/ca.key" -CAcreateserial \
+    -days 2 -out "$pki/$name.pem" -extfile "$pki/$name.ext" 2> /dev/null
+done
+install -m 0600 "$pki/ca.pem" "$pki/a.pem" "$pki/a.key" "$pki/b.pem" "$pki/b.key" "$root/etc/gloowatch/tls/"
+credentials() {  # NAME: the LoadCredential= lines for node NAME
+  printf 'LoadCredential=%s:/etc/gloowatch/tls/%s\n' ca.pem ca.pem cert.pem "$1.pem" key.pem "$1.key"
+}
+{ echo '[Service]'; credentials a; } > "$root/etc/systemd/system/gloowatchd.service.d/credentials.conf"
+tls_line='tls: {ca: ca.pem, cert: cert.pem, key: key.pem}'
+{ node_config node-a 127.0.0.1 node-b 127.0.0.2; echo "$tls_line"; } > "$root/etc/gloowatch/gloowatchd.yaml"
+{ node_config node-b 127.0.0.2 node-a 127.0.0.1; echo "$tls_line"; } > "$root/etc/gloowatch/peer-b.yaml"
+ct systemctl stop gloowatch-peer-b
+ct systemd-run --quiet --unit=gloowatch-peer-b-tls -p Type=notify -p DynamicUser=yes \
+  -p "LoadCredential=ca.pem:/etc/gloowatch/tls/ca.pem" -p "LoadCredential=cert.pem:/etc/gloowatch/tls/b.pem" \
+  -p "LoadCredential=key.pem:/etc/gloowatch/tls/b.key" \
+  /usr/sbin/gloowatchd --config /etc/gloowatch/peer-b.yaml || err "could not start peer node-b with TLS"
+ct systemctl daemon-reload
+if ct systemctl start gloowatchd; then
+  invocation=$(show gloowatchd InvocationID)
+  wait_for 20 up_b && ok "mutual TLS: node-a probes node-b with the keys from LoadCredential=" ||
+    err "node-a -> node-b not up within 20 s with TLS"
+  ct journalctl _SYSTEMD_INVOCATION_ID="$invocation" --no-pager -o cat | grep -q 'TLS is NOT configured' &&
+    err "the TLS run still warns that TLS is not configured"
+  # The status API now wants a client certificate signed by the CA.
+  health() { ct_net "$leader" timeout 10 "$build/client/gloowatch" health --daemons 127.0.0.1:7601,127.0.0.2:7601 "$@"; }
+  rc=0
+  health --tls_ca "$pki/ca.pem" --tls_cert "$pki/a.pem" --tls_key "$pki/a.key" > "$tmp/health.tls" 2>&1 || rc=$?
+  [ "$rc" = 0 ] && ok "gloowatch health over mutual TLS: healthy (exit 0)" ||
+    { cat "$tmp/health.tls"; err "gloowatch health over TLS exit $rc, expected 0"; }
+  rc=0
+  health > "$tmp/health.plain" 2>&1 || rc=$?
+  [ "$rc" = 2 ] && ok "without a client certificate both daemons are unreachable (exit 2)" ||
+    { cat "$tmp/health.plain"; err "gloowatch health without TLS exit $rc, expected 2"; }
+else
+  ct journalctl -u gloowatchd --no-pager -o cat | tail -5
+  err "gloowatchd did not start with LoadCredential= and tls.* relative to it"
+fi
+
 if [ "$fail" -ne 0 ]; then
   echo "--- journal of gloowatchd.service"
   ct journalctl -u gloowatchd --no-pager -o short-precise | tail -60 || true
