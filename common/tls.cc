@@ -1,5 +1,6 @@
 #include "common/tls.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -8,9 +9,20 @@
 namespace gloowatch {
 namespace {
 
-absl::StatusOr<std::string> ReadPem(const std::string& path, const char* key) {
+absl::StatusOr<std::string> ReadPem(const std::string& configured, const char* key) {
+  // Under systemd's LoadCredential= the files are copies in
+  // $CREDENTIALS_DIRECTORY that the dynamic user may read; a relative name
+  // means one of them.
+  const char* credentials = std::getenv("CREDENTIALS_DIRECTORY");
+  const bool from_credentials =
+      credentials != nullptr && *credentials != '\0' && !configured.empty() && configured[0] != '/';
+  const std::string path =
+      from_credentials ? absl::StrCat(credentials, "/", configured) : configured;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("tls.", key, ": cannot read '", path, "'"));
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("tls.", key, ": cannot read '", path, "'",
+                                            from_credentials ? " ($CREDENTIALS_DIRECTORY)" : ""));
+  }
   std::stringstream ss;
   ss << in.rdbuf();
   std::string pem = ss.str();

@@ -17,7 +17,9 @@ struct TlsMaterial {
   std::string ca_pem, cert_pem, key_pem;
 };
 
-// Reads the files; the error names the one that cannot be read.
+// Reads the files; the error names the one that cannot be read. A relative
+// path is taken in $CREDENTIALS_DIRECTORY when that is set (systemd's
+// LoadCredential=), else in the working directory.
 absl::StatusOr<TlsMaterial> LoadTls(const TlsConfig& config);
 
 // With TLS: only clients presenting a certificate signed by the CA get in.

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "common/tls.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -296,6 +297,20 @@ TEST(ConfigTest, NodeOptionLetsOneFileListEveryNode) {
   c = ParseConfig(shared, "shared.yaml", options);
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(std::string(c.status().message()), HasSubstr("--node: "));
+// 7610 is the project's metrics port (docs/operations.md): the example and
+// deploy/prometheus/ use it. 10025, the port of earlier versions (Postfix's
+// re-injection port), still works when a config names it.
+TEST(ConfigTest, MetricsPortIs7610InTheExampleAndAnExplicit10025StillWorks) {
+  std::string path = __FILE__;
+  path = path.substr(0, path.rfind('/') + 1) + "../deploy/gloowatchd.example.yaml";
+  absl::StatusOr<Config> example = LoadConfigFile(path);
+  ASSERT_TRUE(example.ok()) << example.status();
+  EXPECT_EQ(example->metrics_listen.port, 7610);
+  const Config old = ParseOk(R"(node: node-a
+grpc_listen: 0.0.0.0:7601
+metrics_listen: 0.0.0.0:10025
+)");
+  EXPECT_EQ(old.metrics_listen.ToString(), "0.0.0.0:10025");
 }
 
 TEST(ConfigTest, EmptySectionsKeepDefaults) {
@@ -924,6 +939,41 @@ TEST_F(ConfigFileTest, ErrorsNameThePath) {
   absl::StatusOr<Config> c = LoadConfigFile(path);
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(), HasSubstr(absl::StrCat(path, ":5:12: gloo.timeout: ")));
+}
+
+// systemd's LoadCredential= copies the files into $CREDENTIALS_DIRECTORY;
+// tls.* names relative to it are read there, absolute paths as they are.
+TEST_F(ConfigFileTest, RelativeTlsPathsAreReadFromCredentialsDirectory) {
+  const std::string prefix = absl::StrCat("config_test_", getpid(), "_");
+  Write("ca", "-----BEGIN CERTIFICATE-----\nca\n");
+  Write("cert", "-----BEGIN CERTIFICATE-----\ncert\n");
+  const std::string key = Write("key", "-----BEGIN PRIVATE KEY-----\nkey\n");
+  TlsConfig config;
+  config.ca_file = prefix + "ca";
+  config.cert_file = prefix + "cert";
+  config.key_file = key;  // absolute: not moved
+  ASSERT_EQ(setenv("CREDENTIALS_DIRECTORY", testing::TempDir().c_str(), 1), 0);
+  absl::StatusOr<TlsMaterial> tls = LoadTls(config);
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  EXPECT_TRUE(tls->enabled);
+  EXPECT_EQ(tls->ca_pem, "-----BEGIN CERTIFICATE-----\nca\n");
+  EXPECT_EQ(tls->cert_pem, "-----BEGIN CERTIFICATE-----\ncert\n");
+  EXPECT_EQ(tls->key_pem, "-----BEGIN PRIVATE KEY-----\nkey\n");
+
+  config.cert_file = "missing";
+  tls = LoadTls(config);
+  ASSERT_FALSE(tls.ok());
+  EXPECT_THAT(
+      tls.status().message(),
+      AllOf(HasSubstr(absl::StrCat("tls.cert: cannot read '", testing::TempDir(), "/missing'")),
+            HasSubstr("$CREDENTIALS_DIRECTORY")));
+  // Without it, relative means the working directory, as before.
+  ASSERT_EQ(unsetenv("CREDENTIALS_DIRECTORY"), 0);
+  config.cert_file = prefix + "cert";
+  tls = LoadTls(config);
+  ASSERT_FALSE(tls.ok());
+  EXPECT_THAT(tls.status().message(),
+              HasSubstr(absl::StrCat("tls.ca: cannot read '", prefix, "ca'")));
 }
 
 TEST_F(ConfigFileTest, MissingFile) {

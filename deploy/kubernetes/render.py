@@ -47,7 +47,7 @@ def parse_args(argv):
     p.add_argument("--node-selector", default="",
                    help="KEY=VALUE: only nodes with this label are listed and run the daemon")
     p.add_argument("--grpc-port", type=int, default=7601)
-    p.add_argument("--metrics-port", type=int, default=10025)
+    p.add_argument("--metrics-port", type=int, default=7610)
     p.add_argument("--gloo-interface", default="",
                    help="interface the Gloo pairs use (as GLOO_SOCKET_IFNAME); default: "
                         "the address the node name resolves to, as PyTorch does")

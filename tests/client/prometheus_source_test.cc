@@ -24,25 +24,25 @@ json Peer(const std::string& metric, const std::string& node, const std::string&
   extra["__name__"] = metric;
   extra["node"] = node;
   extra["peer"] = peer;
-  extra["instance"] = "h-" + node + ":10025";
+  extra["instance"] = "h-" + node + ":7610";
   return S(extra, value);
 }
 
 json NodeSeries(const std::string& metric, const std::string& node, const std::string& value) {
-  return S({{"__name__", metric}, {"node", node}, {"instance", "h-" + node + ":10025"}}, value);
+  return S({{"__name__", metric}, {"node", node}, {"instance", "h-" + node + ":7610"}}, value);
 }
 
 json Info(const std::string& node) {
   return S({{"__name__", "gloowatch_build_info"},
             {"node", node},
-            {"instance", "h-" + node + ":10025"},
+            {"instance", "h-" + node + ":7610"},
             {"version", "0.9.0"},
             {"gloo_version", "0.5.0"}},
            "1");
 }
 
 json Up(const std::string& node, const std::string& value) {
-  return S({{"__name__", "up"}, {"instance", "h-" + node + ":10025"}}, value);
+  return S({{"__name__", "up"}, {"instance", "h-" + node + ":7610"}}, value);
 }
 
 // A healthy link a->b with every figure.
@@ -108,7 +108,7 @@ TEST(PrometheusSource, HealthyMeshBecomesTheSameNodeStatus) {
   const FetchResult* a = Find(*nodes, "a");
   ASSERT_NE(a, nullptr);
   ASSERT_TRUE(a->status.has_value());
-  EXPECT_EQ(a->target.endpoint.ToString(), "h-a:10025");
+  EXPECT_EQ(a->target.endpoint.ToString(), "h-a:7610");
   const v1::NodeStatus& s = *a->status;
   EXPECT_EQ(s.node(), "a");
   EXPECT_EQ(s.version(), "0.9.0");
@@ -289,7 +289,7 @@ TEST(PrometheusSource, TargetDownIsUnreachableUnderItsNodeName) {
   ASSERT_NE(c, nullptr);
   EXPECT_FALSE(c->status.has_value());
   EXPECT_THAT(c->error, HasSubstr("up == 0"));
-  EXPECT_THAT(c->error, HasSubstr("h-c:10025"));
+  EXPECT_THAT(c->error, HasSubstr("h-c:7610"));
   ClusterPicture p = BuildCluster(*std::move(nodes));
   EXPECT_EQ(p.verdict, Health::kFailed);
   EXPECT_EQ(p.nodes, (std::vector<std::string>{"a", "b", "c"}));  // not shown twice
@@ -312,12 +312,12 @@ TEST(PrometheusSource, StaleSeriesWithoutTargetIsUnreachableNotHealthy) {
 
 TEST(PrometheusSource, UnknownTargetsAreNamedByInstanceOrTheirNodeLabel) {
   PrometheusSnapshot s = Healthy();
-  s.up.push_back(S({{"__name__", "up"}, {"instance", "10.0.0.9:10025"}}, "0"));
-  s.up.push_back(S({{"__name__", "up"}, {"instance", "10.0.0.8:10025"}, {"node", "gpu-8"}}, "0"));
+  s.up.push_back(S({{"__name__", "up"}, {"instance", "10.0.0.9:7610"}}, "0"));
+  s.up.push_back(S({{"__name__", "up"}, {"instance", "10.0.0.8:7610"}, {"node", "gpu-8"}}, "0"));
   s.up.push_back(S({{"__name__", "up"}, {"instance", "10.0.0.7:9100"}}, "1"));
   auto nodes = NodesFromSnapshot(s, {});
   ASSERT_TRUE(nodes.ok());
-  EXPECT_NE(Find(*nodes, "10.0.0.9:10025"), nullptr);
+  EXPECT_NE(Find(*nodes, "10.0.0.9:7610"), nullptr);
   ASSERT_NE(Find(*nodes, "gpu-8"), nullptr);
   EXPECT_THAT(Find(*nodes, "gpu-8")->error, HasSubstr("up == 0"));
   ASSERT_NE(Find(*nodes, "10.0.0.7:9100"), nullptr);
@@ -413,13 +413,13 @@ TEST(PrometheusSource, TrainingJobsWithTheirShare) {
       s.series.push_back(S({{"__name__", metric},
                             {"job", "gloowatch"},
                             {"node", "a"},
-                            {"instance", "h-a:10025"},
+                            {"instance", "h-a:7610"},
                             {label, "llm"},
                             {"rank", "3"}},
                            "10"));
     }
     s.training_share.push_back(
-        S({{"node", "a"}, {"instance", "h-a:10025"}, {label, "llm"}, {"rank", "3"}}, "0.45"));
+        S({{"node", "a"}, {"instance", "h-a:7610"}, {label, "llm"}, {"rank", "3"}}, "0.45"));
     auto nodes = NodesFromSnapshot(s, {});
     ASSERT_TRUE(nodes.ok());
     const v1::NodeStatus& a = *Find(*nodes, "a")->status;

@@ -16,7 +16,7 @@ for line in \
   'ProtectSystem=strict' 'ProtectHome=yes' 'NoNewPrivileges=yes' 'PrivateTmp=yes' \
   'CapabilityBoundingSet=' 'AmbientCapabilities=' \
   'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK' \
-  'ConfigurationDirectory=gloowatch' \
+  'ConfigurationDirectory=gloowatch' 'KillMode=mixed' \
   'ExecStart=/usr/sbin/gloowatchd --config /etc/gloowatch/gloowatchd.yaml' \
   'ExecReload=/bin/sh -c "kill -HUP $MAINPID"' 'WantedBy=multi-user.target'; do
   grep -qxF -- "$line" "$unit" || err "missing directive: $line"
