@@ -37,6 +37,10 @@ for name, rule in alerts.items():
     for key in ("summary", "description", "runbook_url"):
         if not ann.get(key):
             fail(f"{name}: annotation {key} missing")
+    # Routing labels (cluster, instance, job, node, topology target labels)
+    # survive only aggregations `without` the per-peer labels.
+    if re.search(r"\bby\s*\(", rule["expr"]):
+        fail(f"{name}: aggregates `by (...)`, which drops the routing labels; use without (...)")
     url = ann.get("runbook_url", "")
     if not url.endswith(f"docs/operations.md#{name.lower()}"):
         fail(f"{name}: runbook_url {url} does not point at docs/operations.md#{name.lower()}")

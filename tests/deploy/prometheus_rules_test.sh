@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # promtool: the alert rules parse, their unit tests pass (every alert firing
-# and not firing), the example Prometheus config and file_sd targets are
-# valid; plus structural checks of rules, runbooks and dashboard.
+# and not firing; a single and a rolling restart of 8 nodes raising nothing
+# but the down node's GloowatchDaemonDown), the example Prometheus config and
+# file_sd targets are valid; plus structural checks of rules, runbooks and
+# dashboard.
 # Usage: prometheus_rules_test.sh SOURCE_DIR
 set -euo pipefail
 src=$1
@@ -12,6 +14,8 @@ prom=$src/deploy/prometheus
 
 promtool check rules "$prom/gloowatch-alerts.yml"
 promtool test rules "$prom/tests/gloowatch-alerts.test.yml"
+python3 "$src/tests/deploy/generate_restart_tests.py" --check
+promtool test rules "$prom/tests/gloowatch-restarts.test.yml"
 
 # The example config names the paths it will have once installed; check a
 # copy that points at the files in the source tree instead.
