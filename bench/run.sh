@@ -29,6 +29,7 @@ run overhead bash bench/overhead.sh "$build"
 run aggregation bash bench/aggregation.sh "$build"
 run topology "$build/bench/topology_sim"
 run explain_log "$build/bench/explain_log_bench"
+run dashboard bash bench/dashboard.sh
 
 echo
 echo "== summary: every figure with a target"

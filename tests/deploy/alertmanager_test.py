@@ -8,7 +8,6 @@ Usage: alertmanager_test.py SOURCE_DIR"""
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -16,6 +15,9 @@ import time
 import urllib.request
 
 import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from local_server import free_port, stop  # noqa: E402
 
 src = sys.argv[1]
 config = f"{src}/deploy/alertmanager/gloowatch-alertmanager.yml"
@@ -54,11 +56,6 @@ for name in ("GloowatchPeerDown", "GloowatchLatencyHigh", "GloowatchBandwidthLow
     if name not in targeted:
         fail(f"{name} is a link alert but no inhibit rule silences it")
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def alert(name, **labels):
@@ -129,11 +126,6 @@ try:
         fail(f"{name}: expected {'inhibited' if inhibited else 'not inhibited'}")
     print(f"checked {len(cases)} alerts against a real Alertmanager")
 finally:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    stop(proc)
     shutil.rmtree(tmp, ignore_errors=True)
 sys.exit(1 if failures else 0)
