@@ -147,6 +147,12 @@ for p in panels:
         fail(f"{where}: not the Grafana 9+ heatmap options (options.calculate)")
 
 text = json.dumps(dash)
+# Recorded series the dashboard reads must be recorded by the shipped rules.
+records = yaml.safe_load(open(f"{src}/deploy/prometheus/gloowatch-records.yml"))
+recorded = {r["record"] for g in records["groups"] for r in g["rules"]}
+for metric in set(re.findall(r"\b[a-z_]+:[a-z_0-9]+:[a-z_0-9]+\b", text)):
+    if metric not in recorded:
+        fail(f"dashboard: reads {metric}, which deploy/prometheus/gloowatch-records.yml does not record")
 for metric in ("gloowatch_peer_rtt_p50_seconds", "gloowatch_peer_rtt_p99_seconds",
                "gloowatch_peer_bandwidth_bytes_per_second", "gloowatch_peer_bandwidth_link_ratio",
                "gloowatch_peer_clock_offset_seconds", "gloowatch_peer_clock_offset_error_seconds",

@@ -80,8 +80,10 @@ def queries(dash, span_s, computed):
             continue  # evaluated before the panels' queries
         if not m:
             raise SystemExit(f"FAIL: variable ${v['name']}: cannot read {q}")
-        out.append((f"variable ${v['name']}",
-                    substitute(f"group by ({m.group(2)}) ({m.group(1)})", span_s, computed), True, True))
+        # Grafana asks the label values API for these, not a query.
+        out.append((f"variable ${v['name']}", ("label", m.group(2),
+                                               substitute(m.group(1), span_s, computed)),
+                    True, True))
     for a in dash["annotations"]["list"]:
         if "expr" in a:
             out.append((f"annotation {a['name']}", substitute(a["expr"], span_s, computed), False, False))
@@ -157,7 +159,10 @@ def main():
         print(f"Prometheus ready after {time.monotonic() - t2:.1f} s")
 
         def run(promql, instant):
-            if instant:
+            if isinstance(promql, tuple):  # ("label", name, selector)
+                params = {"match[]": promql[2], "start": end_s - span_s, "end": end_s}
+                path = f"/api/v1/label/{promql[1]}/values"
+            elif instant:
                 params = {"query": promql, "time": end_s}
                 path = "/api/v1/query"
             else:
@@ -171,7 +176,8 @@ def main():
                 return None, e.read().decode(errors="replace"), time.monotonic() - start
             took = time.monotonic() - start
             reply = json.loads(body)
-            return reply["data"]["result"], None, took
+            data = reply["data"]  # a list of values from the label values API
+            return (data if isinstance(data, list) else data["result"]), None, took
 
         failures, timings = 0, []
         # query_result() variables first: Grafana substitutes what they

@@ -6,7 +6,8 @@ dashboard query test and bench/dashboard.sh).
 its own cluster (ring neighbours at +-1, +-2, ..., like the bounded topology
 of docs/topology.md), every family the dashboard and the alert rules read
 with the daemon's labels (the rtt histogram with its 17 buckets), plus the
-target labels Prometheus adds (job, instance, cluster, rack). Figures vary
+target labels Prometheus adds (job, instance, cluster, rack), and the series
+deploy/prometheus/gloowatch-records.yml would have recorded from them. Figures vary
 per link so that top-N panels have something to rank; one node per cluster
 is unreachable from all its probers, some links fail and lose packets, and
 every 16th node runs a training rank."""
@@ -65,14 +66,20 @@ def _write_file(path, topo, samples, step_s, end_s):
             return (f'job="gloowatch",instance="{cluster}{i:04d}.example:10025",cluster="{cluster}",'
                     f'rack="{cluster}-rack-{i // 16}",node="{node}"')
 
+        def links(i, names):
+            """(peer, h, down) per link: h, a figure between 0 and 1 fixed for
+            the link; down, the peer every prober sees down."""
+            return [(peer, ((i * 31 + j * 17) % 97) / 97.0, peer.endswith("-0007"))
+                    for j, peer in enumerate(names)]
+
         def each_link():
             for cluster, i, node, names in topo:
                 dl = daemon_labels(cluster, i, node)
-                for j, peer in enumerate(names):
-                    # A per-link figure between 0 and 1, fixed for the link.
-                    h = ((i * 31 + j * 17) % 97) / 97.0
-                    down = peer.endswith("-0007")
+                for j, (peer, h, down) in enumerate(links(i, names)):
                     yield dl + f',peer="{peer}"', h, down, i, j
+
+        def failing(h, down, reason):
+            return down and reason == "refused" or reason == "timeout" and h > 0.97
 
         flat = [0.0] * samples
         family("up", "gauge")
@@ -109,6 +116,42 @@ def _write_file(path, topo, samples, step_s, end_s):
                     emit(f"gloowatch_training_{name}_total", labels,
                          [per_s * step_s * k * (1 + 0.01 * (i % 7)) for k in range(samples)])
 
+        # What deploy/prometheus/gloowatch-records.yml records from the
+        # link series below (the same figures, aggregated per daemon).
+        wiggle = [0.01 * (k % 3) for k in range(samples)]
+        for name, per_node in (
+                ("gloowatch_peer_rtt_p50_seconds:max",
+                 lambda ls: [6e-5 + 4e-4 * max(h for _, h, _ in ls) * (1 + w) for w in wiggle]),
+                ("gloowatch_peer_bandwidth_link_ratio:min",
+                 lambda ls: [0.7 + 0.28 * min(h for _, h, _ in ls)] * samples),
+                ("gloowatch_peer_tcp_loss_ratio:max",
+                 lambda ls: [0.001 * max(h for _, h, _ in ls) * (1 + w) for w in wiggle]),
+                ("gloowatch_peer_clock_offset_seconds:abs_max",
+                 lambda ls: [max(abs(-0.01 + 0.02 * h + 0.0002 * w * 100) for _, h, _ in ls)
+                             for w in wiggle]),
+                ("gloowatch_peer_probe_failures:increase5m",
+                 lambda ls: [min(k, 5) * sum(failing(h, down, r) for _, h, down in ls
+                                             for r in REASONS) for k in range(samples)])):
+            family(f"instance:{name}", "gauge")
+            for cluster, i, node, names in topo:
+                emit(f"instance:{name}", daemon_labels(cluster, i, node), per_node(links(i, names)))
+        family("instance:gloowatch_peer_probes:rate5m", "gauge")
+        for cluster, i, node, names in topo:
+            up_links = sum(1 for _, _, down in links(i, names) if not down)
+            for kind, per_min in (("latency", 12), ("skew", 6), ("bandwidth", 0.1)):
+                emit("instance:gloowatch_peer_probes:rate5m",
+                     daemon_labels(cluster, i, node) + f',kind="{kind}"',
+                     [up_links * per_min / 60] * samples)
+
+        family("peer:gloowatch_peer_up:probers_down", "gauge")
+        probers = {}
+        for cluster, i, node, names in topo:
+            for peer, _, down in links(i, names):
+                probers[(cluster, peer)] = probers.get((cluster, peer), 0) + down
+        for (cluster, peer), count in sorted(probers.items()):
+            emit("peer:gloowatch_peer_up:probers_down",
+                 f'job="gloowatch",cluster="{cluster}",peer="{peer}"', [count] * samples)
+
         family("gloowatch_peer_up", "gauge")
         for labels, h, down, i, j in each_link():
             emit("gloowatch_peer_up", labels, [0 if down else 1] * samples)
@@ -133,9 +176,8 @@ def _write_file(path, topo, samples, step_s, end_s):
         family("gloowatch_peer_probe_failures", "counter")
         for labels, h, down, i, j in each_link():
             for reason in REASONS:
-                failing = down and reason == "refused" or reason == "timeout" and h > 0.97
                 emit("gloowatch_peer_probe_failures_total", labels + f',reason="{reason}"',
-                     [k if failing else 0 for k in range(samples)])
+                     [k if failing(h, down, reason) else 0 for k in range(samples)])
         family("gloowatch_peer_probes", "counter")
         for labels, h, down, i, j in each_link():
             for kind, per_min in (("latency", 12), ("skew", 6), ("bandwidth", 0.1)):

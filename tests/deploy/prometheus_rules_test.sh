@@ -12,7 +12,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/gloowatch-promtool-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 prom=$src/deploy/prometheus
 
-promtool check rules "$prom/gloowatch-alerts.yml"
+promtool check rules "$prom/gloowatch-alerts.yml" "$prom/gloowatch-records.yml"
 promtool test rules "$prom/tests/gloowatch-alerts.test.yml"
 python3 "$src/tests/deploy/generate_restart_tests.py" --check
 promtool test rules "$prom/tests/gloowatch-restarts.test.yml"
@@ -21,7 +21,7 @@ promtool test rules "$prom/tests/gloowatch-restarts.test.yml"
 # copy that points at the files in the source tree instead.
 mkdir -p "$tmp/targets"
 cp "$prom/targets/gloowatch.json" "$tmp/targets/"
-sed -e "s#/etc/prometheus/gloowatch-alerts.yml#$prom/gloowatch-alerts.yml#" \
+sed -e "s#/etc/prometheus/gloowatch-\([a-z]*\).yml#$prom/gloowatch-\1.yml#" \
     -e "s#/etc/prometheus/targets/#$tmp/targets/#" \
     "$prom/prometheus.yml" > "$tmp/prometheus.yml"
 promtool check config "$tmp/prometheus.yml"
