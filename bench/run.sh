@@ -32,6 +32,7 @@ run explain_log "$build/bench/explain_log_bench"
 run localise "$build/bench/localise_bench"
 run html_page bash bench/html_page.sh "$build"
 run reporter /usr/bin/python3 bench/reporter_overhead.py "$build"
+run dashboard bash bench/dashboard.sh
 
 echo
 echo "== summary: every figure with a target"

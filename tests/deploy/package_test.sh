@@ -30,6 +30,8 @@ contents=$(dpkg-deb -c "$deb" | awk '{print $NF}')
 for path in ./usr/sbin/gloowatchd ./usr/bin/gloowatch ./usr/bin/gloowatch-report \
     ./usr/lib/systemd/system/gloowatchd.service ./etc/gloowatch/gloowatchd.yaml \
     ./usr/share/gloowatch/deploy/prometheus/gloowatch-alerts.yml \
+    ./usr/share/gloowatch/deploy/prometheus/gloowatch-records.yml \
+    ./usr/share/gloowatch/deploy/alertmanager/gloowatch-alertmanager.yml \
     ./usr/share/gloowatch/deploy/prometheus/prometheus.yml \
     ./usr/share/gloowatch/deploy/grafana/gloowatch-dashboard.json \
     ./usr/share/gloowatch/deploy/systemd/tls-credentials.conf \
