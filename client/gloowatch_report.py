@@ -20,10 +20,11 @@ A finished step only appends a tuple to a bounded in-memory queue; a
 background thread sends the queue in batches (Status.ReportSteps) every
 `flush_interval`. A step never waits on the network: when the daemon is
 dead, hung or slow the queue fills and further reports are dropped,
-counted in `dropped` and logged once. The message classes are generated at
+counted in `dropped` and logged once. The message classes come from the
+package (/usr/share/gloowatch/python, generated at build time, so an
+installed helper needs no protoc); from a source tree they are generated at
 first use from proto/gloowatch.proto with protoc (/usr/bin/protoc, else
-grpc_tools) into a private temp dir: no build step, nothing generated to keep
-in sync.
+grpc_tools) into a private temp dir.
 
 Also a CLI (one synchronous ReportStep):
   gloowatch_report.py --job J --rank R --step N --step-seconds S
@@ -64,6 +65,17 @@ def _proto_path():
     raise FileNotFoundError("gloowatch.proto not found; set GLOOWATCH_PROTO")
 
 
+def _installed_stubs_dir():
+    """Where the package put the generated classes, or None (a source tree)."""
+    here = os.path.dirname(os.path.realpath(__file__))
+    for cand in (os.environ.get("GLOOWATCH_STUBS_DIR"),
+                 os.path.join(here, "..", "share", "gloowatch", "python"),
+                 "/usr/share/gloowatch/python"):
+        if cand and os.path.isfile(os.path.join(cand, "proto", "gloowatch_pb2.py")):
+            return os.path.realpath(cand)
+    return None
+
+
 def _run_protoc(args):
     # System protoc first: Debian 12's grpc_tools bundles a protoc too old for
     # proto3 `optional` (it rejects the proto outright).
@@ -82,6 +94,14 @@ def load_stubs(proto=None):
     global _STUBS
     with _STUBS_LOCK:
         if _STUBS is not None:
+            return _STUBS
+        installed = None if proto else _installed_stubs_dir()
+        if installed:
+            sys.path.insert(0, installed)
+            try:
+                _STUBS = importlib.import_module("proto.gloowatch_pb2")
+            finally:
+                sys.path.remove(installed)
             return _STUBS
         proto = os.path.realpath(proto or _proto_path())
         root = os.path.dirname(os.path.dirname(proto))  # .../proto/gloowatch.proto

@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "client/suspects_render.h"
 #include "client/pending.h"
+#include "client/suspects_render.h"
 
 namespace gloowatch::client {
 namespace {

@@ -297,6 +297,8 @@ TEST(ConfigTest, NodeOptionLetsOneFileListEveryNode) {
   c = ParseConfig(shared, "shared.yaml", options);
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(std::string(c.status().message()), HasSubstr("--node: "));
+}
+
 // 7610 is the project's metrics port (docs/operations.md): the example and
 // deploy/prometheus/ use it. 10025, the port of earlier versions (Postfix's
 // re-injection port), still works when a config names it.

@@ -13,8 +13,9 @@ pods pick up the new file on `kubectl rollout restart daemonset/gloowatchd`.
   kubectl get nodes -o json | deploy/kubernetes/render.py --image IMAGE > gloowatch.yaml
 
 Writes: ConfigMap, DaemonSet (host network, as training pods use it),
-headless Service, ServiceMonitor and PrometheusRule (from the same rule file
-as deploy/prometheus/, so both stay one source).
+headless Service, ServiceMonitor and PrometheusRule (from the same rule files
+as deploy/prometheus/: the alerts and the dashboard's recording rules, so both
+deployments stay one source).
 """
 
 import argparse
@@ -27,7 +28,8 @@ import sys
 import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RULES = os.path.join(HERE, "..", "prometheus", "gloowatch-alerts.yml")
+RULES = [os.path.join(HERE, "..", "prometheus", name)
+         for name in ("gloowatch-alerts.yml", "gloowatch-records.yml")]
 NAME = re.compile(r"^[A-Za-z0-9._-]{1,63}$")
 APP = {"app.kubernetes.io/name": "gloowatch"}
 
@@ -51,7 +53,9 @@ def parse_args(argv):
     p.add_argument("--gloo-interface", default="",
                    help="interface the Gloo pairs use (as GLOO_SOCKET_IFNAME); default: "
                         "the address the node name resolves to, as PyTorch does")
-    p.add_argument("--rules", default=RULES, help="Prometheus rule file for the PrometheusRule")
+    p.add_argument("--rules", nargs="+", default=RULES,
+                   help="Prometheus rule files for the PrometheusRule (default: the alerts and the "
+                        "dashboard's recording rules)")
     return p.parse_args(argv)
 
 
@@ -110,7 +114,7 @@ def daemon_config(listed, args):
     return header + yaml.safe_dump(config, sort_keys=False)
 
 
-def manifests(listed, rules, args):
+def manifests(listed, rule_groups, args):
     ns = args.namespace
     meta = lambda name: {"name": name, "namespace": ns, "labels": dict(APP)}
     ports = [{"name": "grpc", "containerPort": args.grpc_port, "protocol": "TCP"},
@@ -162,7 +166,7 @@ def manifests(listed, rules, args):
                   "namespaceSelector": {"matchNames": [ns]},
                   "endpoints": [{"port": "metrics", "interval": "15s", "path": "/metrics"}]}},
         {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
-         "metadata": meta("gloowatch-alerts"), "spec": {"groups": rules["groups"]}},
+         "metadata": meta("gloowatch-rules"), "spec": {"groups": rule_groups}},
     ]
 
 
@@ -183,14 +187,17 @@ def main(argv):
         fail(f"cannot read the node list {args.nodes}: {e}")
     if not isinstance(node_list, dict) or not isinstance(node_list.get("items"), list):
         fail("the node list is not `kubectl get nodes -o json` output (no items)")
-    try:
-        with open(args.rules) as f:
-            rules = yaml.safe_load(f)
-    except (OSError, yaml.YAMLError) as e:
-        fail(f"cannot read the rule file {args.rules}: {e}")
-    if not isinstance(rules, dict) or not isinstance(rules.get("groups"), list):
-        fail(f"{args.rules} has no rule groups")
-    docs = manifests(peers(node_list["items"], args), rules, args)
+    groups = []
+    for path in args.rules:
+        try:
+            with open(path) as f:
+                rules = yaml.safe_load(f)
+        except (OSError, yaml.YAMLError) as e:
+            fail(f"cannot read the rule file {path}: {e}")
+        if not isinstance(rules, dict) or not isinstance(rules.get("groups"), list):
+            fail(f"{path} has no rule groups")
+        groups += rules["groups"]
+    docs = manifests(peers(node_list["items"], args), groups, args)
     print("# Rendered by deploy/kubernetes/render.py; do not edit, re-render.")
     sys.stdout.write(yaml.dump_all(docs, Dumper=Dumper, sort_keys=False, width=100))
 

@@ -123,12 +123,13 @@ tree_ok() {
     [ -x "$base/usr/bin/apt-get" ] && [ -x "$base/usr/bin/dbus-daemon" ] && [ -e "$base/sbin/init" ]
 }
 
-# ct_install BUILD_DIR: the cached tree (built once, rebuilt when absent or
+# ct_install BUILD_DIR [recommends]: the cached tree (built once, rebuilt when absent or
 # incomplete), the .deb built from BUILD_DIR and installed with apt into an
 # overlay of it; $installed is then the lowerdir stack of that installed tree
 # for ct_mount (the cached tree stays as debootstrap left it).
 ct_install() {
-  local mirror started
+  local mirror started apt_flags=--no-install-recommends
+  [ "${2:-}" = recommends ] && apt_flags=""   # as apt installs it by default
   mirror=${GLOOWATCH_TEST_MIRROR:-$(apt_sources | awk '$2 == "bookworm" { print $1; exit }')}
   [ -n "$mirror" ] || die "no apt source for bookworm in /etc/apt/sources.list{,.d} (set GLOOWATCH_TEST_MIRROR)"
   mkdir -p "$cache/apt-archives/partial"
@@ -165,7 +166,7 @@ ct_install() {
   started=$(date +%s)
   if ! bounded 300 systemd-nspawn --register=no --keep-unit --quiet --console=pipe -D "$root" \
       --bind="$cache/apt-archives:/var/cache/apt/archives" /bin/sh -c \
-      'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends /root/gloowatch.deb' \
+      "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $apt_flags /root/gloowatch.deb" \
       < /dev/null > "$tmp/apt.log" 2>&1; then
     tail -30 "$tmp/apt.log"
     die "apt-get install of the .deb in the container failed (mirror $mirror)"

@@ -50,7 +50,8 @@ echo "$out"
 if "$build/gloowatchd" --check-config "$tmp/gloowatchd.yaml" > /dev/null 2>&1; then
   fail "the shared config must need --node"
 fi
-promtool check rules "$tmp/rules.yml"
+promtool check rules "$tmp/rules.yml" | tee "$tmp/promtool.out"
+grep -q "SUCCESS: [1-9][0-9]* rules found" "$tmp/promtool.out" || fail "no rules in the PrometheusRule"
 
 # Bad input: a clear error and exit 65, never a traceback.
 expect_error() {
