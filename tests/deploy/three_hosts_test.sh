@@ -70,10 +70,10 @@ done
 # its targets and 2 s intervals instead of 15 s (the alert's `for: 2m` stays).
 prom=$tmp/prometheus
 mkdir -p "$prom/data" "$prom/targets"
-cp "$src/deploy/prometheus/gloowatch-alerts.yml" "$prom/"
+cp "$src/deploy/prometheus/gloowatch-alerts.yml" "$src/deploy/prometheus/gloowatch-records.yml" "$prom/"
 sed -e 's/scrape_interval: 15s/scrape_interval: 2s/' -e 's/evaluation_interval: 15s/evaluation_interval: 2s/' \
   -e 's/scrape_timeout: 10s/scrape_timeout: 1s/' \
-  -e "s#/etc/prometheus/gloowatch-alerts.yml#$prom/gloowatch-alerts.yml#" \
+  -e "s#/etc/prometheus/gloowatch-\(alerts\|records\).yml#$prom/gloowatch-\1.yml#" \
   -e "s#/etc/prometheus/targets/#$prom/targets/#" \
   -e "s#targets: \['127.0.0.1:7610'\]#targets: ['$net.1:7610', '$net.2:7610', '$net.3:7610']#" \
   "$src/deploy/prometheus/prometheus.yml" > "$prom/prometheus.yml"
