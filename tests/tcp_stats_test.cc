@@ -18,11 +18,14 @@
 namespace gloowatch {
 namespace {
 
-TcpEndpoint Loopback(uint16_t port) {
+constexpr in_addr_t kPeer2 = 0x7f000002;  // 127.0.0.2
+constexpr in_addr_t kPeer3 = 0x7f000003;  // 127.0.0.3
+
+TcpEndpoint Loopback(uint16_t port, in_addr_t address = INADDR_LOOPBACK) {
   sockaddr_storage ss{};
   auto* in = reinterpret_cast<sockaddr_in*>(&ss);
   in->sin_family = AF_INET;
-  in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  in->sin_addr.s_addr = htonl(address);
   in->sin_port = htons(port);
   return *TcpEndpoint::FromSockaddr(ss);
 }
@@ -36,8 +39,9 @@ uint16_t LocalPort(int fd) {
 
 // A connected loopback TCP connection, as a Gloo pair makes one: one side
 // listened on its advertised port, the other connected from an ephemeral one.
+// The connector may come from another loopback address (another peer).
 struct LoopbackConnection {
-  LoopbackConnection() {
+  explicit LoopbackConnection(in_addr_t connector_address = INADDR_LOOPBACK) {
     const int listener = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -46,6 +50,10 @@ struct LoopbackConnection {
     EXPECT_EQ(listen(listener, 1), 0);
     listen_port = LocalPort(listener);
     connector = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    from.sin_addr.s_addr = htonl(connector_address);
+    EXPECT_EQ(bind(connector, reinterpret_cast<sockaddr*>(&from), sizeof(from)), 0);
     a.sin_port = htons(listen_port);
     EXPECT_EQ(connect(connector, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
     accepted = accept(listener, nullptr, nullptr);
@@ -110,6 +118,21 @@ TEST(TcpStatsTest, NoSuchConnectionIsNotFound) {
   LoopbackConnection c;  // exists, but matches neither address
   TcpConnection other{Loopback(1), Loopback(2), std::nullopt};
   EXPECT_TRUE(absl::IsNotFound(NewSockDiagTcpStats()->Read(other).status()));
+}
+
+// Gloo closes a pair's listener once connected, so the port a pair
+// advertised can since belong to a connection with another peer: that one's
+// counters are not this link's (a lossy link to one peer was once reported
+// on a healthy link to another).
+TEST(TcpStatsTest, AnotherPeersConnectionOnOurFormerListeningPortIsNotOurs) {
+  LoopbackConnection other(kPeer3);  // 127.0.0.3 connected to our port
+  Send(other.accepted, 1000);
+  TcpConnection ours{Loopback(other.listen_port), Loopback(1, kPeer2), std::nullopt};
+  absl::StatusOr<TcpCounters> counters = NewSockDiagTcpStats()->Read(ours);
+  EXPECT_TRUE(absl::IsNotFound(counters.status())) << counters.status();
+  // The same port with the peer's address is ours.
+  TcpConnection same_peer{Loopback(other.listen_port), Loopback(1, kPeer3), std::nullopt};
+  EXPECT_TRUE(NewSockDiagTcpStats()->Read(same_peer).ok());
 }
 
 TEST(TcpCounterDeltasTest, EachConnectionStartsAtZeroAndAddsIncrements) {

@@ -86,6 +86,15 @@ absl::StatusOr<TcpCounters> CountersOf(const nlmsghdr* h) {
   return absl::InternalError("sock_diag: reply without INET_DIAG_INFO");
 }
 
+// Our socket has our listening address as its local one (we accepted) or
+// the peer's as its remote one (we connected). Gloo closes a pair's listener
+// once connected, so either port may since belong to a connection with
+// another host: the other end's address must be the expected one too.
+bool IsOurs(const TcpConnection& c, const TcpEndpoint& local, const TcpEndpoint& remote) {
+  return (local == c.local && remote.SameHost(c.remote)) ||
+         (remote == c.remote && local.SameHost(c.local));
+}
+
 class SockDiagTcpStats final : public TcpStatsSource {
  public:
   absl::StatusOr<TcpCounters> Read(TcpConnection& c) const override {
@@ -118,7 +127,7 @@ class SockDiagTcpStats final : public TcpStatsSource {
         const auto* msg = static_cast<const inet_diag_msg*>(NLMSG_DATA(h));
         TcpEndpoint local, remote;
         Endpoints(*msg, &local, &remote);
-        if (dump && !(local == c.local || remote == c.remote)) continue;
+        if (dump && !IsOurs(c, local, remote)) continue;
         if (msg->idiag_state != kTcpEstablished)
           return NotFound(c);  // an exact lookup of a closing one
         absl::StatusOr<TcpCounters> counters = CountersOf(h);

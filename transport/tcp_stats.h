@@ -23,15 +23,16 @@ struct TcpEndpoint {
 
   static std::optional<TcpEndpoint> FromSockaddr(const sockaddr_storage& ss);
   std::string ToString() const;
-  bool operator==(const TcpEndpoint& o) const {
-    return family == o.family && address == o.address && port == o.port;
-  }
+  bool SameHost(const TcpEndpoint& o) const { return family == o.family && address == o.address; }
+  bool operator==(const TcpEndpoint& o) const { return SameHost(o) && port == o.port; }
 };
 
 // One Gloo pair's connection, named by the listening addresses both pairs
 // advertised. One side accepted on its listening address, the other connected
 // from an ephemeral port, so our socket is the one whose local address is
-// `local` or whose remote address is `remote`.
+// `local` or whose remote address is `remote` (and whose other end is on the
+// expected host: Gloo closes the listener once connected, so the port may be
+// reused by a connection with another host).
 struct TcpConnection {
   TcpEndpoint local;
   TcpEndpoint remote;
