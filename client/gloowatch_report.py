@@ -659,15 +659,21 @@ def main(argv=None):
     if argv[:1] == ["run"]:
         return run(argv[1:])
     p = argparse.ArgumentParser(description="Send one ReportStep to gloowatchd.")
-    p.add_argument("--daemon", default=os.environ.get("GLOOWATCH_DAEMON", DEFAULT_DAEMON))
-    p.add_argument("--job", required=True)
-    p.add_argument("--rank", type=int, required=True)
-    p.add_argument("--step", type=int, required=True)
-    p.add_argument("--step-seconds", type=float, required=True)
-    p.add_argument("--comm-seconds", type=float, required=True)
-    p.add_argument("--tls_ca")
-    p.add_argument("--tls_cert")
-    p.add_argument("--tls_key")
+    p.add_argument("--daemon", default=os.environ.get("GLOOWATCH_DAEMON", DEFAULT_DAEMON),
+                   help="the daemon's gRPC address, HOST:PORT ($GLOOWATCH_DAEMON, else %s)"
+                   % DEFAULT_DAEMON)
+    p.add_argument("--job", required=True, help="the training job's name")
+    p.add_argument("--rank", type=int, required=True, help="the reporting rank")
+    p.add_argument("--step", type=int, required=True, help="the step's number")
+    p.add_argument("--step-seconds", type=float, required=True,
+                   help="the step's wall time in seconds")
+    p.add_argument("--comm-seconds", type=float, required=True,
+                   help="of that, the time spent communicating, in seconds")
+    for name, what in (("ca", "CA file: talk TLS to the daemon"),
+                       ("cert", "client certificate for mutual TLS"),
+                       ("key", "its private key")):
+        env = "GLOOWATCH_TLS_" + name.upper()
+        p.add_argument("--tls_" + name, default=os.environ.get(env), help="%s ($%s)" % (what, env))
     a = p.parse_args(argv)
     pb2 = load_stubs()
     try:

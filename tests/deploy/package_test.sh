@@ -109,6 +109,30 @@ fi
 # Run what was packaged.
 dpkg-deb -x "$deb" "$tmp/root"
 
+# The manual pages list the flags the binaries' --help prints (generated at
+# build time: packaging/man/man_flags.py).
+zcat "$tmp/root/usr/share/man/man8/gloowatchd.8.gz" | grep -qF '\fB\-\-check_config\fR' ||
+  err "gloowatchd(8) lacks the generated --check_config entry"
+zcat "$tmp/root/usr/share/man/man1/gloowatch.1.gz" | grep -qF '\fB\-\-prometheus_lookback\fR (default 10m)' ||
+  err "gloowatch(1) lacks the generated health flags"
+zcat "$tmp/root/usr/share/man/man1/gloowatch-report.1.gz" | grep -qF '\fB\-\-step\-seconds\fR' ||
+  err "gloowatch-report(1) lacks the generated --step-seconds entry"
+! zcat "$tmp/root/usr/share/man/man1/"{gloowatch,gloowatch-report}.1.gz "$tmp/root/usr/share/man/man8/gloowatchd.8.gz" |
+  grep -q '@FLAGS' || err "a manual page still has an @FLAGS placeholder"
+
+# The stripped binaries' debug symbols, in gloowatch-dbgsym by build id.
+ddebs=("$(dirname "$deb")"/gloowatch-dbgsym_*.ddeb)
+if [ -f "${ddebs[0]}" ]; then
+  dpkg-deb -x "${ddebs[0]}" "$tmp/dbgsym"
+  for bin in usr/sbin/gloowatchd usr/bin/gloowatch; do
+    id=$(readelf -n "$tmp/root/$bin" | awk '/Build ID/ { print $3 }')
+    [ -n "$id" ] && [ -f "$tmp/dbgsym/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug" ] ||
+      err "no debug symbols for $bin (build id '$id') in $(basename "${ddebs[0]}")"
+  done
+else
+  err "no gloowatch-dbgsym .ddeb next to $(basename "$deb")"
+fi
+
 # Debian's hardening (CMakeLists.txt, GLOOWATCH_HARDENING): PIE, stack
 # protector, fortified libc calls, RELRO and bind-now in both ELF binaries;
 # hardening-check fails on any of them missing. Not CET: Debian 12's start
