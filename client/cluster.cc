@@ -124,6 +124,7 @@ LocaliseInput LinkMatrixOf(const ClusterPicture& c) {
     if (!n.status) continue;
     in.nodes[i].group = n.status->topology().group();
     group_known[i] = true;
+    in.nodes[i].overload = OverloadOf(*n.status, ThresholdsOf(*n.status));
   }
   for (const auto& n : c.node_reports) {
     if (!n.status) continue;
@@ -169,7 +170,29 @@ EffectiveThresholds ThresholdsOf(const v1::NodeStatus& s) {
   if (p.bandwidth_link_ratio() > 0) t.link_ratio = p.bandwidth_link_ratio();
   if (p.clock_offset_seconds() > 0) t.clock_offset_seconds = p.clock_offset_seconds();
   if (p.communication_share() > 0) t.communication_share = p.communication_share();
+  if (p.scheduling_delay_seconds() > 0) t.scheduling_delay_seconds = p.scheduling_delay_seconds();
+  if (p.cpu_steal_ratio() > 0) t.cpu_steal_ratio = p.cpu_steal_ratio();
   return t;
+}
+
+std::string OverloadOf(const v1::NodeStatus& s, const EffectiveThresholds& t) {
+  const v1::HostLoad& h = s.host_load();
+  std::vector<std::string> why;
+  if (h.has_scheduling_delay_seconds() &&
+      h.scheduling_delay_seconds() >= t.scheduling_delay_seconds) {
+    why.push_back(absl::StrFormat("scheduling delay %.1f ms >= %.1f ms",
+                                  h.scheduling_delay_seconds() * 1e3,
+                                  t.scheduling_delay_seconds * 1e3));
+  }
+  if (h.has_cpu_steal_ratio() && h.cpu_steal_ratio() >= t.cpu_steal_ratio) {
+    why.push_back(absl::StrFormat("CPU steal %.1f%% >= %.1f%%", h.cpu_steal_ratio() * 100,
+                                  t.cpu_steal_ratio * 100));
+  }
+  if (why.empty()) return "";
+  if (h.has_cpu_pressure_ratio()) {
+    why.push_back(absl::StrFormat("CPU pressure %.0f%%", h.cpu_pressure_ratio() * 100));
+  }
+  return absl::StrJoin(why, ", ");
 }
 
 int ClusterPicture::ExitCode() const {
@@ -311,6 +334,10 @@ ClusterPicture BuildCluster(std::vector<FetchResult> fetched) {
     if (!n.status->gloo().warning().empty()) {
       Worsen(n.health, Health::kDegraded);
       n.problems.push_back(absl::StrCat("gloo endpoint: ", n.status->gloo().warning()));
+    }
+    if (std::string overload = OverloadOf(*n.status, t); !overload.empty()) {
+      Worsen(n.health, Health::kDegraded);
+      n.problems.push_back(absl::StrCat("host overloaded: ", overload));
     }
     for (const auto& j : n.status->training()) {
       TrainingReport r{n.name, j, false, t.communication_share};

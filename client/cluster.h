@@ -30,7 +30,13 @@ struct EffectiveThresholds {
   // ... judged only over at least this many segments in the window (when the
   // source says how many: Prometheus does not).
   uint64_t loss_min_segments = 1000;
+  // Host load (NodeStatus.host_load) at or above which the host is overloaded.
+  double scheduling_delay_seconds = 0.01;
+  double cpu_steal_ratio = 0.1;
 };
+// Why the node's host counts as overloaded ("scheduling delay 41.2 ms >= 20.0
+// ms"), or empty.
+std::string OverloadOf(const v1::NodeStatus& s, const EffectiveThresholds& t);
 // NodeStatus.thresholds with defaults for unset (zero) fields.
 EffectiveThresholds ThresholdsOf(const v1::NodeStatus& s);
 

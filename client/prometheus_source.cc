@@ -98,6 +98,7 @@ struct PeerSeries {
 struct NodeSeries {
   std::map<std::string, PeerSeries> peers;
   v1::Thresholds thresholds;
+  v1::HostLoad host_load;
   std::string interface;
   std::optional<double> link_speed;
   // (job, rank) -> totals
@@ -110,6 +111,14 @@ void SetThreshold(v1::Thresholds& t, const std::string& name, double v) {
   if (name == "gloowatch_threshold_clock_offset_seconds") t.set_clock_offset_seconds(v);
   if (name == "gloowatch_threshold_failure_window_seconds") t.set_failure_window_seconds(v);
   if (name == "gloowatch_threshold_communication_share") t.set_communication_share(v);
+  if (name == "gloowatch_threshold_scheduling_delay_seconds") t.set_scheduling_delay_seconds(v);
+  if (name == "gloowatch_threshold_cpu_steal_ratio") t.set_cpu_steal_ratio(v);
+}
+
+void SetHostLoad(v1::HostLoad& h, const std::string& name, double v) {
+  if (name == "gloowatch_host_scheduling_delay_seconds") h.set_scheduling_delay_seconds(v);
+  if (name == "gloowatch_host_cpu_steal_ratio") h.set_cpu_steal_ratio(v);
+  if (name == "gloowatch_host_cpu_pressure_ratio") h.set_cpu_pressure_ratio(v);
 }
 
 int64_t WindowOf(const v1::Thresholds& t) {
@@ -122,6 +131,10 @@ void AddSeries(const Sample& s, NodeSeries& n) {
   if (std::isnan(s.value)) return;
   if (absl::StartsWith(name, "gloowatch_threshold_")) {
     SetThreshold(n.thresholds, name, s.value);
+    return;
+  }
+  if (absl::StartsWith(name, "gloowatch_host_")) {
+    SetHostLoad(n.host_load, name, s.value);
     return;
   }
   if (name == "gloowatch_link_speed_bytes_per_second") {
@@ -256,7 +269,7 @@ std::string SeriesQuery(const PrometheusOptions& o) {
       "peer_bandwidth_bytes_per_second|peer_bandwidth_link_ratio|peer_clock_offset_seconds|"
       "peer_clock_offset_error_seconds|peer_probe_failures_total|peer_probes_total|"
       "peer_tcp_loss_ratio|"
-      "link_speed_bytes_per_second|threshold_.+|training_.+_total)\",",
+      "link_speed_bytes_per_second|threshold_.+|host_.+|training_.+_total)\",",
       SeriesSelector(o), "}");
 }
 std::string FailuresQuery(const PrometheusOptions& o, int64_t window_seconds) {
@@ -479,6 +492,7 @@ absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnaps
     auto nit = by_node.find(t.node);
     const NodeSeries& n = nit != by_node.end() ? nit->second : empty;
     *s.mutable_thresholds() = n.thresholds;
+    *s.mutable_host_load() = n.host_load;
     s.mutable_gloo()->set_interface(n.interface);
     if (n.link_speed) s.mutable_gloo()->set_link_speed_bytes_per_second(*n.link_speed);
     const int64_t window = WindowOf(n.thresholds);

@@ -241,7 +241,17 @@ nlohmann::json HealthToJson(const ClusterPicture& c) {
       x["thresholds"] = {{"latency_seconds", t.latency_seconds},
                          {"bandwidth_link_ratio", t.link_ratio},
                          {"clock_offset_seconds", t.clock_offset_seconds},
-                         {"communication_share", t.communication_share}};
+                         {"communication_share", t.communication_share},
+                         {"scheduling_delay_seconds", t.scheduling_delay_seconds},
+                         {"cpu_steal_ratio", t.cpu_steal_ratio}};
+      // Host load figures, null until measured.
+      const v1::HostLoad& h = n.status->host_load();
+      auto figure = [](bool has, double v) { return has ? nlohmann::json(v) : nlohmann::json(); };
+      x["host_load"] = {
+          {"scheduling_delay_seconds",
+           figure(h.has_scheduling_delay_seconds(), h.scheduling_delay_seconds())},
+          {"cpu_steal_ratio", figure(h.has_cpu_steal_ratio(), h.cpu_steal_ratio())},
+          {"cpu_pressure_ratio", figure(h.has_cpu_pressure_ratio(), h.cpu_pressure_ratio())}};
     }
     j["nodes"].push_back(x);
   }

@@ -94,6 +94,11 @@ struct Thresholds {
   absl::Duration clock_offset = absl::Milliseconds(100);
   absl::Duration failure_window = absl::Hours(1);
   double communication_share = 0.3;
+  // A host whose gloowatch threads wait this long for a CPU on average, or
+  // whose hypervisor steals this share, is overloaded: its slow links are
+  // blamed on the host, not the network.
+  absl::Duration scheduling_delay = absl::Milliseconds(10);
+  double cpu_steal_ratio = 0.1;
 };
 
 // Which peers a node probes (docs/topology.md). Up to full_mesh_max_nodes

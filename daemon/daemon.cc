@@ -49,13 +49,18 @@ v1::Thresholds ThresholdsProto(const Thresholds& t) {
   p.set_clock_offset_seconds(absl::ToDoubleSeconds(t.clock_offset));
   p.set_failure_window_seconds(absl::ToDoubleSeconds(t.failure_window));
   p.set_communication_share(t.communication_share);
+  p.set_scheduling_delay_seconds(absl::ToDoubleSeconds(t.scheduling_delay));
+  p.set_cpu_steal_ratio(t.cpu_steal_ratio);
   return p;
 }
 
 }  // namespace
 
 Daemon::Daemon(Config config, const Clock* clock)
-    : config_(std::move(config)), clock_(clock), started_at_(clock->Now()) {}
+    : config_(std::move(config)),
+      clock_(clock),
+      started_at_(clock->Now()),
+      host_load_(std::make_shared<HostLoad>("/proc", getpid(), clock)) {}
 
 Daemon::~Daemon() { Shutdown(absl::Seconds(1)); }
 
@@ -86,6 +91,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
       Metrics::Identity{c.node, GLOOWATCH_VERSION, GLOOWATCH_GLOO_VERSION, d->endpoint_.interface,
                         d->endpoint_.link_speed_bytes_per_second, c.group});
   d->metrics_->SetThresholds(ThresholdsProto(c.thresholds));
+  d->metrics_->AddCollectable(std::make_shared<HostLoadCollector>(d->host_load_, c.node));
   if (absl::Status s = d->metrics_->Serve(c.metrics_listen.ToString(), c.metrics_web); !s.ok())
     return s;
 
@@ -132,7 +138,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
       probed.tracker->RecordFailure(v1::FAILURE_REASON_OTHER, why);
     }
   };
-  transport.on_pid = [self](pid_t pid) { self->metrics_->SetTransportPid(pid); };
+  transport.on_pid = [self](pid_t pid) {
+    self->metrics_->SetTransportPid(pid);
+    self->host_load_->SetTransportPid(pid);
+  };
   transport.on_bandwidth_transfer = [self](absl::Duration took) {
     self->metrics_->CountBandwidthTransferTime(absl::ToDoubleSeconds(took));
   };
@@ -294,6 +303,7 @@ absl::Status Daemon::ReportCollective(const v1::CollectiveReport& report,
 }
 
 void Daemon::Tick() {
+  host_load_->Sample();
   for (const TrainingReports::Key& key : training_->Expire()) {
     metrics_->RemoveTrainingSeries(key.first, key.second);
   }
@@ -361,12 +371,8 @@ v1::NodeStatus Daemon::Status() const {
   topology->set_probed_peers(probed_.size());
   topology->set_group(config_.group);
   if (topology_->sampled()) topology->set_sample_epoch(epoch_);
-  v1::Thresholds* t = s.mutable_thresholds();
-  t->set_latency_seconds(absl::ToDoubleSeconds(config_.thresholds.latency));
-  t->set_bandwidth_link_ratio(config_.thresholds.bandwidth_link_ratio);
-  t->set_clock_offset_seconds(absl::ToDoubleSeconds(config_.thresholds.clock_offset));
-  t->set_failure_window_seconds(absl::ToDoubleSeconds(config_.thresholds.failure_window));
-  t->set_communication_share(config_.thresholds.communication_share);
+  *s.mutable_thresholds() = ThresholdsProto(config_.thresholds);
+  *s.mutable_host_load() = host_load_->Figures();
   for (v1::TrainingJobStatus& job : training_->Snapshot()) *s.add_training() = std::move(job);
   s.set_ephemeral_port_low(ephemeral_ports_.first);
   s.set_ephemeral_port_high(ephemeral_ports_.second);

@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "daemon/gloo_endpoint.h"
+#include "daemon/host_load.h"
 #include "daemon/metrics.h"
 #include "daemon/peer_tracker.h"
 #include "daemon/report_admission.h"
@@ -88,6 +89,7 @@ class Daemon {
   GlooEndpoint endpoint_;
   std::pair<uint32_t, uint32_t> ephemeral_ports_{0, 0};
   std::string hostname_;
+  const std::shared_ptr<HostLoad> host_load_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<TrainingReports> training_;
   std::unique_ptr<ReportAdmission> report_admission_;  // set before the server starts

@@ -174,6 +174,11 @@ Metrics::Metrics(Identity identity)
   threshold_communication_share_ =
       threshold("gloowatch_threshold_communication_share",
                 "Communication share of step time above which a training job is degraded");
+  threshold_scheduling_delay_ = threshold(
+      "gloowatch_threshold_scheduling_delay_seconds",
+      "Mean scheduling delay of gloowatch's threads at or above which the host is overloaded");
+  threshold_cpu_steal_ = threshold("gloowatch_threshold_cpu_steal_ratio",
+                                   "CPU steal ratio at or above which the host is overloaded");
 }
 
 void Metrics::SetThresholds(const v1::Thresholds& t) {
@@ -182,6 +187,8 @@ void Metrics::SetThresholds(const v1::Thresholds& t) {
   threshold_clock_offset_->Set(t.clock_offset_seconds());
   threshold_failure_window_->Set(t.failure_window_seconds());
   threshold_communication_share_->Set(t.communication_share());
+  threshold_scheduling_delay_->Set(t.scheduling_delay_seconds());
+  threshold_cpu_steal_->Set(t.cpu_steal_ratio());
 }
 
 Metrics::~Metrics() = default;
@@ -199,10 +206,12 @@ absl::Status Metrics::Serve(const std::string& host_port, const MetricsWebConfig
   }
   absl::StatusOr<std::unique_ptr<ScrapeServer>> server = ScrapeServer::Start(
       host_port,
-      [registry = registry_, process = process_] {
+      [registry = registry_, collectables = collectables_] {
         std::vector<prometheus::MetricFamily> families = registry->Collect();
-        for (prometheus::MetricFamily& family : process->Collect()) {
-          families.push_back(std::move(family));
+        for (const auto& collectable : collectables) {
+          for (prometheus::MetricFamily& family : collectable->Collect()) {
+            families.push_back(std::move(family));
+          }
         }
         return prometheus::TextSerializer().Serialize(families);
       },

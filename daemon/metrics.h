@@ -98,6 +98,11 @@ class Metrics {
   // for. Fails (never throws) when the port is taken or a TLS file is bad.
   absl::Status Serve(const std::string& host_port, const MetricsWebConfig& web);
 
+  // Series read at scrape time, next to the registry's; before Serve.
+  void AddCollectable(std::shared_ptr<const prometheus::Collectable> c) {
+    collectables_.push_back(std::move(c));
+  }
+
   std::unique_ptr<PeerMetrics> AddPeer(const std::string& peer);
   prometheus::Registry& registry() { return *registry_; }
 
@@ -125,6 +130,7 @@ class Metrics {
   Identity identity_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<ProcessCollector> process_ = std::make_shared<ProcessCollector>();
+  std::vector<std::shared_ptr<const prometheus::Collectable>> collectables_ = {process_};
   prometheus::Family<prometheus::Gauge>* build_info_ = nullptr;
   prometheus::Gauge* build_info_series_ = nullptr;
   std::unique_ptr<ScrapeServer> server_;
@@ -156,6 +162,8 @@ class Metrics {
   prometheus::Gauge* threshold_clock_offset_;
   prometheus::Gauge* threshold_failure_window_;
   prometheus::Gauge* threshold_communication_share_;
+  prometheus::Gauge* threshold_scheduling_delay_;
+  prometheus::Gauge* threshold_cpu_steal_;
 };
 
 }  // namespace gloowatch

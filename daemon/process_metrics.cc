@@ -1,48 +1,27 @@
 #include "daemon/process_metrics.h"
 
-#include <dirent.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "daemon/proc_fs.h"
 
 namespace gloowatch {
 namespace {
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream content;
-  content << in.rdbuf();
-  return content.str();
-}
-
 // /proc/stat's btime: the boot time, in seconds since the epoch.
 absl::StatusOr<double> BootTime(const std::string& proc_root) {
-  absl::StatusOr<std::string> stat = ReadFile(proc_root + "/stat");
+  absl::StatusOr<std::string> stat = ReadProcFile(proc_root + "/stat");
   if (!stat.ok()) return stat.status();
   for (absl::string_view line : absl::StrSplit(*stat, '\n')) {
     double btime = 0;
     if (absl::ConsumePrefix(&line, "btime ") && absl::SimpleAtod(line, &btime)) return btime;
   }
   return absl::DataLossError(absl::StrCat("no btime in ", proc_root, "/stat"));
-}
-
-absl::StatusOr<int> CountOpenFds(const std::string& dir) {
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return absl::NotFoundError(absl::StrCat("cannot list ", dir));
-  int count = 0;
-  while (const dirent* entry = readdir(d)) {
-    if (entry->d_name[0] != '.') ++count;
-  }
-  closedir(d);
-  return count;
 }
 
 // The soft limit from /proc/<pid>/limits: "Max open files  1024  4096  files".
@@ -80,7 +59,7 @@ void Add(prometheus::MetricFamily& family,
 
 absl::StatusOr<ProcessStats> ReadProcessStats(const std::string& proc_root, pid_t pid) {
   const std::string dir = absl::StrCat(proc_root, "/", pid);
-  absl::StatusOr<std::string> stat = ReadFile(dir + "/stat");
+  absl::StatusOr<std::string> stat = ReadProcFile(dir + "/stat");
   if (!stat.ok()) return stat.status();
   // The command name is in parentheses and may hold spaces; the fields after
   // the last ')' start with field 3 (state).
@@ -100,9 +79,9 @@ absl::StatusOr<ProcessStats> ReadProcessStats(const std::string& proc_root, pid_
   }
   absl::StatusOr<double> boot = BootTime(proc_root);
   if (!boot.ok()) return boot.status();
-  absl::StatusOr<int> fds = CountOpenFds(dir + "/fd");
+  absl::StatusOr<std::vector<std::string>> fds = ListProcDir(dir + "/fd");
   if (!fds.ok()) return fds.status();
-  absl::StatusOr<std::string> limits = ReadFile(dir + "/limits");
+  absl::StatusOr<std::string> limits = ReadProcFile(dir + "/limits");
   if (!limits.ok()) return limits.status();
 
   const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
@@ -111,7 +90,7 @@ absl::StatusOr<ProcessStats> ReadProcessStats(const std::string& proc_root, pid_
   out.resident_memory_bytes = rss_pages * static_cast<double>(sysconf(_SC_PAGESIZE));
   out.virtual_memory_bytes = vsize;
   out.start_time_seconds = *boot + start_ticks / ticks;
-  out.open_fds = *fds;
+  out.open_fds = static_cast<double>(fds->size());
   out.max_fds = MaxOpenFiles(*limits);
   return out;
 }

@@ -4,9 +4,17 @@
 // `gloowatch health --json` inside h1's namespace and asserts the suspect it
 // names, that nothing else is blamed, and that the measured loss tracks the
 // injected rate. Needs root; skips otherwise. See docs/testing.md.
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -25,6 +33,83 @@ constexpr int kHosts = 6;
 constexpr absl::Duration kMeasure = absl::Seconds(30);
 // Measured loss over the lossy directions vs the injected rate.
 constexpr double kLossTolerance = 0.3;
+
+// A CPU hog confined with a process in one CPU cgroup (v1 `cpu`, else v2)
+// under a quota: what a container's limit does to a saturated host. The
+// process's children (the transport) go in too, and so do its restarts.
+class CpuHog {
+ public:
+  static absl::StatusOr<std::unique_ptr<CpuHog>> Start(pid_t pid, int quota_percent, int loops) {
+    auto hog = std::unique_ptr<CpuHog>(new CpuHog());
+    const std::string name = absl::StrCat("gwhog", getpid());
+    if (std::filesystem::exists("/sys/fs/cgroup/cpu/cpu.cfs_quota_us")) {
+      hog->parent_ = "/sys/fs/cgroup/cpu";
+      hog->dir_ = absl::StrCat(hog->parent_, "/", name);
+      if (mkdir(hog->dir_.c_str(), 0755) != 0) return absl::InternalError(hog->dir_);
+      if (!Write(hog->dir_ + "/cpu.cfs_period_us", "100000") ||
+          !Write(hog->dir_ + "/cpu.cfs_quota_us", absl::StrCat(1000 * quota_percent))) {
+        return absl::InternalError("cannot set cpu.cfs_quota_us");
+      }
+    } else if (std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers")) {
+      hog->parent_ = "/sys/fs/cgroup";
+      hog->dir_ = absl::StrCat(hog->parent_, "/", name);
+      Write(hog->parent_ + "/cgroup.subtree_control", "+cpu");
+      if (mkdir(hog->dir_.c_str(), 0755) != 0) return absl::InternalError(hog->dir_);
+      if (!Write(hog->dir_ + "/cpu.max", absl::StrCat(1000 * quota_percent, " 100000"))) {
+        return absl::InternalError("cannot set cpu.max");
+      }
+    } else {
+      return absl::UnavailableError("no cgroup cpu controller mounted");
+    }
+    // Its children, whichever of its threads forked them (the supervisor's).
+    std::vector<pid_t> pids = {pid};
+    for (const auto& task :
+         std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"))) {
+      std::ifstream children(task.path() / "children");
+      for (pid_t child; children >> child;) pids.push_back(child);
+    }
+    if (pids.size() < 2) return absl::FailedPreconditionError("the daemon has no transport child");
+    for (pid_t p : pids) {
+      if (!Write(hog->dir_ + "/cgroup.procs", absl::StrCat(p))) {
+        return absl::InternalError(absl::StrCat("cannot move ", p, " into ", hog->dir_));
+      }
+    }
+    // The shell moves itself in, then spins (only exec after fork: this
+    // process has threads).
+    const std::string spin =
+        absl::StrCat("echo $$ > ", hog->dir_, "/cgroup.procs && while :; do :; done");
+    for (int i = 0; i < loops; ++i) {
+      const pid_t loop = fork();
+      if (loop == 0) {
+        execl("/bin/sh", "sh", "-c", spin.c_str(), nullptr);
+        _exit(127);
+      }
+      if (loop > 0) hog->loops_.push_back(loop);
+    }
+    return hog;
+  }
+
+  ~CpuHog() {
+    for (pid_t loop : loops_) {
+      kill(loop, SIGKILL);
+      waitpid(loop, nullptr, 0);
+    }
+    // Whatever is left (the daemon, its transport) back to the parent.
+    std::ifstream procs(dir_ + "/cgroup.procs");
+    for (pid_t p; procs >> p;) Write(parent_ + "/cgroup.procs", absl::StrCat(p));
+    rmdir(dir_.c_str());
+  }
+
+ private:
+  CpuHog() = default;
+  static bool Write(const std::string& path, const std::string& text) {
+    std::ofstream out(path);
+    out << text << std::flush;
+    return static_cast<bool>(out);
+  }
+  std::string parent_, dir_;
+  std::vector<pid_t> loops_;
+};
 
 struct Blame {
   std::string kind, name;
@@ -216,6 +301,33 @@ TEST_F(NetnsRacksTest, LossOnOneRackUplinkNamesTheUplink) {
   ExpectLoss(j, 0.05, [&](const std::string& a, const std::string& b) {
     return (a < "h4") != (b < "h4");  // h1-h3 are rack1
   });
+}
+
+// h3's host is saturated: its daemon and transport share a CPU quota of 5%
+// of one core (a cgroup: a container's limit, systemd's CPUQuota=) with
+// three busy loops. Probes to and from it are answered late, so its links look
+// slow; the one to blame is the host, not the network.
+TEST_F(NetnsRacksTest, CpuHogOnOneHostNamesTheOverloadedHost) {
+  constexpr int kVictim = 2;  // h3
+  cluster_->StartAll();
+  absl::Status s = cluster_->WaitAllUp(absl::Seconds(60), /*measured=*/false);
+  ASSERT_TRUE(s.ok()) << s;
+  absl::StatusOr<std::unique_ptr<CpuHog>> hog =
+      CpuHog::Start(cluster_->daemon(kVictim)->pid(), /*quota_percent=*/5, /*loops=*/3);
+  if (!hog.ok()) GTEST_SKIP() << "no CPU cgroup to confine the host in: " << hog.status();
+  absl::SleepFor(kMeasure);
+  const nlohmann::json j = Ask();
+  EXPECT_EQ(Suspects(j), std::vector<std::string>{"overloaded_host:h3"});
+  for (const auto& n : j["nodes"]) {
+    const nlohmann::json& delay = n["host_load"]["scheduling_delay_seconds"];
+    std::cout << n["name"] << ": scheduling delay " << delay << "\n";
+    ASSERT_TRUE(delay.is_number()) << n;
+    if (n["name"] == "h3") {
+      EXPECT_GE(delay.get<double>(), 0.01);  // thresholds.scheduling_delay's default
+    } else {
+      EXPECT_LT(delay.get<double>(), 0.01) << n["name"];
+    }
+  }
 }
 
 // What h3 receives from h4 (another rack) loses 5%: that link alone.

@@ -356,6 +356,39 @@ TEST(Cluster, LossyNodeLeadsTheReport) {
   EXPECT_THAT(c.links[0].problems, Contains(HasSubstr("TCP loss 4.80% > 1.00%")));
 }
 
+// The same slow links, but h3 says its own threads wait 45 ms for a CPU:
+// the host is to blame, not its NIC; a host below the threshold is not.
+TEST(Cluster, OverloadedHostTakesTheBlameForItsLinks) {
+  auto nodes = TwoRacks();
+  for (const char* p : {"h1", "h2", "h4", "h5", "h6"}) {
+    View(nodes, "h3", p)->mutable_latency()->set_p50_seconds(0.04);
+    View(nodes, p, "h3")->mutable_latency()->set_p50_seconds(0.03);
+  }
+  nodes[2].status->mutable_host_load()->set_scheduling_delay_seconds(0.045);
+  nodes[2].status->mutable_host_load()->set_cpu_pressure_ratio(0.62);
+  nodes[4].status->mutable_host_load()->set_scheduling_delay_seconds(0.0004);
+  ClusterPicture c = BuildCluster(std::move(nodes));
+  ASSERT_EQ(c.suspects.size(), 1u);
+  EXPECT_EQ(c.suspects[0].kind, SuspectKind::kOverloadedHost);
+  EXPECT_EQ(c.suspects[0].name, "h3");
+  EXPECT_THAT(c.suspects[0].evidence,
+              Contains("scheduling delay 45.0 ms >= 10.0 ms, CPU pressure 62%"));
+  EXPECT_THAT(c.node_reports[2].problems,
+              Contains("host overloaded: scheduling delay 45.0 ms >= 10.0 ms, CPU pressure 62%"));
+  EXPECT_EQ(c.node_reports[4].health, Health::kHealthy);
+  const nlohmann::json j = HealthToJson(c);
+  EXPECT_EQ(j["suspects"][0]["kind"], "overloaded_host");
+  EXPECT_EQ(j["nodes"][2]["host_load"]["scheduling_delay_seconds"], 0.045);
+  EXPECT_TRUE(j["nodes"][0]["host_load"]["scheduling_delay_seconds"].is_null());
+  EXPECT_EQ(j["nodes"][2]["thresholds"]["scheduling_delay_seconds"], 0.01);
+
+  // A node's own threshold (thresholds.scheduling_delay) is the one used.
+  auto relaxed = TwoRacks();
+  relaxed[2].status->mutable_host_load()->set_scheduling_delay_seconds(0.045);
+  relaxed[2].status->mutable_thresholds()->set_scheduling_delay_seconds(0.1);
+  EXPECT_TRUE(BuildCluster(std::move(relaxed)).suspects.empty());
+}
+
 TEST(Cluster, UplinkBetweenRacksFromLatency) {
   auto nodes = TwoRacks();
   for (const char* a : {"h1", "h2", "h3"}) {

@@ -100,6 +100,29 @@ const FetchResult* Find(const std::vector<FetchResult>& r, const std::string& na
   return nullptr;
 }
 
+TEST(PrometheusSource, HostLoadAndItsThresholdsReachTheNodeStatus) {
+  PrometheusSnapshot snap = Healthy();
+  snap.series.push_back(NodeSeries("gloowatch_host_scheduling_delay_seconds", "b", "0.05"));
+  snap.series.push_back(NodeSeries("gloowatch_host_cpu_pressure_ratio", "b", "0.7"));
+  snap.series.push_back(NodeSeries("gloowatch_host_cpu_steal_ratio", "b", "0"));
+  snap.series.push_back(NodeSeries("gloowatch_threshold_scheduling_delay_seconds", "b", "0.04"));
+  snap.series.push_back(NodeSeries("gloowatch_threshold_cpu_steal_ratio", "b", "0.2"));
+  auto nodes = NodesFromSnapshot(snap, PrometheusOptions{});
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  const v1::NodeStatus& b = *Find(*nodes, "b")->status;
+  EXPECT_DOUBLE_EQ(b.host_load().scheduling_delay_seconds(), 0.05);
+  EXPECT_DOUBLE_EQ(b.host_load().cpu_pressure_ratio(), 0.7);
+  EXPECT_TRUE(b.host_load().has_cpu_steal_ratio());
+  EXPECT_DOUBLE_EQ(b.thresholds().scheduling_delay_seconds(), 0.04);
+  EXPECT_DOUBLE_EQ(b.thresholds().cpu_steal_ratio(), 0.2);
+  EXPECT_FALSE(Find(*nodes, "a")->status->host_load().has_scheduling_delay_seconds());
+  // b's links are fine: an overloaded host with nothing to blame yet.
+  ClusterPicture c = BuildCluster(*std::move(nodes));
+  ASSERT_EQ(c.suspects.size(), 1u);
+  EXPECT_EQ(c.suspects[0].kind, SuspectKind::kOverloadedHost);
+  EXPECT_EQ(c.suspects[0].name, "b");
+}
+
 TEST(PrometheusSource, HealthyMeshBecomesTheSameNodeStatus) {
   PrometheusOptions o;
   auto nodes = NodesFromSnapshot(Healthy(), o);

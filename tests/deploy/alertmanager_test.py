@@ -85,6 +85,12 @@ cases = {
                            node="node-c", peer="node-a"), False),
     "a's job": (alert("GloowatchCommunicationShareHigh", cluster="c1", instance="a:10025",
                       node="node-a", training_job="llm"), False),
+    "d overloaded": (alert("GloowatchHostOverloaded", cluster="c1", instance="d:10025",
+                           node="node-d", severity="warning"), False),
+    "d->a lossy, d overloaded": (alert("GloowatchPacketLoss", cluster="c1", instance="d:10025",
+                                       node="node-d", peer="node-a"), True),
+    "a->d slow": (alert("GloowatchLatencyHigh", cluster="c1", instance="a:10025",
+                        node="node-a", peer="node-d"), False),
 }
 
 tmp = tempfile.mkdtemp(prefix="gloowatch-alertmanager-")
