@@ -23,8 +23,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/clock.h"
 #include "common/config.h"
 #include "daemon/metrics.h"
+#include "daemon/peer_series.h"
+#include "daemon/peer_tracker.h"
 #include "daemon/topology.h"
 #include "prometheus/text_serializer.h"
 
@@ -39,9 +42,9 @@ namespace gloowatch {
 namespace {
 
 // Exposed series (lines of the text format that are not comments).
-size_t CountSeries(Metrics& metrics) {
+size_t CountSeries(const std::vector<prometheus::MetricFamily>& families) {
   std::ostringstream out;
-  prometheus::TextSerializer().Serialize(out, metrics.registry().Collect());
+  prometheus::TextSerializer().Serialize(out, families);
   size_t series = 0;
   for (absl::string_view line : absl::StrSplit(out.str(), '\n')) {
     if (!line.empty() && line[0] != '#') ++series;
@@ -54,22 +57,23 @@ struct SeriesCount {
   size_t per_peer;
 };
 
-// From the real metrics module: one peer with every figure recorded once.
+// From the real metrics modules: one peer with every figure recorded once.
 SeriesCount CountSeriesFromMetricsModule() {
   Metrics metrics({"node-a", "sim", "sim", "eth0", 12.5e9, ""});
-  const size_t base = CountSeries(metrics);
-  std::unique_ptr<PeerMetrics> peer = metrics.AddPeer("node-b");
-  peer->SetUp(true);
-  peer->ObserveRtt(50e-6);
-  peer->SetRttPercentiles(50e-6, 90e-6);
-  peer->SetBandwidth(true, 1e9, 0.8);
-  peer->SetBandwidth(false, 1e9, 0.8);
-  peer->SetClockOffset(1e-4, 2e-5);
-  peer->CountFailure(v1::FAILURE_REASON_TIMEOUT);
-  peer->CountProbe(PeerMetrics::Probe::kLatency);
-  peer->CountProbe(PeerMetrics::Probe::kSkew);
-  peer->CountProbe(PeerMetrics::Probe::kBandwidth);
-  return {base, CountSeries(metrics) - base};
+  FakeClock clock;
+  PeerConfig peer;
+  peer.name = "node-b";
+  auto tracker =
+      std::make_shared<PeerTracker>(peer, absl::Minutes(1), absl::Minutes(1), 12.5e9, &clock);
+  tracker->SetUp("", "sim");
+  tracker->RecordRtts({absl::Microseconds(50)});
+  tracker->RecordBandwidth(BandwidthDirection::kTx, {1e9, 0, absl::ZeroDuration()});
+  tracker->RecordBandwidth(BandwidthDirection::kRx, {1e9, 0, absl::ZeroDuration()});
+  tracker->RecordOffset({absl::Microseconds(100), absl::Microseconds(40), absl::Microseconds(20)});
+  tracker->RecordFailure(v1::FAILURE_REASON_TIMEOUT, "sim");
+  const PeerSeries series(
+      "node-a", [tracker] { return std::vector<std::shared_ptr<const PeerTracker>>{tracker}; });
+  return {CountSeries(metrics.registry().Collect()), CountSeries(series.Collect())};
 }
 
 std::vector<TopologyNode> Nodes(size_t n, size_t per_group) {
@@ -263,7 +267,8 @@ int Run() {
       "%u, cross_group_peers_max %u; groups of %zu nodes\n"
       "schedule: latency %s, skew %s, bandwidth %s (%.0f probes per peer per minute), jitter "
       "%.0f%%, Gloo timeout %s\n"
-      "Prometheus series (from daemon/metrics): %zu per peer, %zu per node besides\n\n",
+      "Prometheus series (from daemon/peer_series, daemon/metrics): %zu per peer, %zu per node "
+      "besides\n\n",
       topology.full_mesh_max_nodes, topology.sample_peers,
       absl::FormatDuration(topology.sample_rotation), topology.group_peers_max,
       topology.cross_group_peers_max, static_cast<size_t>(per_group),

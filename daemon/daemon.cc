@@ -14,6 +14,7 @@
 #include "common/proto_time.h"
 #include "common/tls.h"
 #include "common/version.h"
+#include "daemon/peer_series.h"
 #include "daemon/transport_supervisor.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
@@ -62,7 +63,12 @@ Daemon::Daemon(Config config, const Clock* clock)
       started_at_(clock->Now()),
       host_load_(std::make_shared<HostLoad>("/proc", getpid(), clock)) {}
 
-Daemon::~Daemon() { Shutdown(absl::Seconds(1)); }
+Daemon::~Daemon() {
+  Shutdown(absl::Seconds(1));
+  // Its scrape server reads probed_ (the peer series): it stops before the
+  // members go.
+  metrics_.reset();
+}
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock* clock,
                                                       const TransportLaunch& launch) {
@@ -92,6 +98,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
                         d->endpoint_.link_speed_bytes_per_second, c.group});
   d->metrics_->SetThresholds(ThresholdsProto(c.thresholds));
   d->metrics_->AddCollectable(std::make_shared<HostLoadCollector>(d->host_load_, c.node));
+  Daemon* self = d.get();
+  d->metrics_->AddCollectable(std::make_shared<PeerSeries>(c.node, [self] {
+    std::vector<std::shared_ptr<const PeerTracker>> trackers;
+    absl::MutexLock lock(&self->mu_);
+    for (const Probed& probed : self->probed_) trackers.push_back(probed.tracker);
+    return trackers;
+  }));
   if (absl::Status s = d->metrics_->Serve(c.metrics_listen.ToString(), c.metrics_web); !s.ok())
     return s;
 
@@ -112,7 +125,6 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
 
   d->training_ =
       std::make_unique<TrainingReports>(clock, kTrainingSeriesExpiry, kMaxTrainingSeries);
-  Daemon* self = d.get();
   d->status_service_ = std::make_unique<StatusService>(
       [self] { return self->Status(); },
       [self](const v1::ReportStepRequest& r, const std::string& client) {
@@ -187,9 +199,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
 }
 
 std::shared_ptr<PeerTracker> Daemon::MakeTracker(const PeerConfig& peer) const {
-  return std::make_shared<PeerTracker>(
-      peer, config_.probe.latency_window, config_.thresholds.failure_window,
-      endpoint_.link_speed_bytes_per_second, metrics_->AddPeer(peer.name), clock_);
+  return std::make_shared<PeerTracker>(peer, config_.probe.latency_window,
+                                       config_.thresholds.failure_window,
+                                       endpoint_.link_speed_bytes_per_second, clock_);
 }
 
 std::shared_ptr<PeerTracker> Daemon::FindTracker(const std::string& peer) const {
@@ -225,7 +237,7 @@ std::vector<std::string> Daemon::Select(uint64_t epoch) {
     }
     names.push_back(peer.name);
   }
-  probed_ = std::move(next);  // the trackers left in `running` go, with their series
+  probed_ = std::move(next);  // the trackers left in `running` go; /metrics reads probed_
   epoch_ = epoch;
   return names;
 }
@@ -359,7 +371,7 @@ v1::NodeStatus Daemon::Status() const {
   *s.mutable_now() = ToProtoTimestamp(clock_->Now());
   for (const Probed& probed : probed_) {
     v1::PeerStatus* peer = s.add_peers();
-    *peer = probed.tracker->Snapshot();
+    *peer = probed.tracker->Snapshot().status;
     peer->set_selection(std::string(SelectionName(probed.selection)));
     if (const size_t at = topology_->IndexOf(peer->name()); at < topology_->size()) {
       peer->set_group(topology_->node(at).group);

@@ -19,105 +19,119 @@ constexpr size_t kMaxTcpWindowEntries = 1000;
 
 }  // namespace
 
+const std::vector<double>& RttBucketBounds() {
+  static const std::vector<double>* const bounds =
+      new std::vector<double>{10e-6, 20e-6, 50e-6, 100e-6, 200e-6, 500e-6, 1e-3, 2e-3, 5e-3,
+                              10e-3, 20e-3, 50e-3, 100e-3, 200e-3, 500e-3, 1.0,  2.0};
+  return *bounds;
+}
+
 PeerTracker::PeerTracker(PeerConfig peer, absl::Duration latency_window,
                          absl::Duration failure_window, std::optional<double> link_speed,
-                         std::unique_ptr<PeerMetrics> metrics, const Clock* clock)
+                         const Clock* clock)
     : peer_(std::move(peer)),
       failure_window_(failure_window),
       link_speed_(link_speed),
-      metrics_(std::move(metrics)),
       clock_(clock),
       rtt_window_(latency_window) {
-  status_.set_name(peer_.name);
-  status_.set_grpc_address(peer_.grpc.ToString());
-  status_.set_state(v1::PEER_STATE_CONNECTING);
-  status_.mutable_latency()->set_window_seconds(absl::ToDoubleSeconds(latency_window));
+  v1::PeerStatus& status = figures_.status;
+  status.set_name(peer_.name);
+  status.set_grpc_address(peer_.grpc.ToString());
+  status.set_state(v1::PEER_STATE_CONNECTING);
+  status.mutable_latency()->set_window_seconds(absl::ToDoubleSeconds(latency_window));
+  figures_.rtt_buckets.assign(RttBucketBounds().size() + 1, 0);
+  figures_.link_speed_bytes_per_second = link_speed_;
 }
 
 void PeerTracker::SetConnecting() {
   absl::MutexLock lock(&mu_);
-  if (status_.state() != v1::PEER_STATE_DOWN) status_.set_state(v1::PEER_STATE_CONNECTING);
-  status_.clear_next_bandwidth_probe();  // a new session schedules anew
+  v1::PeerStatus& status = figures_.status;
+  if (status.state() != v1::PEER_STATE_DOWN) status.set_state(v1::PEER_STATE_CONNECTING);
+  status.clear_next_bandwidth_probe();  // a new session schedules anew
 }
 
 void PeerTracker::RecordBandwidthDue(absl::Time at) {
   absl::MutexLock lock(&mu_);
-  *status_.mutable_next_bandwidth_probe() = ToProtoTimestamp(at);
+  *figures_.status.mutable_next_bandwidth_probe() = ToProtoTimestamp(at);
 }
 
 void PeerTracker::SetUp(const std::string& gloo_address, const std::string& peer_version) {
   absl::MutexLock lock(&mu_);
-  if (status_.state() != v1::PEER_STATE_UP)
-    *status_.mutable_up_since() = ToProtoTimestamp(clock_->Now());
-  status_.set_state(v1::PEER_STATE_UP);
+  v1::PeerStatus& status = figures_.status;
+  if (status.state() != v1::PEER_STATE_UP)
+    *status.mutable_up_since() = ToProtoTimestamp(clock_->Now());
+  status.set_state(v1::PEER_STATE_UP);
   ever_up_ = true;
-  status_.set_gloo_address(gloo_address);
-  status_.set_peer_version(peer_version);
-  metrics_->SetUp(true);
+  figures_.up = true;
+  status.set_gloo_address(gloo_address);
+  status.set_peer_version(peer_version);
 }
 
 void PeerTracker::RecordFailure(v1::FailureReason reason, const std::string& message) {
   const absl::Time now = clock_->Now();
   absl::MutexLock lock(&mu_);
-  status_.set_state(v1::PEER_STATE_DOWN);
-  status_.clear_up_since();
-  status_.clear_next_bandwidth_probe();
-  v1::Failure* failure = status_.mutable_last_failure();
+  v1::PeerStatus& status = figures_.status;
+  status.set_state(v1::PEER_STATE_DOWN);
+  status.clear_up_since();
+  status.clear_next_bandwidth_probe();
+  v1::Failure* failure = status.mutable_last_failure();
   failure->set_reason(reason);
   failure->set_message(message);
   *failure->mutable_time() = ToProtoTimestamp(now);
-  (*status_.mutable_failures_by_reason())[std::string(ReasonName(reason))]++;
-  status_.set_probes_failed(status_.probes_failed() + 1);
+  (*status.mutable_failures_by_reason())[std::string(ReasonName(reason))]++;
+  status.set_probes_failed(status.probes_failed() + 1);
+  figures_.up = false;
   // Until a peer has been up once, failures mean "not started yet" (the state
   // says so); counting them would keep a fresh cluster degraded for a window.
   if (ever_up_) {
     failure_times_.push_back(now);
     if (failure_times_.size() > kMaxFailureTimes) failure_times_.pop_front();
   }
-  metrics_->SetUp(false);
-  metrics_->CountFailure(reason);
 }
 
 void PeerTracker::RecordRtts(const std::vector<absl::Duration>& rtts) {
   if (rtts.empty()) return;
   const absl::Time now = clock_->Now();
+  const std::vector<double>& bounds = RttBucketBounds();
   absl::MutexLock lock(&mu_);
   for (absl::Duration rtt : rtts) {
     const double seconds = absl::ToDoubleSeconds(rtt);
     rtt_window_.Add(now, seconds);
-    metrics_->ObserveRtt(seconds);
+    // The first bucket whose bound is >= the sample, as prometheus-cpp's
+    // Histogram::Observe picks it.
+    const size_t bucket =
+        std::find_if(bounds.begin(), bounds.end(), [&](double bound) { return bound >= seconds; }) -
+        bounds.begin();
+    ++figures_.rtt_buckets[bucket];
+    figures_.rtt_sum_seconds += seconds;
   }
   rtt_window_.Expire(now);
-  v1::LatencyFigures* latency = status_.mutable_latency();
+  v1::PeerStatus& status = figures_.status;
+  v1::LatencyFigures* latency = status.mutable_latency();
   latency->set_last_seconds(absl::ToDoubleSeconds(rtts.back()));
-  const double p50 = rtt_window_.Percentile(0.5).value_or(0);
-  const double p99 = rtt_window_.Percentile(0.99).value_or(0);
-  latency->set_p50_seconds(p50);
-  latency->set_p99_seconds(p99);
+  latency->set_p50_seconds(rtt_window_.Percentile(0.5).value_or(0));
+  latency->set_p99_seconds(rtt_window_.Percentile(0.99).value_or(0));
   latency->set_samples_in_window(rtt_window_.size());
-  metrics_->SetRttPercentiles(p50, p99);
-  metrics_->CountProbe(PeerMetrics::Probe::kLatency);
-  status_.set_probes_ok(status_.probes_ok() + 1);
+  ++figures_.latency_probes;
+  status.set_probes_ok(status.probes_ok() + 1);
 }
 
 void PeerTracker::RecordOffset(const OffsetEstimate& estimate) {
   absl::MutexLock lock(&mu_);
-  v1::ClockFigures* clock = status_.mutable_clock();
+  v1::PeerStatus& status = figures_.status;
+  v1::ClockFigures* clock = status.mutable_clock();
   clock->set_offset_seconds(absl::ToDoubleSeconds(estimate.offset));
   clock->set_error_seconds(absl::ToDoubleSeconds(estimate.error));
   *clock->mutable_measured_at() = ToProtoTimestamp(clock_->Now());
-  metrics_->SetClockOffset(clock->offset_seconds(), clock->error_seconds());
-  metrics_->CountProbe(PeerMetrics::Probe::kSkew);
-  status_.set_probes_ok(status_.probes_ok() + 1);
+  ++figures_.skew_probes;
+  status.set_probes_ok(status.probes_ok() + 1);
 }
 
 void PeerTracker::RecordBandwidth(BandwidthDirection direction, const BandwidthSample& sample) {
-  std::optional<double> ratio;
-  if (link_speed_ && *link_speed_ > 0) ratio = sample.bytes_per_second / *link_speed_;
-  const bool tx = direction == BandwidthDirection::kTx;
   absl::MutexLock lock(&mu_);
-  v1::BandwidthFigures* bw = status_.mutable_bandwidth();
-  if (tx) {
+  v1::PeerStatus& status = figures_.status;
+  v1::BandwidthFigures* bw = status.mutable_bandwidth();
+  if (direction == BandwidthDirection::kTx) {
     bw->set_tx_bytes_per_second(sample.bytes_per_second);
   } else {
     bw->set_rx_bytes_per_second(sample.bytes_per_second);
@@ -129,9 +143,8 @@ void PeerTracker::RecordBandwidth(BandwidthDirection direction, const BandwidthS
     bw->set_link_ratio(slowest / *link_speed_);
   }
   *bw->mutable_measured_at() = ToProtoTimestamp(clock_->Now());
-  metrics_->SetBandwidth(tx, sample.bytes_per_second, ratio);
-  metrics_->CountProbe(PeerMetrics::Probe::kBandwidth);
-  status_.set_probes_ok(status_.probes_ok() + 1);
+  ++figures_.bandwidth_probes;
+  status.set_probes_ok(status.probes_ok() + 1);
 }
 
 void PeerTracker::RecordTcp(const TcpSample& sample) {
@@ -151,29 +164,20 @@ void PeerTracker::RecordTcp(const TcpSample& sample) {
     lost_in_window += e.lost;
     sent += e.sent;
   }
-  v1::TcpFigures* tcp = status_.mutable_tcp();
+  v1::TcpFigures* tcp = figures_.status.mutable_tcp();
   tcp->set_retransmitted_segments(tcp->retransmitted_segments() + sample.retransmitted_segments);
   tcp->set_sent_segments(tcp->sent_segments() + sample.sent_segments);
   tcp->set_spurious_retransmitted_segments(tcp->spurious_retransmitted_segments() +
                                            sample.spurious_retransmitted_segments);
   tcp->set_window_seconds(absl::ToDoubleSeconds(kTcpLossWindow));
   tcp->set_window_sent_segments(sent);
-  std::optional<double> ratio;
   if (sent > 0) {
-    ratio = static_cast<double>(lost_in_window) / static_cast<double>(sent);
-    tcp->set_loss_ratio(*ratio);
+    tcp->set_loss_ratio(static_cast<double>(lost_in_window) / static_cast<double>(sent));
   }
-  std::optional<double> rtt, rtt_variation;
-  if (sample.rtt) {
-    rtt = absl::ToDoubleSeconds(*sample.rtt);
-    tcp->set_rtt_seconds(*rtt);
-  }
+  if (sample.rtt) tcp->set_rtt_seconds(absl::ToDoubleSeconds(*sample.rtt));
   if (sample.rtt_variation) {
-    rtt_variation = absl::ToDoubleSeconds(*sample.rtt_variation);
-    tcp->set_rtt_variation_seconds(*rtt_variation);
+    tcp->set_rtt_variation_seconds(absl::ToDoubleSeconds(*sample.rtt_variation));
   }
-  metrics_->AddTcp(sample.retransmitted_segments, sample.spurious_retransmitted_segments,
-                   sample.sent_segments, ratio, rtt, rtt_variation);
 }
 
 void PeerTracker::TrimFailures(absl::Time now) const {
@@ -182,12 +186,12 @@ void PeerTracker::TrimFailures(absl::Time now) const {
   }
 }
 
-v1::PeerStatus PeerTracker::Snapshot() const {
+PeerSnapshot PeerTracker::Snapshot() const {
   const absl::Time now = clock_->Now();
   absl::MutexLock lock(&mu_);
   TrimFailures(now);
-  v1::PeerStatus copy = status_;
-  copy.set_failures_in_window(failure_times_.size());
+  PeerSnapshot copy = figures_;
+  copy.status.set_failures_in_window(failure_times_.size());
   return copy;
 }
 

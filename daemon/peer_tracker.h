@@ -1,10 +1,11 @@
-// What we know about one peer: state, latest and windowed figures, failures.
-// Written by the peer's prober, read by the status API; mirrors every change
-// into the peer's Prometheus series so /metrics and the API agree.
+// What we know about one peer: state, latest and windowed figures, failures,
+// and the cumulative counts its Prometheus series need. Written by the peer's
+// prober, read as one snapshot by the status API and by the /metrics
+// collector (peer_series), so both show the same figures.
 #pragma once
 
+#include <cstdint>
 #include <deque>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,16 +17,37 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/estimators.h"
-#include "daemon/metrics.h"
 #include "proto/gloowatch.pb.h"
 
 namespace gloowatch {
 
+// Upper bounds of the RTT histogram buckets, in seconds (10 us .. 2 s).
+const std::vector<double>& RttBucketBounds();
+
+// One consistent reading of a peer.
+struct PeerSnapshot {
+  // What GetStatus serves; failures by reason and the TCP totals are read
+  // from here by the metrics too.
+  v1::PeerStatus status;
+  // gloowatch_peer_up: set by SetUp, cleared only by a failure (a prober
+  // that restarts without one leaves it set while the state says connecting).
+  bool up = false;
+  // Completed probes by kind; status.probes_ok is their sum.
+  uint64_t latency_probes = 0;
+  uint64_t skew_probes = 0;
+  uint64_t bandwidth_probes = 0;
+  // RTT samples per bucket of RttBucketBounds() (not cumulative), plus one
+  // for +Inf; and their sum.
+  std::vector<uint64_t> rtt_buckets;
+  double rtt_sum_seconds = 0;
+  // What the bandwidth is compared to (link ratio), when known.
+  std::optional<double> link_speed_bytes_per_second;
+};
+
 class PeerTracker final : public ProbeObserver {
  public:
   PeerTracker(PeerConfig peer, absl::Duration latency_window, absl::Duration failure_window,
-              std::optional<double> link_speed_bytes_per_second,
-              std::unique_ptr<PeerMetrics> metrics, const Clock* clock);
+              std::optional<double> link_speed_bytes_per_second, const Clock* clock);
 
   const PeerConfig& peer() const { return peer_; }
 
@@ -38,7 +60,9 @@ class PeerTracker final : public ProbeObserver {
   void RecordTcp(const TcpSample& sample) override;
   void RecordBandwidthDue(absl::Time at) override;
 
-  v1::PeerStatus Snapshot() const;
+  // Everything above under the one mutex: GetStatus and /metrics read the
+  // same figures.
+  PeerSnapshot Snapshot() const;
 
  private:
   void TrimFailures(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -46,11 +70,11 @@ class PeerTracker final : public ProbeObserver {
   const PeerConfig peer_;
   const absl::Duration failure_window_;
   const std::optional<double> link_speed_;
-  const std::unique_ptr<PeerMetrics> metrics_;
   const Clock* const clock_;
 
   mutable absl::Mutex mu_;
-  v1::PeerStatus status_ ABSL_GUARDED_BY(mu_);
+  // Snapshot() fills in status.failures_in_window.
+  PeerSnapshot figures_ ABSL_GUARDED_BY(mu_);
   PercentileWindow rtt_window_ ABSL_GUARDED_BY(mu_);
   mutable std::deque<absl::Time> failure_times_ ABSL_GUARDED_BY(mu_);
   struct TcpWindowEntry {

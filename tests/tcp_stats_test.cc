@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "channel/peer_events.h"
-#include "daemon/metrics.h"
+#include "daemon/peer_series.h"
 #include "daemon/peer_tracker.h"
 #include "gtest/gtest.h"
 
@@ -189,8 +189,8 @@ TEST(TcpEventTest, RoundTripsWithAndWithoutRtt) {
   EXPECT_EQ(observer.last->rtt_variation, absl::Microseconds(50));
 }
 
-std::optional<double> Value(Metrics& metrics, const std::string& name) {
-  for (const prometheus::MetricFamily& f : metrics.registry().Collect()) {
+std::optional<double> Value(const PeerSeries& metrics, const std::string& name) {
+  for (const prometheus::MetricFamily& f : metrics.Collect()) {
     if (f.name != name) continue;
     for (const prometheus::ClientMetric& m : f.metric) {
       return f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
@@ -201,11 +201,13 @@ std::optional<double> Value(Metrics& metrics, const std::string& name) {
 
 TEST(PeerTrackerTcpTest, CountersAddUpAndTheRatioCoversTheLastMinute) {
   FakeClock clock;
-  Metrics metrics(Metrics::Identity{"a", "test", "0", "lo", std::nullopt, ""});
   PeerConfig peer;
   peer.name = "b";
-  PeerTracker tracker(peer, absl::Minutes(5), absl::Minutes(5), std::nullopt, metrics.AddPeer("b"),
-                      &clock);
+  auto tracker_ptr =
+      std::make_shared<PeerTracker>(peer, absl::Minutes(5), absl::Minutes(5), std::nullopt, &clock);
+  PeerTracker& tracker = *tracker_ptr;
+  const PeerSeries metrics(
+      "a", [tracker_ptr] { return std::vector<std::shared_ptr<const PeerTracker>>{tracker_ptr}; });
   EXPECT_EQ(Value(metrics, "gloowatch_peer_tcp_sent_segments_total"), 0);
   EXPECT_FALSE(Value(metrics, "gloowatch_peer_tcp_loss_ratio").has_value());
 
@@ -237,7 +239,7 @@ TEST(PeerTrackerTcpTest, CountersAddUpAndTheRatioCoversTheLastMinute) {
   // The RTT keeps its last reading.
   EXPECT_DOUBLE_EQ(*Value(metrics, "gloowatch_peer_tcp_rtt_seconds"), 300e-6);
 
-  const v1::TcpFigures tcp = tracker.Snapshot().tcp();
+  const v1::TcpFigures tcp = tracker.Snapshot().status.tcp();
   EXPECT_EQ(tcp.retransmitted_segments(), 144u);
   EXPECT_EQ(tcp.spurious_retransmitted_segments(), 24u);
   EXPECT_EQ(tcp.sent_segments(), 2500u);

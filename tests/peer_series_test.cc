@@ -1,0 +1,280 @@
+// The per-peer series are built from the trackers' snapshots at scrape time:
+// exact values after known events, nothing before a first measurement, and
+// the same figures GetStatus serves.
+#include "daemon/peer_series.h"
+
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "daemon/peer_tracker.h"
+#include "gtest/gtest.h"
+
+namespace gloowatch {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+using Labels = std::map<std::string, std::string>;
+
+std::map<std::string, MetricFamily> ByName(const std::vector<MetricFamily>& families) {
+  std::map<std::string, MetricFamily> out;
+  for (const MetricFamily& f : families) out.emplace(f.name, f);
+  return out;
+}
+
+const ClientMetric* Find(const std::map<std::string, MetricFamily>& families,
+                         const std::string& name, const Labels& labels) {
+  auto it = families.find(name);
+  if (it == families.end()) return nullptr;
+  for (const ClientMetric& m : it->second.metric) {
+    Labels got;
+    for (const ClientMetric::Label& l : m.label) got[l.name] = l.value;
+    if (got == labels) return &m;
+  }
+  return nullptr;
+}
+
+std::optional<double> Value(const std::map<std::string, MetricFamily>& families,
+                            const std::string& name, const Labels& labels) {
+  const ClientMetric* m = Find(families, name, labels);
+  if (m == nullptr) return std::nullopt;
+  return families.at(name).type == MetricType::Counter ? m->counter.value : m->gauge.value;
+}
+
+class PeerSeriesTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<PeerTracker> AddTracker(const std::string& name,
+                                          std::optional<double> link_speed = std::nullopt) {
+    PeerConfig peer;
+    peer.name = name;
+    trackers_.push_back(std::make_shared<PeerTracker>(peer, absl::Seconds(60), absl::Seconds(60),
+                                                      link_speed, &clock_));
+    return trackers_.back();
+  }
+
+  std::map<std::string, MetricFamily> Collect() const { return ByName(series_.Collect()); }
+
+  FakeClock clock_;
+  std::vector<std::shared_ptr<PeerTracker>> trackers_;
+  const PeerSeries series_{"node-a", [this] {
+                             return std::vector<std::shared_ptr<const PeerTracker>>(
+                                 trackers_.begin(), trackers_.end());
+                           }};
+};
+
+const Labels kB = {{"node", "node-a"}, {"peer", "node-b"}};
+
+Labels With(const std::string& key, const std::string& value) {
+  Labels labels = kB;
+  labels[key] = value;
+  return labels;
+}
+
+TEST_F(PeerSeriesTest, NoPeersNoFamilies) { EXPECT_TRUE(series_.Collect().empty()); }
+
+TEST_F(PeerSeriesTest, ANewPeerHasCountersAndHistogramButNoGauges) {
+  AddTracker("node-b");
+  const auto families = Collect();
+  std::vector<std::string> names;
+  for (const auto& [name, family] : families) names.push_back(name);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{
+                "gloowatch_peer_probe_failures_total", "gloowatch_peer_probes_total",
+                "gloowatch_peer_rtt_seconds", "gloowatch_peer_tcp_retransmitted_segments_total",
+                "gloowatch_peer_tcp_sent_segments_total",
+                "gloowatch_peer_tcp_spurious_retransmitted_segments_total", "gloowatch_peer_up"}));
+  EXPECT_EQ(Value(families, "gloowatch_peer_up", kB), 0);
+  for (const char* reason :
+       {"refused", "unreachable", "timeout", "reset", "protocol", "wrong_interface", "other"}) {
+    EXPECT_EQ(Value(families, "gloowatch_peer_probe_failures_total", With("reason", reason)), 0)
+        << reason;
+  }
+  EXPECT_EQ(families.at("gloowatch_peer_probe_failures_total").metric.size(), 7u);
+  for (const char* kind : {"latency", "skew", "bandwidth"}) {
+    EXPECT_EQ(Value(families, "gloowatch_peer_probes_total", With("kind", kind)), 0) << kind;
+  }
+  const ClientMetric* rtt = Find(families, "gloowatch_peer_rtt_seconds", kB);
+  ASSERT_NE(rtt, nullptr);
+  EXPECT_EQ(rtt->histogram.sample_count, 0u);
+  EXPECT_EQ(rtt->histogram.bucket.size(), RttBucketBounds().size() + 1);
+}
+
+TEST_F(PeerSeriesTest, ExactValuesAfterKnownEvents) {
+  PeerTracker& b = *AddTracker("node-b", 1e9);
+  b.SetUp("127.0.0.1:1", "test");
+  // 15 us, 15 us, 20 us (on a bound: counts in its bucket), 3 ms, 5 s (+Inf).
+  b.RecordRtts({absl::Microseconds(15), absl::Microseconds(15), absl::Microseconds(20),
+                absl::Milliseconds(3), absl::Seconds(5)});
+  b.RecordOffset({absl::Microseconds(-250), absl::Microseconds(80), absl::Microseconds(40)});
+  b.RecordBandwidth(BandwidthDirection::kTx, {4e8, 0, absl::ZeroDuration()});
+  b.RecordBandwidth(BandwidthDirection::kRx, {8e8, 0, absl::ZeroDuration()});
+  b.RecordTcp({12, 100, 2, absl::Microseconds(300), absl::Microseconds(40)});
+  b.RecordFailure(v1::FAILURE_REASON_TIMEOUT, "no answer");
+  b.RecordFailure(v1::FAILURE_REASON_TIMEOUT, "no answer");
+  b.RecordFailure(v1::FAILURE_REASON_REFUSED, "nothing listens");
+  b.RecordFailure(v1::FAILURE_REASON_UNSPECIFIED, "counts as other");
+
+  const auto families = Collect();
+  EXPECT_EQ(Value(families, "gloowatch_peer_up", kB), 0);
+  EXPECT_EQ(Value(families, "gloowatch_peer_probe_failures_total", With("reason", "timeout")), 2);
+  EXPECT_EQ(Value(families, "gloowatch_peer_probe_failures_total", With("reason", "refused")), 1);
+  EXPECT_EQ(Value(families, "gloowatch_peer_probe_failures_total", With("reason", "other")), 1);
+  EXPECT_EQ(Value(families, "gloowatch_peer_probe_failures_total", With("reason", "reset")), 0);
+  EXPECT_EQ(Value(families, "gloowatch_peer_probes_total", With("kind", "latency")), 1);
+  EXPECT_EQ(Value(families, "gloowatch_peer_probes_total", With("kind", "skew")), 1);
+  EXPECT_EQ(Value(families, "gloowatch_peer_probes_total", With("kind", "bandwidth")), 2);
+
+  const ClientMetric* rtt = Find(families, "gloowatch_peer_rtt_seconds", kB);
+  ASSERT_NE(rtt, nullptr);
+  EXPECT_EQ(rtt->histogram.sample_count, 5u);
+  EXPECT_DOUBLE_EQ(rtt->histogram.sample_sum, 15e-6 + 15e-6 + 20e-6 + 3e-3 + 5);
+  std::map<double, uint64_t> cumulative;
+  for (const ClientMetric::Bucket& bucket : rtt->histogram.bucket) {
+    cumulative[bucket.upper_bound] = bucket.cumulative_count;
+  }
+  EXPECT_EQ(cumulative[10e-6], 0u);
+  EXPECT_EQ(cumulative[20e-6], 3u);
+  EXPECT_EQ(cumulative[2e-3], 3u);
+  EXPECT_EQ(cumulative[5e-3], 4u);
+  EXPECT_EQ(cumulative[2.0], 4u);
+  EXPECT_EQ(cumulative[std::numeric_limits<double>::infinity()], 5u);
+  EXPECT_EQ(rtt->histogram.bucket.back().upper_bound, std::numeric_limits<double>::infinity());
+
+  EXPECT_DOUBLE_EQ(*Value(families, "gloowatch_peer_clock_offset_seconds", kB), -250e-6);
+  EXPECT_DOUBLE_EQ(*Value(families, "gloowatch_peer_clock_offset_error_seconds", kB), 40e-6);
+  EXPECT_DOUBLE_EQ(
+      *Value(families, "gloowatch_peer_bandwidth_bytes_per_second", With("direction", "tx")), 4e8);
+  EXPECT_DOUBLE_EQ(
+      *Value(families, "gloowatch_peer_bandwidth_bytes_per_second", With("direction", "rx")), 8e8);
+  // Each direction its own ratio (the status keeps the slower one's).
+  EXPECT_DOUBLE_EQ(*Value(families, "gloowatch_peer_bandwidth_link_ratio", With("direction", "tx")),
+                   0.4);
+  EXPECT_DOUBLE_EQ(*Value(families, "gloowatch_peer_bandwidth_link_ratio", With("direction", "rx")),
+                   0.8);
+  EXPECT_EQ(Value(families, "gloowatch_peer_tcp_retransmitted_segments_total", kB), 12);
+  EXPECT_EQ(Value(families, "gloowatch_peer_tcp_spurious_retransmitted_segments_total", kB), 2);
+  EXPECT_EQ(Value(families, "gloowatch_peer_tcp_sent_segments_total", kB), 100);
+  EXPECT_DOUBLE_EQ(*Value(families, "gloowatch_peer_tcp_loss_ratio", kB), 0.1);
+  EXPECT_DOUBLE_EQ(*Value(families, "gloowatch_peer_tcp_rtt_seconds", kB), 300e-6);
+  EXPECT_DOUBLE_EQ(*Value(families, "gloowatch_peer_tcp_rtt_variation_seconds", kB), 40e-6);
+}
+
+TEST_F(PeerSeriesTest, LabelsInNameOrderTypesAndHelp) {
+  PeerTracker& b = *AddTracker("node-b", 1e9);
+  b.RecordBandwidth(BandwidthDirection::kTx, {4e8, 0, absl::ZeroDuration()});
+  const auto families = Collect();
+  auto names = [](const ClientMetric& m) {
+    std::vector<std::string> out;
+    for (const ClientMetric::Label& l : m.label) out.push_back(l.name);
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(names(families.at("gloowatch_peer_up").metric[0]), (V{"node", "peer"}));
+  EXPECT_EQ(names(families.at("gloowatch_peer_probe_failures_total").metric[0]),
+            (V{"node", "peer", "reason"}));
+  EXPECT_EQ(names(families.at("gloowatch_peer_probes_total").metric[0]),
+            (V{"kind", "node", "peer"}));
+  EXPECT_EQ(names(families.at("gloowatch_peer_bandwidth_link_ratio").metric[0]),
+            (V{"direction", "node", "peer"}));
+  EXPECT_EQ(families.at("gloowatch_peer_up").type, MetricType::Gauge);
+  EXPECT_EQ(families.at("gloowatch_peer_rtt_seconds").type, MetricType::Histogram);
+  EXPECT_EQ(families.at("gloowatch_peer_probes_total").type, MetricType::Counter);
+  EXPECT_EQ(families.at("gloowatch_peer_up").help,
+            "1 when the Gloo probe pair to the peer is connected and answering");
+}
+
+TEST_F(PeerSeriesTest, WithoutALinkSpeedNoLinkRatio) {
+  PeerTracker& b = *AddTracker("node-b");
+  b.RecordBandwidth(BandwidthDirection::kTx, {4e8, 0, absl::ZeroDuration()});
+  const auto families = Collect();
+  EXPECT_DOUBLE_EQ(
+      *Value(families, "gloowatch_peer_bandwidth_bytes_per_second", With("direction", "tx")), 4e8);
+  EXPECT_FALSE(Value(families, "gloowatch_peer_bandwidth_bytes_per_second", With("direction", "rx"))
+                   .has_value());
+  EXPECT_EQ(families.count("gloowatch_peer_bandwidth_link_ratio"), 0u);
+}
+
+TEST_F(PeerSeriesTest, UpFromSetUpUntilAFailure) {
+  PeerTracker& b = *AddTracker("node-b");
+  b.SetUp("127.0.0.1:1", "test");
+  EXPECT_EQ(Value(Collect(), "gloowatch_peer_up", kB), 1);
+  // A prober that reconnects without a failure: the state says connecting,
+  // the gauge (as before the collector) stays up.
+  b.SetConnecting();
+  EXPECT_EQ(b.Snapshot().status.state(), v1::PEER_STATE_CONNECTING);
+  EXPECT_EQ(Value(Collect(), "gloowatch_peer_up", kB), 1);
+  b.RecordFailure(v1::FAILURE_REASON_RESET, "closed");
+  EXPECT_EQ(Value(Collect(), "gloowatch_peer_up", kB), 0);
+  b.SetConnecting();
+  EXPECT_EQ(Value(Collect(), "gloowatch_peer_up", kB), 0);
+}
+
+TEST_F(PeerSeriesTest, StatusAndSeriesAgree) {
+  PeerTracker& b = *AddTracker("node-b", 1e9);
+  b.SetUp("127.0.0.1:1", "test");
+  for (int i = 1; i <= 20; ++i) {
+    b.RecordRtts({absl::Microseconds(10 * i)});
+    clock_.Advance(absl::Seconds(1));
+  }
+  b.RecordOffset({absl::Microseconds(7), absl::Microseconds(30), absl::Microseconds(15)});
+  b.RecordBandwidth(BandwidthDirection::kRx, {6e8, 0, absl::ZeroDuration()});
+  b.RecordTcp({3, 300, 1, std::nullopt, std::nullopt});
+  b.RecordFailure(v1::FAILURE_REASON_PROTOCOL, "bad answer");
+
+  const v1::PeerStatus status = b.Snapshot().status;
+  const auto families = Collect();
+  EXPECT_EQ(*Value(families, "gloowatch_peer_rtt_p50_seconds", kB), status.latency().p50_seconds());
+  EXPECT_EQ(*Value(families, "gloowatch_peer_rtt_p99_seconds", kB), status.latency().p99_seconds());
+  EXPECT_EQ(*Value(families, "gloowatch_peer_clock_offset_seconds", kB),
+            status.clock().offset_seconds());
+  EXPECT_EQ(*Value(families, "gloowatch_peer_bandwidth_bytes_per_second", With("direction", "rx")),
+            status.bandwidth().rx_bytes_per_second());
+  EXPECT_EQ(*Value(families, "gloowatch_peer_bandwidth_link_ratio", With("direction", "rx")),
+            status.bandwidth().link_ratio());
+  EXPECT_EQ(*Value(families, "gloowatch_peer_tcp_loss_ratio", kB), status.tcp().loss_ratio());
+  EXPECT_EQ(*Value(families, "gloowatch_peer_tcp_sent_segments_total", kB),
+            static_cast<double>(status.tcp().sent_segments()));
+  double failures = 0;
+  for (const ClientMetric& m : families.at("gloowatch_peer_probe_failures_total").metric) {
+    failures += m.counter.value;
+  }
+  EXPECT_EQ(failures, static_cast<double>(status.probes_failed()));
+  EXPECT_EQ(*Value(families, "gloowatch_peer_probe_failures_total", With("reason", "protocol")),
+            static_cast<double>(status.failures_by_reason().at("protocol")));
+  double probes = 0;
+  for (const ClientMetric& m : families.at("gloowatch_peer_probes_total").metric) {
+    probes += m.counter.value;
+  }
+  EXPECT_EQ(probes, static_cast<double>(status.probes_ok()));
+  EXPECT_EQ(Find(families, "gloowatch_peer_rtt_seconds", kB)->histogram.sample_count, 20u);
+}
+
+TEST_F(PeerSeriesTest, ARemovedPeerStopsAppearing) {
+  AddTracker("node-b");
+  AddTracker("node-c")->RecordFailure(v1::FAILURE_REASON_REFUSED, "nothing listens");
+  auto families = Collect();
+  EXPECT_EQ(families.at("gloowatch_peer_up").metric.size(), 2u);
+  EXPECT_EQ(Value(families, "gloowatch_peer_probe_failures_total",
+                  {{"node", "node-a"}, {"peer", "node-c"}, {"reason", "refused"}}),
+            1);
+  trackers_.pop_back();  // a reload or a rotation drops node-c
+  families = Collect();
+  for (const auto& [name, family] : families) {
+    for (const ClientMetric& m : family.metric) {
+      for (const ClientMetric::Label& l : m.label) {
+        EXPECT_FALSE(l.name == "peer" && l.value == "node-c") << name;
+      }
+    }
+  }
+  EXPECT_EQ(families.at("gloowatch_peer_up").metric.size(), 1u);
+}
+
+}  // namespace
+}  // namespace gloowatch
