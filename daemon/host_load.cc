@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "daemon/metric_families.h"
 #include "daemon/proc_fs.h"
 
 namespace gloowatch {
@@ -125,15 +126,8 @@ std::vector<prometheus::MetricFamily> HostLoadCollector::Collect() const {
   std::vector<prometheus::MetricFamily> out;
   auto gauge = [&](const char* name, const char* help, bool has, double value) {
     if (!has) return;  // no figure yet: no series, rather than a healthy-looking 0
-    prometheus::MetricFamily family;
-    family.name = name;
-    family.help = help;
-    family.type = prometheus::MetricType::Gauge;
-    prometheus::ClientMetric metric;
-    metric.label = {{"node", node_}};
-    metric.gauge.value = value;
-    family.metric.push_back(std::move(metric));
-    out.push_back(std::move(family));
+    out.push_back(Family(name, help, prometheus::MetricType::Gauge));
+    Add(out.back(), {{"node", node_}}, value);
   };
   gauge("gloowatch_host_scheduling_delay_seconds",
         "Mean wait of gloowatch's threads from runnable to running over the last 10 s",

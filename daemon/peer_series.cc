@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/failure.h"
+#include "daemon/metric_families.h"
 
 namespace gloowatch {
 namespace {
@@ -20,25 +21,6 @@ constexpr v1::FailureReason kReasons[] = {
     v1::FAILURE_REASON_RESET,   v1::FAILURE_REASON_PROTOCOL,    v1::FAILURE_REASON_WRONG_INTERFACE,
     v1::FAILURE_REASON_OTHER,
 };
-
-MetricFamily Family(const char* name, const char* help, MetricType type) {
-  MetricFamily family;
-  family.name = name;
-  family.help = help;
-  family.type = type;
-  return family;
-}
-
-void Add(MetricFamily& family, std::vector<ClientMetric::Label> labels, double value) {
-  ClientMetric metric;
-  metric.label = std::move(labels);
-  if (family.type == MetricType::Counter) {
-    metric.counter.value = value;
-  } else {
-    metric.gauge.value = value;
-  }
-  family.metric.push_back(std::move(metric));
-}
 
 ClientMetric RttHistogram(const PeerSnapshot& peer, std::vector<ClientMetric::Label> labels) {
   const std::vector<double>& bounds = RttBucketBounds();

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "daemon/metric_families.h"
 #include "daemon/proc_fs.h"
 
 namespace gloowatch {
@@ -33,26 +34,6 @@ double MaxOpenFiles(const std::string& limits) {
     if (!fields.empty() && absl::SimpleAtod(fields[0], &soft)) return soft;
   }
   return 0;
-}
-
-prometheus::MetricFamily Family(const char* name, const char* help, prometheus::MetricType type) {
-  prometheus::MetricFamily family;
-  family.name = name;
-  family.help = help;
-  family.type = type;
-  return family;
-}
-
-void Add(prometheus::MetricFamily& family,
-         const std::vector<prometheus::ClientMetric::Label>& labels, double value) {
-  prometheus::ClientMetric metric;
-  metric.label = labels;
-  if (family.type == prometheus::MetricType::Counter) {
-    metric.counter.value = value;
-  } else {
-    metric.gauge.value = value;
-  }
-  family.metric.push_back(std::move(metric));
 }
 
 }  // namespace
