@@ -55,8 +55,13 @@ std::optional<double> ParseCpuPressureSome10(const std::string& text) {
   return std::nullopt;
 }
 
-HostLoad::HostLoad(std::string proc_root, pid_t self, const Clock* clock, absl::Duration window)
-    : proc_root_(std::move(proc_root)), self_(self), clock_(clock), window_(window) {}
+HostLoad::HostLoad(std::string proc_root, pid_t self, const Clock* clock, absl::Duration window,
+                   absl::Duration interval)
+    : proc_root_(std::move(proc_root)),
+      self_(self),
+      clock_(clock),
+      window_(window),
+      interval_(interval) {}
 
 void HostLoad::SampleThreads(pid_t pid, std::map<pid_t, ThreadSchedStat>& now) {
   const std::string tasks = absl::StrCat(proc_root_, "/", pid, "/task");
@@ -84,12 +89,16 @@ void HostLoad::SampleThreads(pid_t pid, std::map<pid_t, ThreadSchedStat>& now) {
 
 void HostLoad::Sample() {
   absl::MutexLock lock(&mu_);
-  std::map<pid_t, ThreadSchedStat> now;
-  SampleThreads(self_, now);
-  if (const pid_t transport = transport_pid_.load(); transport > 0) SampleThreads(transport, now);
-  last_ = std::move(now);
+  const absl::Time now = clock_->Now();
+  if (!points_.empty() && now - points_.back().at < interval_) return;
+  std::map<pid_t, ThreadSchedStat> threads;
+  SampleThreads(self_, threads);
+  if (const pid_t transport = transport_pid_.load(); transport > 0) {
+    SampleThreads(transport, threads);
+  }
+  last_ = std::move(threads);
 
-  Point p{clock_->Now(), delay_ns_, runs_, std::nullopt};
+  Point p{now, delay_ns_, runs_, std::nullopt};
   if (absl::StatusOr<std::string> stat = ReadProcFile(proc_root_ + "/stat"); stat.ok()) {
     p.cpu = ParseProcStatCpu(*stat);
   }

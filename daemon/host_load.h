@@ -50,15 +50,18 @@ std::optional<double> ParseCpuPressureSome10(const std::string& text);  // 0..1
 
 class HostLoad {
  public:
-  // `proc_root` is "/proc" outside tests; `self` the daemon's pid.
+  // `proc_root` is "/proc" outside tests; `self` the daemon's pid. Reading
+  // every thread's schedstat costs about as much CPU as the daemon's own
+  // work, so /proc is read at most once per `interval`.
   HostLoad(std::string proc_root, pid_t self, const Clock* clock,
-           absl::Duration window = absl::Seconds(10));
+           absl::Duration window = absl::Seconds(10), absl::Duration interval = absl::Seconds(2));
 
   // The transport child's pid, or -1 while none runs.
   void SetTransportPid(pid_t pid) { transport_pid_.store(pid); }
 
-  // Reads /proc once; call about once a second. Files it cannot read (a
-  // thread that just ended, no PSI) leave their figure out.
+  // Reads /proc unless it did less than `interval` ago; call about once a
+  // second. Files it cannot read (a thread that just ended, no PSI) leave
+  // their figure out.
   void Sample();
 
   // The figures over the window (unset until two samples span it).
@@ -77,6 +80,7 @@ class HostLoad {
   const pid_t self_;
   const Clock* const clock_;
   const absl::Duration window_;
+  const absl::Duration interval_;
   std::atomic<pid_t> transport_pid_{-1};
 
   mutable absl::Mutex mu_;

@@ -70,7 +70,7 @@ TEST(HostLoadParseTest, ReadsTheKernelsFormats) {
 TEST(HostLoadTest, MeanSchedulingDelayOfBothProcessesOverTheWindow) {
   FakeProc proc;
   FakeClock clock;
-  HostLoad load(proc.root(), kDaemon, &clock, absl::Seconds(10));
+  HostLoad load(proc.root(), kDaemon, &clock, absl::Seconds(10), absl::Seconds(1));
   load.SetTransportPid(kTransport);
   proc.Thread(kDaemon, kDaemon, 1000000, 10);
   proc.Thread(kTransport, kTransport, 0, 0);
@@ -116,12 +116,28 @@ TEST(HostLoadTest, MeanSchedulingDelayOfBothProcessesOverTheWindow) {
   EXPECT_DOUBLE_EQ(f.window_seconds(), 10);
 }
 
+TEST(HostLoadTest, ReadsProcAtMostOncePerInterval) {
+  FakeProc proc;
+  FakeClock clock;
+  HostLoad load(proc.root(), kDaemon, &clock, absl::Seconds(10), absl::Seconds(2));
+  proc.Thread(kDaemon, kDaemon, 0, 0);
+  load.Sample();
+  clock.Advance(absl::Seconds(1));
+  proc.Thread(kDaemon, kDaemon, 5000000, 5);
+  load.Sample();  // too soon: not read
+  EXPECT_FALSE(load.Figures().has_scheduling_delay_seconds());
+  clock.Advance(absl::Seconds(1));
+  load.Sample();
+  EXPECT_NEAR(load.Figures().scheduling_delay_seconds(), 0.001, 1e-12);
+  EXPECT_DOUBLE_EQ(load.Figures().window_seconds(), 2);
+}
+
 TEST(HostLoadTest, NoTransportAndNoFilesLeaveFiguresOut) {
   FakeProc proc;  // empty: nothing to read
   FakeClock clock;
   HostLoad load(proc.root(), kDaemon, &clock);
   load.Sample();
-  clock.Advance(absl::Seconds(1));
+  clock.Advance(absl::Seconds(2));
   load.Sample();
   const v1::HostLoad f = load.Figures();
   EXPECT_FALSE(f.has_scheduling_delay_seconds());
@@ -135,7 +151,8 @@ TEST(HostLoadTest, NoTransportAndNoFilesLeaveFiguresOut) {
 
 TEST(HostLoadTest, TheRealProcOfThisProcess) {
   RealClock clock;
-  auto load = std::make_shared<HostLoad>("/proc", getpid(), &clock);
+  auto load = std::make_shared<HostLoad>("/proc", getpid(), &clock, absl::Seconds(10),
+                                         absl::ZeroDuration());
   load->Sample();
   // Wake a thread a few times so something ran.
   for (int i = 0; i < 50; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
