@@ -71,6 +71,77 @@ ConfigOptions CommandLineConfigOptions() {
   return options;
 }
 
+// Ticks the daemon, answers systemd and the signals until SIGTERM or SIGINT.
+// Under systemd (Type=notify): ready once both ports listen; watchdog pings
+// only while every probe thread makes progress, so a hung Gloo call gets the
+// service restarted.
+void ServeUntilStopped(Daemon& daemon, const sigset_t& signals) {
+  SystemdNotifier systemd;
+  auto probing = [&daemon] {
+    const v1::Topology topology = daemon.Status().topology();
+    const size_t peers = topology.cluster_nodes() > 0 ? topology.cluster_nodes() - 1 : 0;
+    const size_t probed = topology.probed_peers();
+    return probed == peers ? absl::StrCat("probing ", peers, " peers")
+                           : absl::StrCat("probing ", probed, " of ", peers, " peers (sampled)");
+  };
+  systemd.Ready(probing());
+  absl::Duration loop_tick = absl::Seconds(1);
+  if (systemd.watchdog_enabled()) {
+    loop_tick = std::min(loop_tick, systemd.watchdog_interval() / 2);
+  }
+  bool healthy = true;
+  while (true) {
+    timespec tick = absl::ToTimespec(loop_tick);
+    const int sig = sigtimedwait(&signals, nullptr, &tick);
+    daemon.Tick();
+    if (sig == SIGTERM || sig == SIGINT) {
+      GW_LOG(kInfo, "signal %d: shutting down", sig);
+      systemd.Stopping();
+      break;
+    }
+    if (systemd.watchdog_enabled()) {
+      const bool now_healthy = daemon.Healthy();
+      if (now_healthy) systemd.WatchdogPing();
+      if (now_healthy != healthy) {
+        if (now_healthy) {
+          GW_LOG(kInfo, "probe threads progress again; watchdog pings resumed");
+        } else {
+          GW_LOG(kError,
+                 "a probe thread is stuck in a Gloo call; withholding watchdog pings "
+                 "so that systemd restarts the daemon");
+        }
+        healthy = now_healthy;
+      }
+    }
+    if (sig == SIGHUP) {
+      systemd.Reloading();
+      absl::StatusOr<Config> next =
+          LoadConfigFile(absl::GetFlag(FLAGS_config), CommandLineConfigOptions());
+      absl::Status reloaded = next.ok() ? daemon.Reload(*std::move(next)) : next.status();
+      if (!reloaded.ok()) {
+        GW_LOG(kError, "SIGHUP: reload refused, keeping the running config: %s",
+               reloaded.message());
+        // Where `systemctl status` shows it, not only in the journal.
+        const std::string why(reloaded.message());
+        systemd.Ready(absl::StrCat(probing(), "; last reload REFUSED: ",
+                                   why.substr(0, std::min<size_t>(why.find('\n'), 200))));
+      } else {
+        systemd.Ready(probing());
+      }
+    }
+  }
+}
+
+int CheckConfig(const std::string& path) {
+  absl::StatusOr<Config> config = LoadConfigFile(path, CommandLineConfigOptions());
+  if (!config.ok()) {
+    std::cerr << config.status().message() << "\n";
+    return 1;
+  }
+  std::cout << path << ": OK (node " << config->node << ", " << config->peers.size() << " peers)\n";
+  return 0;
+}
+
 int Run() {
   if (absl::GetFlag(FLAGS_version)) {
     std::cout << "gloowatchd " << GLOOWATCH_VERSION << " (Gloo " << GLOOWATCH_GLOO_VERSION << ")\n";
@@ -85,14 +156,7 @@ int Run() {
   google::protobuf::SetLogHandler(&LogProtobuf);
 
   if (const std::string path = absl::GetFlag(FLAGS_check_config); !path.empty()) {
-    absl::StatusOr<Config> config = LoadConfigFile(path, CommandLineConfigOptions());
-    if (!config.ok()) {
-      std::cerr << config.status().message() << "\n";
-      return 1;
-    }
-    std::cout << path << ": OK (node " << config->node << ", " << config->peers.size()
-              << " peers)\n";
-    return 0;
+    return CheckConfig(path);
   }
 
   if (const int fd = absl::GetFlag(FLAGS_transport_fd); fd >= 0) {
@@ -124,63 +188,7 @@ int Run() {
     return kExitUnavailable;
   }
   GW_LOG(kInfo, "gloowatchd %s ready", GLOOWATCH_VERSION);
-  // Under systemd (Type=notify): ready once both ports listen; watchdog
-  // pings only while every probe thread makes progress, so a hung Gloo call
-  // gets the service restarted.
-  SystemdNotifier systemd;
-  auto probing = [&daemon] {
-    const v1::Topology topology = (*daemon)->Status().topology();
-    const size_t peers = topology.cluster_nodes() > 0 ? topology.cluster_nodes() - 1 : 0;
-    const size_t probed = topology.probed_peers();
-    return probed == peers ? absl::StrCat("probing ", peers, " peers")
-                           : absl::StrCat("probing ", probed, " of ", peers, " peers (sampled)");
-  };
-  systemd.Ready(probing());
-  absl::Duration loop_tick = absl::Seconds(1);
-  if (systemd.watchdog_enabled()) {
-    loop_tick = std::min(loop_tick, systemd.watchdog_interval() / 2);
-  }
-  bool healthy = true;
-  while (true) {
-    timespec tick = absl::ToTimespec(loop_tick);
-    const int sig = sigtimedwait(&signals, nullptr, &tick);
-    (*daemon)->Tick();
-    if (sig == SIGTERM || sig == SIGINT) {
-      GW_LOG(kInfo, "signal %d: shutting down", sig);
-      systemd.Stopping();
-      break;
-    }
-    if (systemd.watchdog_enabled()) {
-      const bool now_healthy = (*daemon)->Healthy();
-      if (now_healthy) systemd.WatchdogPing();
-      if (now_healthy != healthy) {
-        if (now_healthy) {
-          GW_LOG(kInfo, "probe threads progress again; watchdog pings resumed");
-        } else {
-          GW_LOG(kError,
-                 "a probe thread is stuck in a Gloo call; withholding watchdog pings "
-                 "so that systemd restarts the daemon");
-        }
-        healthy = now_healthy;
-      }
-    }
-    if (sig == SIGHUP) {
-      systemd.Reloading();
-      absl::StatusOr<Config> next =
-          LoadConfigFile(absl::GetFlag(FLAGS_config), CommandLineConfigOptions());
-      absl::Status reloaded = next.ok() ? (*daemon)->Reload(*std::move(next)) : next.status();
-      if (!reloaded.ok()) {
-        GW_LOG(kError, "SIGHUP: reload refused, keeping the running config: %s",
-               reloaded.message());
-        // Where `systemctl status` shows it, not only in the journal.
-        const std::string why(reloaded.message());
-        systemd.Ready(absl::StrCat(probing(), "; last reload REFUSED: ",
-                                   why.substr(0, std::min<size_t>(why.find('\n'), 200))));
-      } else {
-        systemd.Ready(probing());
-      }
-    }
-  }
+  ServeUntilStopped(**daemon, signals);
   (*daemon)->Shutdown(absl::Seconds(1));
   daemon->reset();
   return 0;
