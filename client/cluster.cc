@@ -149,6 +149,57 @@ LocaliseInput LinkMatrixOf(const ClusterPicture& c) {
   return in;
 }
 
+// Both ends report the link: their states and clock offsets must agree.
+void CompareEnds(LinkReport& l) {
+  const bool up_ab = l.ab->state() == v1::PEER_STATE_UP, up_ba = l.ba->state() == v1::PEER_STATE_UP;
+  if (up_ab != up_ba) {
+    Worsen(l.health, Health::kDegraded);
+    l.problems.push_back(absl::StrCat("asymmetric: ", l.a, " sees ", l.b, " ",
+                                      StateWord(l.ab->state()), ", ", l.b, " sees ", l.a, " ",
+                                      StateWord(l.ba->state())));
+  }
+  if (l.ab->clock().has_offset_seconds() && l.ba->clock().has_offset_seconds()) {
+    const double sum = l.ab->clock().offset_seconds() + l.ba->clock().offset_seconds();
+    const double bound =
+        l.ab->clock().error_seconds() + l.ba->clock().error_seconds() + kOffsetSlackSeconds;
+    if (std::abs(sum) > bound) {
+      Worsen(l.health, Health::kDegraded);
+      l.problems.push_back(absl::StrFormat(
+          "clock offsets disagree: %s->%s %+.3f ms, %s->%s %+.3f ms (should cancel within "
+          "%.3f ms)",
+          l.a, l.b, l.ab->clock().offset_seconds() * 1e3, l.b, l.a,
+          l.ba->clock().offset_seconds() * 1e3, bound * 1e3));
+    }
+  }
+}
+
+// A node's own problems: its Gloo endpoint, its host's load, its jobs.
+void JudgeNodes(ClusterPicture& c) {
+  for (auto& n : c.node_reports) {
+    if (!n.status) continue;
+    const EffectiveThresholds t = ThresholdsOf(*n.status);
+    if (!n.status->gloo().warning().empty()) {
+      Worsen(n.health, Health::kDegraded);
+      n.problems.push_back(absl::StrCat("gloo endpoint: ", n.status->gloo().warning()));
+    }
+    if (std::string overload = OverloadOf(*n.status, t); !overload.empty()) {
+      Worsen(n.health, Health::kDegraded);
+      n.problems.push_back(absl::StrCat("host overloaded: ", overload));
+    }
+    for (const auto& j : n.status->training()) {
+      TrainingReport r{n.name, j, false, t.communication_share};
+      if (j.has_communication_share() && j.communication_share() > t.communication_share) {
+        r.over_threshold = true;
+        Worsen(n.health, Health::kDegraded);
+        n.problems.push_back(absl::StrFormat("job %s rank %d: communication share %.1f%% > %.1f%%",
+                                             j.job(), j.rank(), j.communication_share() * 100,
+                                             t.communication_share * 100));
+      }
+      c.training.push_back(r);
+    }
+  }
+}
+
 }  // namespace
 
 const char* HealthName(Health h) {
@@ -281,27 +332,7 @@ ClusterPicture BuildCluster(std::vector<FetchResult> fetched) {
              c.node_reports[it->second].status->topology().mode() == "sampled";
     };
     if (l.ab && l.ba) {
-      const bool up_ab = l.ab->state() == v1::PEER_STATE_UP,
-                 up_ba = l.ba->state() == v1::PEER_STATE_UP;
-      if (up_ab != up_ba) {
-        Worsen(l.health, Health::kDegraded);
-        l.problems.push_back(absl::StrCat("asymmetric: ", l.a, " sees ", l.b, " ",
-                                          StateWord(l.ab->state()), ", ", l.b, " sees ", l.a, " ",
-                                          StateWord(l.ba->state())));
-      }
-      if (l.ab->clock().has_offset_seconds() && l.ba->clock().has_offset_seconds()) {
-        const double sum = l.ab->clock().offset_seconds() + l.ba->clock().offset_seconds();
-        const double bound =
-            l.ab->clock().error_seconds() + l.ba->clock().error_seconds() + kOffsetSlackSeconds;
-        if (std::abs(sum) > bound) {
-          Worsen(l.health, Health::kDegraded);
-          l.problems.push_back(absl::StrFormat(
-              "clock offsets disagree: %s->%s %+.3f ms, %s->%s %+.3f ms (should cancel within "
-              "%.3f ms)",
-              l.a, l.b, l.ab->clock().offset_seconds() * 1e3, l.b, l.a,
-              l.ba->clock().offset_seconds() * 1e3, bound * 1e3));
-        }
-      }
+      CompareEnds(l);
     } else {
       // Only one end reports the link although the other end answered us:
       // a config gap in a full mesh, normal in a sampled one.
@@ -328,29 +359,7 @@ ClusterPicture BuildCluster(std::vector<FetchResult> fetched) {
     return x.worst_p50_seconds > y.worst_p50_seconds;
   });
 
-  for (auto& n : c.node_reports) {
-    if (!n.status) continue;
-    const EffectiveThresholds t = ThresholdsOf(*n.status);
-    if (!n.status->gloo().warning().empty()) {
-      Worsen(n.health, Health::kDegraded);
-      n.problems.push_back(absl::StrCat("gloo endpoint: ", n.status->gloo().warning()));
-    }
-    if (std::string overload = OverloadOf(*n.status, t); !overload.empty()) {
-      Worsen(n.health, Health::kDegraded);
-      n.problems.push_back(absl::StrCat("host overloaded: ", overload));
-    }
-    for (const auto& j : n.status->training()) {
-      TrainingReport r{n.name, j, false, t.communication_share};
-      if (j.has_communication_share() && j.communication_share() > t.communication_share) {
-        r.over_threshold = true;
-        Worsen(n.health, Health::kDegraded);
-        n.problems.push_back(absl::StrFormat("job %s rank %d: communication share %.1f%% > %.1f%%",
-                                             j.job(), j.rank(), j.communication_share() * 100,
-                                             t.communication_share * 100));
-      }
-      c.training.push_back(r);
-    }
-  }
+  JudgeNodes(c);
   c.suspects = Localise(LinkMatrixOf(c));
   for (const auto& n : c.node_reports) Worsen(c.verdict, n.health);
   for (const auto& l : c.links) Worsen(c.verdict, l.health);
