@@ -290,6 +290,155 @@ void FillLinkFacts(const EndpointRequest& req, const SystemView& sys, GlooEndpoi
   ep.link_speed_bytes_per_second = static_cast<double>(mbps) * 1e6 / 8;
 }
 
+// What ResolveGlooEndpoint has chosen so far, and how to explain it.
+struct Choice {
+  GlooEndpoint ep;
+  const InterfaceInfo* iface = nullptr;
+  std::string origin;        // for errors: what picked the interface
+  std::string loopback_why;  // for the loopback warning
+  std::string loopback_fix;
+  std::vector<std::string> warnings;
+};
+
+// gloo.address: it must be a local address.
+absl::Status ChooseByAddress(const EndpointRequest& req, const std::vector<InterfaceInfo>& ifaces,
+                             Choice& c) {
+  c.ep.source = "config:address";
+  c.origin = "gloo.address";
+  std::optional<Ip> ip = ParseIp(req.config_address);
+  if (!ip) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gloo.address '", req.config_address, "' is not a numeric IP address"));
+  }
+  c.iface = InterfaceForIp(ifaces, *ip);
+  if (c.iface == nullptr) {
+    return absl::NotFoundError(absl::StrCat(
+        "gloo.address ", req.config_address,
+        " is not assigned to any local interface (have: ", DescribeAddresses(ifaces), ")"));
+  }
+  c.ep.address = req.config_address;
+  c.loopback_why = "gloo.address is set to it";
+  c.loopback_fix = "set gloo.address to a routable address, or gloo.interface";
+  return absl::OkStatus();
+}
+
+// The interface gloo.interface or GLOO_SOCKET_IFNAME names (as PyTorch reads
+// the variable), or "" when neither does: the host name decides.
+absl::Status InterfaceNameFor(const EndpointRequest& req, Choice& c, std::string* name) {
+  if (!req.config_interface.empty()) {
+    c.ep.source = "config:interface";
+    c.origin = "gloo.interface";
+    *name = req.config_interface;
+    c.loopback_why = absl::StrCat("gloo.interface is ", *name);
+    c.loopback_fix = "set gloo.interface to a routable interface";
+    return absl::OkStatus();
+  }
+  if (req.env_gloo_socket_ifname && req.env_gloo_socket_ifname->size() == 1) {
+    c.warnings.push_back(absl::StrCat("GLOO_SOCKET_IFNAME='", *req.env_gloo_socket_ifname,
+                                      "' is ignored: PyTorch only reads values longer than "
+                                      "one character, so it uses the host name"));
+  }
+  // PyTorch only honours values longer than one character
+  // (strlen(ifnameEnv) > 1) and splits them on ','.
+  if (!req.env_gloo_socket_ifname || req.env_gloo_socket_ifname->size() <= 1) {
+    return absl::OkStatus();
+  }
+  const std::string& env = *req.env_gloo_socket_ifname;
+  if (env[0] == '^') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GLOO_SOCKET_IFNAME='", env,
+                     "': '^' exclusion is NCCL syntax; Gloo/PyTorch read a comma-separated list of "
+                     "interface names and fail with 'Unable to find address for: ",
+                     std::vector<std::string>(absl::StrSplit(env, ','))[0], "'"));
+  }
+  std::vector<std::string> names = absl::StrSplit(env, ',', absl::SkipEmpty());
+  if (names.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GLOO_SOCKET_IFNAME='", env, "' names no interface"));
+  }
+  c.ep.source = "env:GLOO_SOCKET_IFNAME";
+  c.ep.socket_ifnames = names;
+  c.origin = "GLOO_SOCKET_IFNAME";
+  *name = names[0];
+  if (names.size() > 1) {
+    c.warnings.push_back(absl::StrCat(
+        "GLOO_SOCKET_IFNAME lists ", absl::StrJoin(names, ","),
+        ": PyTorch spreads Gloo pairs over one device per interface; gloowatch probes over ", *name,
+        " only (not probed: ", absl::StrJoin(names.begin() + 1, names.end(), ", "), ")"));
+  }
+  c.loopback_why = absl::StrCat("GLOO_SOCKET_IFNAME=", env);
+  c.loopback_fix = "set GLOO_SOCKET_IFNAME to a routable interface";
+  return absl::OkStatus();
+}
+
+// A named interface: it must exist and have an address.
+absl::Status ChooseByName(const std::string& name, const std::vector<InterfaceInfo>& ifaces,
+                          Choice& c) {
+  c.iface = InterfaceByName(ifaces, name);
+  if (c.iface == nullptr) {
+    std::string msg = absl::StrCat("interface ", name, " (from ", c.origin,
+                                   ") does not exist (have: ", DescribeNames(ifaces), ")");
+    if (c.ep.source == "env:GLOO_SOCKET_IFNAME") {
+      absl::StrAppend(&msg, "; PyTorch fails with 'Unable to find address for: ", name, "'");
+    }
+    return absl::NotFoundError(msg);
+  }
+  std::optional<std::string> address = PickAddress(*c.iface);
+  if (!address) {
+    if (!c.iface->flags_up) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("interface ", name, " is down (from ", c.origin, ")"));
+    }
+    return absl::FailedPreconditionError(absl::StrCat("interface ", name, " (from ", c.origin,
+                                                      ") has no IP address; Gloo fails with "
+                                                      "'Unable to find address for: ",
+                                                      name, "'"));
+  }
+  c.ep.address = *address;
+  return absl::OkStatus();
+}
+
+// PyTorch's createDefaultDevice: the first address the host name resolves
+// to that bind(2) accepts, else loopback with a warning.
+absl::Status ChooseByHostname(const SystemView& sys, const std::vector<InterfaceInfo>& ifaces,
+                              Choice& c) {
+  c.ep.source = "hostname";
+  absl::StatusOr<std::string> host = sys.Hostname();
+  if (!host.ok()) return host.status();
+  c.origin = absl::StrCat("host name '", *host, "'");
+  c.loopback_fix = "set gloo.interface / GLOO_SOCKET_IFNAME";
+  std::string reason;
+  absl::StatusOr<std::vector<std::string>> resolved = sys.ResolveHost(*host);
+  if (resolved.ok()) {
+    for (const std::string& a : *resolved) {
+      std::optional<Ip> ip = ParseIp(a);
+      if (!ip) continue;
+      if (const InterfaceInfo* i = InterfaceForIp(ifaces, *ip)) {
+        c.iface = i;
+        c.ep.address = a;
+        break;
+      }
+    }
+    if (c.iface == nullptr) {
+      reason = resolved->empty() ? "it resolves to nothing"
+                                 : absl::StrCat("it resolves to ", absl::StrJoin(*resolved, ", "),
+                                                ", none of them local");
+    }
+  } else {
+    reason = std::string(resolved.status().message());
+  }
+  if (c.iface == nullptr) {
+    c.ep.address = "127.0.0.1";
+    c.iface = InterfaceForIp(ifaces, *ParseIp(c.ep.address));
+    c.warnings.push_back(absl::StrCat("host name '", *host, "' has no local address (", reason,
+                                      "); like PyTorch, falling back to loopback 127.0.0.1"));
+    c.loopback_why = absl::StrCat("host name '", *host, "' has no local address");
+  } else {
+    c.loopback_why = "host name resolves to it";
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 const SystemView& RealSystem() {
@@ -303,157 +452,41 @@ absl::StatusOr<GlooEndpoint> ResolveGlooEndpoint(const EndpointRequest& req,
   if (!listed.ok()) return listed.status();
   const std::vector<InterfaceInfo>& ifaces = *listed;
 
-  GlooEndpoint ep;
-  std::vector<std::string> warnings;
-  const InterfaceInfo* iface = nullptr;
-  std::string origin;        // for errors: what picked the interface
-  std::string loopback_why;  // for the loopback warning
-  std::string loopback_fix;
-
+  Choice c;
   const bool config_chooses = !req.config_address.empty() || !req.config_interface.empty();
   if (config_chooses && req.env_gloo_socket_ifname && !req.env_gloo_socket_ifname->empty()) {
-    warnings.push_back(
+    c.warnings.push_back(
         absl::StrCat("GLOO_SOCKET_IFNAME='", *req.env_gloo_socket_ifname, "' is set but ",
                      req.config_address.empty() ? "gloo.interface" : "gloo.address",
                      " takes precedence; training processes with this environment bind elsewhere"));
   }
-
+  absl::Status chosen;
   if (!req.config_address.empty()) {
-    ep.source = "config:address";
-    origin = "gloo.address";
-    std::optional<Ip> ip = ParseIp(req.config_address);
-    if (!ip) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("gloo.address '", req.config_address, "' is not a numeric IP address"));
-    }
-    iface = InterfaceForIp(ifaces, *ip);
-    if (iface == nullptr) {
-      return absl::NotFoundError(absl::StrCat(
-          "gloo.address ", req.config_address,
-          " is not assigned to any local interface (have: ", DescribeAddresses(ifaces), ")"));
-    }
-    ep.address = req.config_address;
-    loopback_why = "gloo.address is set to it";
-    loopback_fix = "set gloo.address to a routable address, or gloo.interface";
+    chosen = ChooseByAddress(req, ifaces, c);
   } else {
     std::string name;
-    if (!req.config_interface.empty()) {
-      ep.source = "config:interface";
-      origin = "gloo.interface";
-      name = req.config_interface;
-      loopback_why = absl::StrCat("gloo.interface is ", name);
-      loopback_fix = "set gloo.interface to a routable interface";
-    } else if (req.env_gloo_socket_ifname && req.env_gloo_socket_ifname->size() > 1) {
-      // PyTorch only honours values longer than one character
-      // (strlen(ifnameEnv) > 1) and splits them on ','.
-      const std::string& env = *req.env_gloo_socket_ifname;
-      if (env[0] == '^') {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "GLOO_SOCKET_IFNAME='", env,
-            "': '^' exclusion is NCCL syntax; Gloo/PyTorch read a comma-separated list of "
-            "interface names and fail with 'Unable to find address for: ",
-            std::vector<std::string>(absl::StrSplit(env, ','))[0], "'"));
-      }
-      std::vector<std::string> names = absl::StrSplit(env, ',', absl::SkipEmpty());
-      if (names.empty()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("GLOO_SOCKET_IFNAME='", env, "' names no interface"));
-      }
-      ep.source = "env:GLOO_SOCKET_IFNAME";
-      ep.socket_ifnames = names;
-      origin = "GLOO_SOCKET_IFNAME";
-      name = names[0];
-      if (names.size() > 1) {
-        warnings.push_back(absl::StrCat(
-            "GLOO_SOCKET_IFNAME lists ", absl::StrJoin(names, ","),
-            ": PyTorch spreads Gloo pairs over one device per interface; gloowatch probes over ",
-            name, " only (not probed: ", absl::StrJoin(names.begin() + 1, names.end(), ", "), ")"));
-      }
-      loopback_why = absl::StrCat("GLOO_SOCKET_IFNAME=", env);
-      loopback_fix = "set GLOO_SOCKET_IFNAME to a routable interface";
-    } else if (req.env_gloo_socket_ifname && req.env_gloo_socket_ifname->size() == 1) {
-      warnings.push_back(absl::StrCat("GLOO_SOCKET_IFNAME='", *req.env_gloo_socket_ifname,
-                                      "' is ignored: PyTorch only reads values longer than "
-                                      "one character, so it uses the host name"));
-    }
-
-    if (!name.empty()) {
-      iface = InterfaceByName(ifaces, name);
-      if (iface == nullptr) {
-        std::string msg = absl::StrCat("interface ", name, " (from ", origin,
-                                       ") does not exist (have: ", DescribeNames(ifaces), ")");
-        if (ep.source == "env:GLOO_SOCKET_IFNAME") {
-          absl::StrAppend(&msg, "; PyTorch fails with 'Unable to find address for: ", name, "'");
-        }
-        return absl::NotFoundError(msg);
-      }
-      std::optional<std::string> address = PickAddress(*iface);
-      if (!address) {
-        if (!iface->flags_up) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("interface ", name, " is down (from ", origin, ")"));
-        }
-        return absl::FailedPreconditionError(absl::StrCat("interface ", name, " (from ", origin,
-                                                          ") has no IP address; Gloo fails with "
-                                                          "'Unable to find address for: ",
-                                                          name, "'"));
-      }
-      ep.address = *address;
-    } else {
-      // PyTorch's createDefaultDevice: the first address the host name
-      // resolves to that bind(2) accepts, else loopback with a warning.
-      ep.source = "hostname";
-      absl::StatusOr<std::string> host = sys.Hostname();
-      if (!host.ok()) return host.status();
-      origin = absl::StrCat("host name '", *host, "'");
-      loopback_fix = "set gloo.interface / GLOO_SOCKET_IFNAME";
-      std::string reason;
-      absl::StatusOr<std::vector<std::string>> resolved = sys.ResolveHost(*host);
-      if (resolved.ok()) {
-        for (const std::string& a : *resolved) {
-          std::optional<Ip> ip = ParseIp(a);
-          if (!ip) continue;
-          if (const InterfaceInfo* i = InterfaceForIp(ifaces, *ip)) {
-            iface = i;
-            ep.address = a;
-            break;
-          }
-        }
-        if (iface == nullptr) {
-          reason = resolved->empty()
-                       ? "it resolves to nothing"
-                       : absl::StrCat("it resolves to ", absl::StrJoin(*resolved, ", "),
-                                      ", none of them local");
-        }
-      } else {
-        reason = std::string(resolved.status().message());
-      }
-      if (iface == nullptr) {
-        ep.address = "127.0.0.1";
-        iface = InterfaceForIp(ifaces, *ParseIp(ep.address));
-        warnings.push_back(absl::StrCat("host name '", *host, "' has no local address (", reason,
-                                        "); like PyTorch, falling back to loopback 127.0.0.1"));
-        loopback_why = absl::StrCat("host name '", *host, "' has no local address");
-      } else {
-        loopback_why = "host name resolves to it";
-      }
+    chosen = InterfaceNameFor(req, c, &name);
+    if (chosen.ok()) {
+      chosen = name.empty() ? ChooseByHostname(sys, ifaces, c) : ChooseByName(name, ifaces, c);
     }
   }
+  if (!chosen.ok()) return chosen;
 
-  if (iface != nullptr && !iface->flags_up) {
+  GlooEndpoint& ep = c.ep;
+  if (c.iface != nullptr && !c.iface->flags_up) {
     return absl::FailedPreconditionError(
-        absl::StrCat("interface ", iface->name, " is down (from ", origin, ")"));
+        absl::StrCat("interface ", c.iface->name, " is down (from ", c.origin, ")"));
   }
-  ep.interface = iface != nullptr ? iface->name : "";
-  ep.is_loopback = IsLoopbackText(ep.address) || (iface != nullptr && iface->is_loopback);
+  ep.interface = c.iface != nullptr ? c.iface->name : "";
+  ep.is_loopback = IsLoopbackText(ep.address) || (c.iface != nullptr && c.iface->is_loopback);
   if (ep.is_loopback && req.peers_are_remote) {
     // First, because nothing else matters if no peer can connect.
-    warnings.insert(warnings.begin(),
-                    absl::StrCat("Gloo would bind to loopback ", ep.address, " (", loopback_why,
-                                 ") while peers are remote: ", loopback_fix));
+    c.warnings.insert(c.warnings.begin(),
+                      absl::StrCat("Gloo would bind to loopback ", ep.address, " (", c.loopback_why,
+                                   ") while peers are remote: ", c.loopback_fix));
   }
   FillLinkFacts(req, sys, ep);
-  ep.warning = absl::StrJoin(warnings, "; ");
+  ep.warning = absl::StrJoin(c.warnings, "; ");
   return ep;
 }
 
