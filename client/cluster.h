@@ -34,7 +34,7 @@ struct EffectiveThresholds {
   double scheduling_delay_seconds = 0.01;
   double cpu_steal_ratio = 0.1;
 };
-// Why the node's host counts as overloaded ("scheduling delay 41.2 ms >= 20.0
+// Why the node's host counts as overloaded ("scheduling delay 41.2 ms >= 10.0
 // ms"), or empty.
 std::string OverloadOf(const v1::NodeStatus& s, const EffectiveThresholds& t);
 // NodeStatus.thresholds with defaults for unset (zero) fields.
