@@ -121,6 +121,14 @@ constexpr LogSignature kSignatures[] = {
      "The address Gloo was told to bind to is not configured on any local interface.",
      "Bind to an address of this host (`ip -br addr`), or use GLOO_SOCKET_IFNAME.",
      R"(address \1)"},
+    // rendezvous.py: init_method's scheme is not a registered handler
+    // ("RuntimeError: No rendezvous handler for {scheme}://").
+    {"bad_init_method", R"(No rendezvous handler for (\S*)://)", S::kError, St::kSetup,
+     "init_method (or dist_url) names a rendezvous scheme torch.distributed does not know: a typo, "
+     "an empty or unexpanded URL, or a store scheme this PyTorch build lacks.",
+     "Use tcp://HOST:PORT, file:///PATH or env:// (with MASTER_ADDR/MASTER_PORT set); print the "
+     "URL the script passes to init_process_group.",
+     R"(scheme '\1://')"},
     {"loopback_fallback",
      R"(Using the loopback address as fallback|Manually set the network interface to bind to with GLOO_SOCKET_IFNAME)",
      S::kWarning, St::kSetup,
@@ -191,12 +199,15 @@ constexpr LogSignature kSignatures[] = {
      "closed, or its store (--rdzv_endpoint) could not be reached.",
      "Check --nnodes and --rdzv_endpoint on every node, that all nodes started, and that the "
      "endpoint's port is reachable."},
-    {"peer_connection_closed", R"(Connection closed by peer)", S::kError, St::kPeerGone,
-     "The remote rank's process exited or crashed (EOF on the Gloo pair socket).",
+    // Gloo's pair.cc: "Connection closed by peer " and the peer's address as
+    // sockaddr's str(), "[10.0.0.3]:19722" (older builds print none).
+    {"peer_connection_closed", R"(Connection closed by peer(?: (\[[^\]\s]+\]:\d+))?)", S::kError,
+     St::kPeerGone, "The remote rank's process exited or crashed (EOF on the Gloo pair socket).",
      "Read the remote rank's log first (OOM killer, SIGKILL, Python exception); check "
-     "`dmesg` on that host. This rank failed only because its peer went away."},
+     "`dmesg` on that host. This rank failed only because its peer went away.",
+     R"(peer \1)"},
     {"peer_connection_reset",
-     R"((Read error|writev|read|write) .*(Connection reset by peer|Broken pipe)|^\s*(RuntimeError|ConnectionResetError)[^:]*: (\[Errno 104\] )?Connection reset by peer)",
+     R"((Read error|writev|read|write) .*(Connection reset by peer|Broken pipe)|^\s*(?:[\w.]*\.)?(RuntimeError|ConnectionResetError|DistNetworkError)[^:]*: (\[Errno 104\] )?(?:Connection reset by peer|Broken pipe))",
      S::kError, St::kPeerGone,
      "The remote rank died or its socket was reset while a collective was in flight.",
      "Find the rank that died (its own log, `dmesg` for the OOM killer); a reset with no dead "
@@ -238,11 +249,14 @@ constexpr LogSignature kSignatures[] = {
      "Not all ranks joined the process group in time (world_size larger than the ranks "
      "actually started, or a rank crashed during start-up).",
      "Check world_size/rank values and that every rank started; see its log."},
+    // TCPStore.cpp: 1.x "Wait timeout" / "Socket Timeout"; since 2.3 the
+    // client's wait throws DistStoreError "wait timeout after {}ms, keys: {}".
     {"store_wait_timeout",
-     R"(Socket Timeout|Wait timeout for key|Timeout waiting for key|RuntimeError: Wait timeout)",
+     R"(wait timeout after (\d+) ?ms, keys: *(.+)|Socket Timeout|Wait timeout for key|Timeout waiting for key|RuntimeError: Wait timeout)",
      S::kError, St::kWait,
      "Waiting on the rendezvous store timed out: another rank never published its address.",
-     "A rank failed before publishing (check all rank logs) or the store timeout is too short."},
+     "A rank failed before publishing (check all rank logs) or the store timeout is too short.",
+     R"(waited \1 ms for \2)"},
     // TCPStore.cpp's server side (2.x): rank 0 waited for every client.
     {"store_clients_missing",
      R"(Timed out after (\d+) seconds waiting for clients\. (\d+)/(\d+) clients joined)", S::kError,
@@ -253,10 +267,13 @@ constexpr LogSignature kSignatures[] = {
      "a wrong MASTER_ADDR); check each host reaches the store (`nc -zv MASTER_ADDR "
      "MASTER_PORT`) and that --nnodes / world_size match what was launched.",
      R"(\2 of \3 ranks joined within \1 s)"},
+    // ProcessGroupGloo.cpp: "[Rank 0]: Rank {} failed to pass monitoredBarrier
+    // in {} ms", with wait_all_ranks "Ranks {} failed to pass ...".
     {"monitored_barrier_timeout",
-     R"(timed out in monitoredBarrier|failed to pass monitoredBarrier)", S::kError, St::kWait,
+     R"(Ranks? (\d+(?:, \d+)*) failed to pass monitoredBarrier in (\d+) ms|timed out in monitoredBarrier|failed to pass monitoredBarrier)",
+     S::kError, St::kWait,
      "monitored_barrier found ranks that did not arrive (the message names them).",
-     "Inspect the named ranks; they are hung or dead."},
+     "Inspect the named ranks; they are hung or dead.", R"(rank \1 did not arrive within \2 ms)"},
     // c10d's store client (SocketImpl, 2.x): the store's host went away. PyTorch
     // logs it as [W TCPStore.cpp] from watchdog threads at a shutdown without
     // destroy_process_group(), so as a warning it is noise, as an error an echo.

@@ -245,6 +245,35 @@ INSTANTIATE_TEST_SUITE_P(
                  "a send waited 10000 ms, the timeout in force"},
         LineCase{"RuntimeError: Wait timeout for key(s): [\"rank_1\"]", "store_wait_timeout",
                  LogSeverity::kError, ""},
+        // TCPStore.cpp (2.3+): TCPStore::wait throws DistStoreError.
+        LineCase{"torch.distributed.DistStoreError: wait timeout after 300000ms, keys: "
+                 "/default_pg/0//cuda//0",
+                 "store_wait_timeout", LogSeverity::kError,
+                 "waited 300000 ms for /default_pg/0//cuda//0"},
+        // ProcessGroupGloo.cpp's monitoredBarrier.
+        LineCase{"RuntimeError: [Rank 0]: Rank 1 failed to pass monitoredBarrier in 2000 ms",
+                 "monitored_barrier_timeout", LogSeverity::kError,
+                 "rank 1 did not arrive within 2000 ms"},
+        LineCase{"RuntimeError: [Rank 0]: Ranks 1, 3 failed to pass monitoredBarrier in 120000 ms",
+                 "monitored_barrier_timeout", LogSeverity::kError,
+                 "rank 1, 3 did not arrive within 120000 ms"},
+        // torch/distributed/rendezvous.py: an init_method scheme with no handler.
+        LineCase{"RuntimeError: No rendezvous handler for tpc://", "bad_init_method",
+                 LogSeverity::kError, "scheme 'tpc://'"},
+        // Gloo's pair.cc names the peer as sockaddr's str().
+        LineCase{"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection "
+                 "closed by peer [10.0.0.3]:19722",
+                 "peer_connection_closed", LogSeverity::kError, "peer [10.0.0.3]:19722"},
+        LineCase{"RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:575] "
+                 "Connection closed by peer [2401:db00:eef0:1100:3560:0:1c05:25d]:8594",
+                 "peer_connection_closed", LogSeverity::kError,
+                 "peer [2401:db00:eef0:1100:3560:0:1c05:25d]:8594"},
+        // c10d's Utils.hpp sendBytes / recvBytes: a socket error as the
+        // store client's DistNetworkError (2.x), strerror's text.
+        LineCase{"torch.distributed.DistNetworkError: Broken pipe", "peer_connection_reset",
+                 LogSeverity::kError, ""},
+        LineCase{"torch.distributed.DistNetworkError: Connection reset by peer",
+                 "peer_connection_reset", LogSeverity::kError, ""},
         LineCase{"[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) "
                  "address. Using the loopback address as fallback. Manually set the network "
                  "interface to bind to with GLOO_SOCKET_IFNAME. (function operator())",
