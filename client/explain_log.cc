@@ -161,6 +161,27 @@ constexpr LogSignature kSignatures[] = {
      S::kError, St::kConnect,
      "The rendezvous store refused the connection: nothing listens on MASTER_PORT yet.",
      "Start rank 0 first or give the store a longer timeout; check MASTER_PORT matches."},
+    // c10d's socket.cpp (2.x) logs each failed getaddrinfo of the store's host
+    // as "The {IPv4 |IPv6 |}network addresses of (HOST, PORT) cannot be
+    // retrieved (gai error: N - TEXT)." and retries. An IPv6 miss alone is
+    // harmless (most hosts have only IPv4 names); any other means MASTER_ADDR
+    // or the rendezvous endpoint does not resolve here.
+    {"store_host_no_ipv6",
+     R"(The IPv6 network addresses of \(([^,]*), (\d+)\) cannot be retrieved \(gai error: (-?\d+) - ([^)]*)\))",
+     S::kInfo, St::kConnect,
+     "The store's host name has no IPv6 address; c10d tries its IPv4 addresses as well, so "
+     "this alone does no harm.",
+     "Nothing, unless the job then fails to reach the store: then check the host name resolves "
+     "(`getent hosts NAME`) or give MASTER_ADDR as an address.",
+     R"(no IPv6 address for \1: \4)"},
+    {"store_host_unresolvable",
+     R"(The (?:IPv4 )?network addresses of \(([^,]*), (\d+)\) cannot be retrieved \(gai error: (-?\d+) - ([^)]*)\))",
+     S::kError, St::kConnect,
+     "The store's host name (MASTER_ADDR or --rdzv_endpoint) does not resolve on this host, so "
+     "this rank cannot reach the rendezvous store; c10d retries until its timeout.",
+     "Give MASTER_ADDR as an address, or make the name resolve on every host (DNS, /etc/hosts; "
+     "in Kubernetes the master's Service must exist before the workers start).",
+     R"(store host \1 (port \2) does not resolve: \4)"},
     {"loopback_refused",
      R"((connect|SO_ERROR|remote=)[^\n]*\[?(127\.0\.[01]\.1)\]?(:\d+)?[^\n]*Connection refused|Connection refused[^\n]*\[(127\.0\.[01]\.1)\])",
      S::kError, St::kSetup,
@@ -207,7 +228,7 @@ constexpr LogSignature kSignatures[] = {
      "`dmesg` on that host. This rank failed only because its peer went away.",
      R"(peer \1)"},
     {"peer_connection_reset",
-     R"((Read error|writev|read|write) .*(Connection reset by peer|Broken pipe)|^\s*(?:[\w.]*\.)?(RuntimeError|ConnectionResetError|DistNetworkError)[^:]*: (\[Errno 104\] )?(?:Connection reset by peer|Broken pipe))",
+     R"((Read error|writev|read|write) .*(Connection reset by peer|Broken pipe)|^\s*ConnectionResetError[^:]*: (\[Errno 104\] )?Connection reset by peer)",
      S::kError, St::kPeerGone,
      "The remote rank died or its socket was reset while a collective was in flight.",
      "Find the rank that died (its own log, `dmesg` for the OOM killer); a reset with no dead "
@@ -277,8 +298,11 @@ constexpr LogSignature kSignatures[] = {
     // c10d's store client (SocketImpl, 2.x): the store's host went away. PyTorch
     // logs it as [W TCPStore.cpp] from watchdog threads at a shutdown without
     // destroy_process_group(), so as a warning it is noise, as an error an echo.
+    // Utils.hpp's SYSCHECK throws a failed store send/recv as strerror alone:
+    // std::system_error (RuntimeError) in 1.x, DistNetworkError in 2.x. Gloo's
+    // pair errors always carry "[...pair.cc:N] Read error PEER: ".
     {"store_connection_reset",
-     R"((?:recvValue|recvVector|recvValueWithTimeout|sendBytes|recvBytes) failed on SocketImpl\(|[Ff]ailed to recv, got 0 bytes)",
+     R"((?:recvValue|recvVector|recvValueWithTimeout|sendBytes|recvBytes) failed on SocketImpl\(|[Ff]ailed to recv, got 0 bytes|^\s*(?:[\w.]*\.)?(?:RuntimeError|DistNetworkError): (?:Connection reset by peer|Broken pipe)\s*$)",
      S::kError, St::kAftermath,
      "The connection to the c10d store broke: the process that hosts it (rank 0, or the torchrun "
      "agent on MASTER_ADDR) exited or crashed.",

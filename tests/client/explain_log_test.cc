@@ -245,6 +245,17 @@ INSTANTIATE_TEST_SUITE_P(
                  "a send waited 10000 ms, the timeout in force"},
         LineCase{"RuntimeError: Wait timeout for key(s): [\"rank_1\"]", "store_wait_timeout",
                  LogSeverity::kError, ""},
+        // c10d's socket.cpp: getaddrinfo of the store's host failed (a retry,
+        // logged as a warning); IPv6 alone is harmless.
+        LineCase{"[W socket.cpp:601] [c10d] The IPv6 network addresses of (node-0, 29500) "
+                 "cannot be retrieved (gai error: -2 - Name or service not known).",
+                 "store_host_no_ipv6", LogSeverity::kInfo,
+                 "no IPv6 address for node-0: Name or service not known"},
+        LineCase{"[W socket.cpp:601] [c10d] The IPv4 network addresses of (master-svc, 23456) "
+                 "cannot be retrieved (gai error: -3 - Temporary failure in name resolution).",
+                 "store_host_unresolvable", LogSeverity::kWarning,
+                 "store host master-svc (port 23456) does not resolve: Temporary failure in name "
+                 "resolution"},
         // TCPStore.cpp (2.3+): TCPStore::wait throws DistStoreError.
         LineCase{"torch.distributed.DistStoreError: wait timeout after 300000ms, keys: "
                  "/default_pg/0//cuda//0",
@@ -268,11 +279,17 @@ INSTANTIATE_TEST_SUITE_P(
                  "Connection closed by peer [2401:db00:eef0:1100:3560:0:1c05:25d]:8594",
                  "peer_connection_closed", LogSeverity::kError,
                  "peer [2401:db00:eef0:1100:3560:0:1c05:25d]:8594"},
-        // c10d's Utils.hpp sendBytes / recvBytes: a socket error as the
-        // store client's DistNetworkError (2.x), strerror's text.
-        LineCase{"torch.distributed.DistNetworkError: Broken pipe", "peer_connection_reset",
+        // c10d's Utils.hpp SYSCHECK on a store socket: strerror's text alone,
+        // as DistNetworkError (2.x) or std::system_error (1.x).
+        LineCase{"torch.distributed.DistNetworkError: Broken pipe", "store_connection_reset",
                  LogSeverity::kError, ""},
         LineCase{"torch.distributed.DistNetworkError: Connection reset by peer",
+                 "store_connection_reset", LogSeverity::kError, ""},
+        LineCase{"RuntimeError: Connection reset by peer", "store_connection_reset",
+                 LogSeverity::kError, ""},
+        // Gloo's pair.cc: a pair socket's read failed; the peer is named.
+        LineCase{"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:589] Read error "
+                 "[192.168.70.92]:25266: Connection reset by peer",
                  "peer_connection_reset", LogSeverity::kError, ""},
         LineCase{"[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) "
                  "address. Using the loopback address as fallback. Manually set the network "
