@@ -192,18 +192,25 @@ constexpr LogSignature kSignatures[] = {
      "resolve to the routable address (/etc/hosts).",
      R"(loopback address \2\4)"},
     // pair.h's "Connect timeout PEER"; helpers.h's connect loop gives up with
-    // "timed out connecting: SO_ERROR: " and the socket's error.
-    {"pair_connect_timeout", R"(Connect timeout|SO_ERROR: Connection timed out)", S::kError,
-     St::kConnect,
+    // "timed out connecting: SO_ERROR: " and the socket's error, to which
+    // newer Gloo's SystemError adds ", remote=PEER".
+    {"pair_connect_timeout",
+     R"(Connect timeout(?: (\[[^\]\s]+\]:\d+))?|SO_ERROR: Connection timed out(?:, remote=(\[[^\]\s]+\]:\d+))?)",
+     S::kError, St::kConnect,
      "Connecting a Gloo pair to a peer timed out: packets to the peer's pair port are dropped.",
      "Gloo pairs listen on ephemeral ports (net.ipv4.ip_local_port_range), not only "
      "MASTER_PORT; open that range between the hosts (pytorch/pytorch#44544, pytorch/gloo#54). "
-     "Run `gloowatch diagnose`."},
-    {"pair_connect_refused", R"(connect.*Connection refused|SO_ERROR: Connection refused)",
+     "Run `gloowatch diagnose`.",
+     R"(peer \1|peer \2)"},
+    // pair.cc: "connect PEER: " and strerror; the connect loop's "SO_ERROR: "
+    // and strerror, with ", remote=PEER" in newer Gloo.
+    {"pair_connect_refused",
+     R"(connect.*?(?:(\[[^\]\s]+\]:\d+): )?Connection refused(?:, remote=(\[[^\]\s]+\]:\d+))?|SO_ERROR: Connection refused(?:, remote=(\[[^\]\s]+\]:\d+))?)",
      S::kError, St::kConnect,
      "A Gloo pair connect was refused: the peer was not listening on that address/port.",
      "Check the peer rank is running and bound to a reachable interface (GLOO_SOCKET_IFNAME); "
-     "a firewall REJECT rule also shows as refused."},
+     "a firewall REJECT rule also shows as refused.",
+     R"(peer \1|peer \2|peer \3)"},
     {"no_route", R"(No route to host|Network is unreachable)", S::kError, St::kConnect,
      "No route to the peer address: wrong interface/subnet chosen, or a REJECT firewall rule.",
      "Check GLOO_SOCKET_IFNAME selects an interface on the same network on every host; check "

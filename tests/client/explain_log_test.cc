@@ -184,19 +184,19 @@ INSTANTIATE_TEST_SUITE_P(
         LineCase{"RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/"
                  "transport/tcp/pair.cc:152] timed out connecting: SO_ERROR: Connection timed "
                  "out, remote=[10.0.0.1]:45677",
-                 "pair_connect_timeout", LogSeverity::kError, ""},
+                 "pair_connect_timeout", LogSeverity::kError, "peer [10.0.0.1]:45677"},
         // Each failed attempt of Gloo's connect loop is logged at ERROR; one
         // that will be retried is not the failure yet.
         LineCase{"[gloo/transport/tcp/debug_logger.cc:9] ERROR failed to connect, willRetry=1, "
                  "retry=1, retryLimit=3, rank=1, size=2, local=[10.0.0.2]:41234, "
                  "remote=[10.0.0.1]:45677, error=SO_ERROR: Connection refused, "
                  "remote=[10.0.0.1]:45677",
-                 "pair_connect_refused", LogSeverity::kWarning, ""},
+                 "pair_connect_refused", LogSeverity::kWarning, "peer [10.0.0.1]:45677"},
         LineCase{"[gloo/transport/tcp/debug_logger.cc:9] ERROR failed to connect, willRetry=0, "
                  "retry=4, retryLimit=3, rank=1, size=2, local=[10.0.0.2]:41234, "
                  "remote=[10.0.0.1]:45677, error=SO_ERROR: Connection refused, "
                  "remote=[10.0.0.1]:45677",
-                 "pair_connect_refused", LogSeverity::kError, ""},
+                 "pair_connect_refused", LogSeverity::kError, "peer [10.0.0.1]:45677"},
         LineCase{"    exitcode  : -6 (pid: 4243)", "rank_crashed", LogSeverity::kError, ""},
         LineCase{"RuntimeError: Gloo connectFullMesh failed with [enforce fail at "
                  "../third_party/gloo/gloo/transport/tcp/pair.cc:799] ss1.ss_family == "
@@ -217,7 +217,20 @@ INSTANTIATE_TEST_SUITE_P(
                  "loopback_refused", LogSeverity::kError, "loopback address 127.0.1.1"},
         LineCase{"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:799] connect "
                  "[10.1.2.3]:45677: Connection refused",
-                 "pair_connect_refused", LogSeverity::kError, ""},
+                 "pair_connect_refused", LogSeverity::kError, "peer [10.1.2.3]:45677"},
+        // Gloo's tcp connect loop (newer Gloo): SystemError names the remote.
+        LineCase{"RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/"
+                 "transport/tcp/pair.cc:144] timed out connecting: SO_ERROR: Connection refused, "
+                 "remote=[10.1.2.3]:20901",
+                 "pair_connect_refused", LogSeverity::kError, "peer [10.1.2.3]:20901"},
+        LineCase{"RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/"
+                 "transport/tcp/pair.cc:144] timed out connecting: SO_ERROR: Connection timed "
+                 "out, remote=[10.1.2.3]:20901",
+                 "pair_connect_timeout", LogSeverity::kError, "peer [10.1.2.3]:20901"},
+        // pair.cc's connect deadline: "Connect timeout " and the peer.
+        LineCase{"RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:769] "
+                 "Connect timeout [10.0.0.2]:40315",
+                 "pair_connect_timeout", LogSeverity::kError, "peer [10.0.0.2]:40315"},
         LineCase{"RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:272] "
                  "SO_ERROR: Connection refused",
                  "pair_connect_refused", LogSeverity::kError, ""},
