@@ -129,6 +129,18 @@ constexpr LogSignature kSignatures[] = {
      "Use tcp://HOST:PORT, file:///PATH or env:// (with MASTER_ADDR/MASTER_PORT set); print the "
      "URL the script passes to init_process_group.",
      R"(scheme '\1://')"},
+    // rendezvous.py: "Error initializing torch.distributed using " and the
+    // handler's complaint: env:// "environment variable VAR expected, but not
+    // set", tcp:// and file:// "rank parameter missing", "port number missing".
+    {"init_method_incomplete",
+     R"(Error initializing torch\.distributed using (\w+):// rendezvous: (?:environment variable (\w+) expected, but not set|(.+)))",
+     S::kError, St::kSetup,
+     "init_process_group's rendezvous lacks a value it needs: env:// reads MASTER_ADDR, "
+     "MASTER_PORT, RANK and WORLD_SIZE from the environment, which a launcher (torchrun, "
+     "Slurm, a Kubernetes operator) sets; the script was started without one.",
+     "Start the script through torchrun (or the job's launcher), or set the variable it names / "
+     "pass rank= and world_size= to init_process_group.",
+     R"(\1:// needs \2|\1://: \3)"},
     {"loopback_fallback",
      R"(Using the loopback address as fallback|Manually set the network interface to bind to with GLOO_SOCKET_IFNAME)",
      S::kWarning, St::kSetup,

@@ -281,6 +281,13 @@ INSTANTIATE_TEST_SUITE_P(
         LineCase{"RuntimeError: [Rank 0]: Ranks 1, 3 failed to pass monitoredBarrier in 120000 ms",
                  "monitored_barrier_timeout", LogSeverity::kError,
                  "rank 1, 3 did not arrive within 120000 ms"},
+        // torch/distributed/rendezvous.py: a rendezvous without a value it needs.
+        LineCase{"ValueError: Error initializing torch.distributed using env:// rendezvous: "
+                 "environment variable MASTER_ADDR expected, but not set",
+                 "init_method_incomplete", LogSeverity::kError, "env:// needs MASTER_ADDR"},
+        LineCase{"ValueError: Error initializing torch.distributed using tcp:// rendezvous: port "
+                 "number missing",
+                 "init_method_incomplete", LogSeverity::kError, "tcp://: port number missing"},
         // torch/distributed/rendezvous.py: an init_method scheme with no handler.
         LineCase{"RuntimeError: No rendezvous handler for tpc://", "bad_init_method",
                  LogSeverity::kError, "scheme 'tpc://'"},
