@@ -307,6 +307,13 @@ INSTANTIATE_TEST_SUITE_P(
                  "store_connection_reset", LogSeverity::kError, ""},
         LineCase{"RuntimeError: Connection reset by peer", "store_connection_reset",
                  LogSeverity::kError, ""},
+        LineCase{"torch.distributed.DistNetworkError: Connection refused", "store_connect_refused",
+                 LogSeverity::kError, ""},
+        // ProcessGroupNCCL.cpp's broadcastUniqueNCCLID quotes the store's error.
+        LineCase{"torch.distributed.DistBackendError: [1] is setting up NCCL communicator and "
+                 "retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but "
+                 "store->get('0') got error: Connection reset by peer",
+                 "store_connection_reset", LogSeverity::kError, ""},
         // Gloo's pair.cc: a pair socket's read failed; the peer is named.
         LineCase{"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:589] Read error "
                  "[192.168.70.92]:25266: Connection reset by peer",
