@@ -171,7 +171,7 @@ constexpr LogSignature kSignatures[] = {
     // Also c10d's SYSCHECK on the store's connect: strerror alone, which
     // Gloo's pair errors never are (they name their file and peer).
     {"store_connect_refused",
-     R"(client socket .*(Connection refused|errno: 111)|Connection refused.*TCPStore|TCPStore.*Connection refused|^\s*(?:[\w.]*\.)?(?:RuntimeError|DistNetworkError): Connection refused\s*$)",
+     R"(client socket .*(Connection refused|errno: 111)|Connection refused.*TCPStore|TCPStore.*Connection refused|^\s*(?:\[rank\d+\]:\s*)?(?:[\w.]*\.)?(?:RuntimeError|DistNetworkError): Connection refused\s*$)",
      S::kError, St::kConnect,
      "The rendezvous store refused the connection: nothing listens on MASTER_PORT yet.",
      "Start rank 0 first or give the store a longer timeout; check MASTER_PORT matches."},
@@ -323,7 +323,7 @@ constexpr LogSignature kSignatures[] = {
     // std::system_error (RuntimeError) in 1.x, DistNetworkError in 2.x. Gloo's
     // pair errors always carry "[...pair.cc:N] Read error PEER: ".
     {"store_connection_reset",
-     R"((?:recvValue|recvVector|recvValueWithTimeout|sendBytes|recvBytes) failed on SocketImpl\(|[Ff]ailed to recv, got 0 bytes|^\s*(?:[\w.]*\.)?(?:RuntimeError|DistNetworkError): (?:Connection reset by peer|Broken pipe)\s*$|store->get\('[^']*'\) got error: (?:Connection reset by peer|Broken pipe))",
+     R"((?:recvValue|recvVector|recvValueWithTimeout|sendBytes|recvBytes) failed on SocketImpl\(|[Ff]ailed to recv, got 0 bytes|^\s*(?:\[rank\d+\]:\s*)?(?:[\w.]*\.)?(?:RuntimeError|DistNetworkError): (?:Connection reset by peer|Broken pipe)\s*$|store->get\('[^']*'\) got error: (?:Connection reset by peer|Broken pipe))",
      S::kError, St::kAftermath,
      "The connection to the c10d store broke: the process that hosts it (rank 0, or the torchrun "
      "agent on MASTER_ADDR) exited or crashed.",

@@ -309,6 +309,9 @@ INSTANTIATE_TEST_SUITE_P(
                  LogSeverity::kError, ""},
         LineCase{"torch.distributed.DistNetworkError: Connection refused", "store_connect_refused",
                  LogSeverity::kError, ""},
+        // The same with the "[rankN]:" prefix PyTorch 2.x puts on a rank's lines.
+        LineCase{"[rank3]: torch.distributed.DistNetworkError: Connection reset by peer",
+                 "store_connection_reset", LogSeverity::kError, ""},
         // ProcessGroupNCCL.cpp's broadcastUniqueNCCLID quotes the store's error.
         LineCase{"torch.distributed.DistBackendError: [1] is setting up NCCL communicator and "
                  "retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but "
