@@ -248,12 +248,14 @@ constexpr LogSignature kSignatures[] = {
      "Read the remote rank's log first (OOM killer, SIGKILL, Python exception); check "
      "`dmesg` on that host. This rank failed only because its peer went away.",
      R"(peer \1)"},
+    // pair.cc: "Read error PEER: " / "writev PEER: " and strerror.
     {"peer_connection_reset",
-     R"((Read error|writev|read|write) .*(Connection reset by peer|Broken pipe)|^\s*ConnectionResetError[^:]*: (\[Errno 104\] )?Connection reset by peer)",
+     R"((?:Read error|writev) (\[[^\]\s]+\]:\d+): (?:Connection reset by peer|Broken pipe)|(Read error|writev|read|write) .*(Connection reset by peer|Broken pipe)|^\s*ConnectionResetError[^:]*: (\[Errno 104\] )?Connection reset by peer)",
      S::kError, St::kPeerGone,
      "The remote rank died or its socket was reset while a collective was in flight.",
      "Find the rank that died (its own log, `dmesg` for the OOM killer); a reset with no dead "
-     "rank points to a middlebox killing idle TCP connections."},
+     "rank points to a middlebox killing idle TCP connections.",
+     R"(peer \1)"},
     // Gloo's pair.cc reports a failed read/write as "Read error PEER: " and
     // strerror: ETIMEDOUT there is TCP giving up on unanswered retransmissions.
     {"peer_connection_timed_out", R"((Read|Write) error (\S+): Connection timed out)", S::kError,

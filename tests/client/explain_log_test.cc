@@ -320,7 +320,10 @@ INSTANTIATE_TEST_SUITE_P(
         // Gloo's pair.cc: a pair socket's read failed; the peer is named.
         LineCase{"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:589] Read error "
                  "[192.168.70.92]:25266: Connection reset by peer",
-                 "peer_connection_reset", LogSeverity::kError, ""},
+                 "peer_connection_reset", LogSeverity::kError, "peer [192.168.70.92]:25266"},
+        LineCase{"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:411] writev "
+                 "[10.0.0.5]:51234: Broken pipe",
+                 "peer_connection_reset", LogSeverity::kError, "peer [10.0.0.5]:51234"},
         LineCase{"[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) "
                  "address. Using the loopback address as fallback. Manually set the network "
                  "interface to bind to with GLOO_SOCKET_IFNAME. (function operator())",
