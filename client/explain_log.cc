@@ -121,6 +121,26 @@ constexpr LogSignature kSignatures[] = {
      "The address Gloo was told to bind to is not configured on any local interface.",
      "Bind to an address of this host (`ip -br addr`), or use GLOO_SOCKET_IFNAME.",
      R"(address \1)"},
+    // rendezvous.py: init_method's scheme is not a registered handler
+    // ("RuntimeError: No rendezvous handler for {scheme}://").
+    {"bad_init_method", R"(No rendezvous handler for (\S*)://)", S::kError, St::kSetup,
+     "init_method (or dist_url) names a rendezvous scheme torch.distributed does not know: a typo, "
+     "an empty or unexpanded URL, or a store scheme this PyTorch build lacks.",
+     "Use tcp://HOST:PORT, file:///PATH or env:// (with MASTER_ADDR/MASTER_PORT set); print the "
+     "URL the script passes to init_process_group.",
+     R"(scheme '\1://')"},
+    // rendezvous.py: "Error initializing torch.distributed using " and the
+    // handler's complaint: env:// "environment variable VAR expected, but not
+    // set", tcp:// and file:// "rank parameter missing", "port number missing".
+    {"init_method_incomplete",
+     R"(Error initializing torch\.distributed using (\w+):// rendezvous: (?:environment variable (\w+) expected, but not set|(.+)))",
+     S::kError, St::kSetup,
+     "init_process_group's rendezvous lacks a value it needs: env:// reads MASTER_ADDR, "
+     "MASTER_PORT, RANK and WORLD_SIZE from the environment, which a launcher (torchrun, "
+     "Slurm, a Kubernetes operator) sets; the script was started without one.",
+     "Start the script through torchrun (or the job's launcher), or set the variable it names / "
+     "pass rank= and world_size= to init_process_group.",
+     R"(\1:// needs \2|\1://: \3)"},
     {"loopback_fallback",
      R"(Using the loopback address as fallback|Manually set the network interface to bind to with GLOO_SOCKET_IFNAME)",
      S::kWarning, St::kSetup,
@@ -148,11 +168,34 @@ constexpr LogSignature kSignatures[] = {
      "here (a name parsed as a number, such as 0.0.0.5, is a mistyped MASTER_ADDR), and no "
      "firewall drops that port.",
      R"(store \2:\3 after \1|store \4 after \1|store connect timeout \5 ms|store \7:\8, no address of it answered|store \9, connect timed out (errno 110))"},
+    // Also c10d's SYSCHECK on the store's connect: strerror alone, which
+    // Gloo's pair errors never are (they name their file and peer).
     {"store_connect_refused",
-     R"(client socket .*(Connection refused|errno: 111)|Connection refused.*TCPStore|TCPStore.*Connection refused)",
+     R"(client socket .*(Connection refused|errno: 111)|Connection refused.*TCPStore|TCPStore.*Connection refused|^\s*(?:\[rank\d+\]:\s*)?(?:[\w.]*\.)?(?:RuntimeError|DistNetworkError): Connection refused\s*$)",
      S::kError, St::kConnect,
      "The rendezvous store refused the connection: nothing listens on MASTER_PORT yet.",
      "Start rank 0 first or give the store a longer timeout; check MASTER_PORT matches."},
+    // c10d's socket.cpp (2.x) logs each failed getaddrinfo of the store's host
+    // as "The {IPv4 |IPv6 |}network addresses of (HOST, PORT) cannot be
+    // retrieved (gai error: N - TEXT)." and retries. An IPv6 miss alone is
+    // harmless (most hosts have only IPv4 names); any other means MASTER_ADDR
+    // or the rendezvous endpoint does not resolve here.
+    {"store_host_no_ipv6",
+     R"(The IPv6 network addresses of \(([^,]*), (\d+)\) cannot be retrieved \(gai error: (-?\d+) - ([^)]*)\))",
+     S::kInfo, St::kConnect,
+     "The store's host name has no IPv6 address; c10d tries its IPv4 addresses as well, so "
+     "this alone does no harm.",
+     "Nothing, unless the job then fails to reach the store: then check the host name resolves "
+     "(`getent hosts NAME`) or give MASTER_ADDR as an address.",
+     R"(no IPv6 address for \1: \4)"},
+    {"store_host_unresolvable",
+     R"(The (?:IPv4 )?network addresses of \(([^,]*), (\d+)\) cannot be retrieved \(gai error: (-?\d+) - ([^)]*)\))",
+     S::kError, St::kConnect,
+     "The store's host name (MASTER_ADDR or --rdzv_endpoint) does not resolve on this host, so "
+     "this rank cannot reach the rendezvous store; c10d retries until its timeout.",
+     "Give MASTER_ADDR as an address, or make the name resolve on every host (DNS, /etc/hosts; "
+     "in Kubernetes the master's Service must exist before the workers start).",
+     R"(store host \1 (port \2) does not resolve: \4)"},
     {"loopback_refused",
      R"((connect|SO_ERROR|remote=)[^\n]*\[?(127\.0\.[01]\.1)\]?(:\d+)?[^\n]*Connection refused|Connection refused[^\n]*\[(127\.0\.[01]\.1)\])",
      S::kError, St::kSetup,
@@ -163,18 +206,25 @@ constexpr LogSignature kSignatures[] = {
      "resolve to the routable address (/etc/hosts).",
      R"(loopback address \2\4)"},
     // pair.h's "Connect timeout PEER"; helpers.h's connect loop gives up with
-    // "timed out connecting: SO_ERROR: " and the socket's error.
-    {"pair_connect_timeout", R"(Connect timeout|SO_ERROR: Connection timed out)", S::kError,
-     St::kConnect,
+    // "timed out connecting: SO_ERROR: " and the socket's error, to which
+    // newer Gloo's SystemError adds ", remote=PEER".
+    {"pair_connect_timeout",
+     R"(Connect timeout(?: (\[[^\]\s]+\]:\d+))?|SO_ERROR: Connection timed out(?:, remote=(\[[^\]\s]+\]:\d+))?)",
+     S::kError, St::kConnect,
      "Connecting a Gloo pair to a peer timed out: packets to the peer's pair port are dropped.",
      "Gloo pairs listen on ephemeral ports (net.ipv4.ip_local_port_range), not only "
      "MASTER_PORT; open that range between the hosts (pytorch/pytorch#44544, pytorch/gloo#54). "
-     "Run `gloowatch diagnose`."},
-    {"pair_connect_refused", R"(connect.*Connection refused|SO_ERROR: Connection refused)",
+     "Run `gloowatch diagnose`.",
+     R"(peer \1|peer \2)"},
+    // pair.cc: "connect PEER: " and strerror; the connect loop's "SO_ERROR: "
+    // and strerror, with ", remote=PEER" in newer Gloo.
+    {"pair_connect_refused",
+     R"(connect.*?(?:(\[[^\]\s]+\]:\d+): )?Connection refused(?:, remote=(\[[^\]\s]+\]:\d+))?|SO_ERROR: Connection refused(?:, remote=(\[[^\]\s]+\]:\d+))?)",
      S::kError, St::kConnect,
      "A Gloo pair connect was refused: the peer was not listening on that address/port.",
      "Check the peer rank is running and bound to a reachable interface (GLOO_SOCKET_IFNAME); "
-     "a firewall REJECT rule also shows as refused."},
+     "a firewall REJECT rule also shows as refused.",
+     R"(peer \1|peer \2|peer \3)"},
     {"no_route", R"(No route to host|Network is unreachable)", S::kError, St::kConnect,
      "No route to the peer address: wrong interface/subnet chosen, or a REJECT firewall rule.",
      "Check GLOO_SOCKET_IFNAME selects an interface on the same network on every host; check "
@@ -191,16 +241,21 @@ constexpr LogSignature kSignatures[] = {
      "closed, or its store (--rdzv_endpoint) could not be reached.",
      "Check --nnodes and --rdzv_endpoint on every node, that all nodes started, and that the "
      "endpoint's port is reachable."},
-    {"peer_connection_closed", R"(Connection closed by peer)", S::kError, St::kPeerGone,
-     "The remote rank's process exited or crashed (EOF on the Gloo pair socket).",
+    // Gloo's pair.cc: "Connection closed by peer " and the peer's address as
+    // sockaddr's str(), "[10.0.0.3]:19722" (older builds print none).
+    {"peer_connection_closed", R"(Connection closed by peer(?: (\[[^\]\s]+\]:\d+))?)", S::kError,
+     St::kPeerGone, "The remote rank's process exited or crashed (EOF on the Gloo pair socket).",
      "Read the remote rank's log first (OOM killer, SIGKILL, Python exception); check "
-     "`dmesg` on that host. This rank failed only because its peer went away."},
+     "`dmesg` on that host. This rank failed only because its peer went away.",
+     R"(peer \1)"},
+    // pair.cc: "Read error PEER: " / "writev PEER: " and strerror.
     {"peer_connection_reset",
-     R"((Read error|writev|read|write) .*(Connection reset by peer|Broken pipe)|^\s*(RuntimeError|ConnectionResetError)[^:]*: (\[Errno 104\] )?Connection reset by peer)",
+     R"((?:Read error|writev) (\[[^\]\s]+\]:\d+): (?:Connection reset by peer|Broken pipe)|(Read error|writev|read|write) .*(Connection reset by peer|Broken pipe)|^\s*ConnectionResetError[^:]*: (\[Errno 104\] )?Connection reset by peer)",
      S::kError, St::kPeerGone,
      "The remote rank died or its socket was reset while a collective was in flight.",
      "Find the rank that died (its own log, `dmesg` for the OOM killer); a reset with no dead "
-     "rank points to a middlebox killing idle TCP connections."},
+     "rank points to a middlebox killing idle TCP connections.",
+     R"(peer \1)"},
     // Gloo's pair.cc reports a failed read/write as "Read error PEER: " and
     // strerror: ETIMEDOUT there is TCP giving up on unanswered retransmissions.
     {"peer_connection_timed_out", R"((Read|Write) error (\S+): Connection timed out)", S::kError,
@@ -238,11 +293,14 @@ constexpr LogSignature kSignatures[] = {
      "Not all ranks joined the process group in time (world_size larger than the ranks "
      "actually started, or a rank crashed during start-up).",
      "Check world_size/rank values and that every rank started; see its log."},
+    // TCPStore.cpp: 1.x "Wait timeout" / "Socket Timeout"; since 2.3 the
+    // client's wait throws DistStoreError "wait timeout after {}ms, keys: {}".
     {"store_wait_timeout",
-     R"(Socket Timeout|Wait timeout for key|Timeout waiting for key|RuntimeError: Wait timeout)",
+     R"(wait timeout after (\d+) ?ms, keys: *(.+)|Socket Timeout|Wait timeout for key|Timeout waiting for key|RuntimeError: Wait timeout)",
      S::kError, St::kWait,
      "Waiting on the rendezvous store timed out: another rank never published its address.",
-     "A rank failed before publishing (check all rank logs) or the store timeout is too short."},
+     "A rank failed before publishing (check all rank logs) or the store timeout is too short.",
+     R"(waited \1 ms for \2)"},
     // TCPStore.cpp's server side (2.x): rank 0 waited for every client.
     {"store_clients_missing",
      R"(Timed out after (\d+) seconds waiting for clients\. (\d+)/(\d+) clients joined)", S::kError,
@@ -253,15 +311,21 @@ constexpr LogSignature kSignatures[] = {
      "a wrong MASTER_ADDR); check each host reaches the store (`nc -zv MASTER_ADDR "
      "MASTER_PORT`) and that --nnodes / world_size match what was launched.",
      R"(\2 of \3 ranks joined within \1 s)"},
+    // ProcessGroupGloo.cpp: "[Rank 0]: Rank {} failed to pass monitoredBarrier
+    // in {} ms", with wait_all_ranks "Ranks {} failed to pass ...".
     {"monitored_barrier_timeout",
-     R"(timed out in monitoredBarrier|failed to pass monitoredBarrier)", S::kError, St::kWait,
+     R"(Ranks? (\d+(?:, \d+)*) failed to pass monitoredBarrier in (\d+) ms|timed out in monitoredBarrier|failed to pass monitoredBarrier)",
+     S::kError, St::kWait,
      "monitored_barrier found ranks that did not arrive (the message names them).",
-     "Inspect the named ranks; they are hung or dead."},
+     "Inspect the named ranks; they are hung or dead.", R"(rank \1 did not arrive within \2 ms)"},
     // c10d's store client (SocketImpl, 2.x): the store's host went away. PyTorch
     // logs it as [W TCPStore.cpp] from watchdog threads at a shutdown without
     // destroy_process_group(), so as a warning it is noise, as an error an echo.
+    // Utils.hpp's SYSCHECK throws a failed store send/recv as strerror alone:
+    // std::system_error (RuntimeError) in 1.x, DistNetworkError in 2.x. Gloo's
+    // pair errors always carry "[...pair.cc:N] Read error PEER: ".
     {"store_connection_reset",
-     R"((?:recvValue|recvVector|recvValueWithTimeout|sendBytes|recvBytes) failed on SocketImpl\(|[Ff]ailed to recv, got 0 bytes)",
+     R"((?:recvValue|recvVector|recvValueWithTimeout|sendBytes|recvBytes) failed on SocketImpl\(|[Ff]ailed to recv, got 0 bytes|^\s*(?:\[rank\d+\]:\s*)?(?:[\w.]*\.)?(?:RuntimeError|DistNetworkError): (?:Connection reset by peer|Broken pipe)\s*$|store->get\('[^']*'\) got error: (?:Connection reset by peer|Broken pipe))",
      S::kError, St::kAftermath,
      "The connection to the c10d store broke: the process that hosts it (rank 0, or the torchrun "
      "agent on MASTER_ADDR) exited or crashed.",

@@ -43,10 +43,10 @@
 namespace gloowatch::client {
 namespace {
 
-// Measured with the signatures of 2026-12-04 (89 of 89); a floor only.
-constexpr int kMinFailuresRight = 89;
+// Measured with the signatures of 2026-12-04 (90 of 90); a floor only.
+constexpr int kMinFailuresRight = 90;
 // The corpus's size, so that a file dropped from the manifest fails too.
-constexpr int kMinFailures = 89;
+constexpr int kMinFailures = 90;
 constexpr int kMinHealthy = 12;
 constexpr int kMaxHealthyFalseAlarms = 0;
 

@@ -184,19 +184,19 @@ INSTANTIATE_TEST_SUITE_P(
         LineCase{"RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/"
                  "transport/tcp/pair.cc:152] timed out connecting: SO_ERROR: Connection timed "
                  "out, remote=[10.0.0.1]:45677",
-                 "pair_connect_timeout", LogSeverity::kError, ""},
+                 "pair_connect_timeout", LogSeverity::kError, "peer [10.0.0.1]:45677"},
         // Each failed attempt of Gloo's connect loop is logged at ERROR; one
         // that will be retried is not the failure yet.
         LineCase{"[gloo/transport/tcp/debug_logger.cc:9] ERROR failed to connect, willRetry=1, "
                  "retry=1, retryLimit=3, rank=1, size=2, local=[10.0.0.2]:41234, "
                  "remote=[10.0.0.1]:45677, error=SO_ERROR: Connection refused, "
                  "remote=[10.0.0.1]:45677",
-                 "pair_connect_refused", LogSeverity::kWarning, ""},
+                 "pair_connect_refused", LogSeverity::kWarning, "peer [10.0.0.1]:45677"},
         LineCase{"[gloo/transport/tcp/debug_logger.cc:9] ERROR failed to connect, willRetry=0, "
                  "retry=4, retryLimit=3, rank=1, size=2, local=[10.0.0.2]:41234, "
                  "remote=[10.0.0.1]:45677, error=SO_ERROR: Connection refused, "
                  "remote=[10.0.0.1]:45677",
-                 "pair_connect_refused", LogSeverity::kError, ""},
+                 "pair_connect_refused", LogSeverity::kError, "peer [10.0.0.1]:45677"},
         LineCase{"    exitcode  : -6 (pid: 4243)", "rank_crashed", LogSeverity::kError, ""},
         LineCase{"RuntimeError: Gloo connectFullMesh failed with [enforce fail at "
                  "../third_party/gloo/gloo/transport/tcp/pair.cc:799] ss1.ss_family == "
@@ -217,7 +217,20 @@ INSTANTIATE_TEST_SUITE_P(
                  "loopback_refused", LogSeverity::kError, "loopback address 127.0.1.1"},
         LineCase{"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:799] connect "
                  "[10.1.2.3]:45677: Connection refused",
-                 "pair_connect_refused", LogSeverity::kError, ""},
+                 "pair_connect_refused", LogSeverity::kError, "peer [10.1.2.3]:45677"},
+        // Gloo's tcp connect loop (newer Gloo): SystemError names the remote.
+        LineCase{"RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/"
+                 "transport/tcp/pair.cc:144] timed out connecting: SO_ERROR: Connection refused, "
+                 "remote=[10.1.2.3]:20901",
+                 "pair_connect_refused", LogSeverity::kError, "peer [10.1.2.3]:20901"},
+        LineCase{"RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/"
+                 "transport/tcp/pair.cc:144] timed out connecting: SO_ERROR: Connection timed "
+                 "out, remote=[10.1.2.3]:20901",
+                 "pair_connect_timeout", LogSeverity::kError, "peer [10.1.2.3]:20901"},
+        // pair.cc's connect deadline: "Connect timeout " and the peer.
+        LineCase{"RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:769] "
+                 "Connect timeout [10.0.0.2]:40315",
+                 "pair_connect_timeout", LogSeverity::kError, "peer [10.0.0.2]:40315"},
         LineCase{"RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:272] "
                  "SO_ERROR: Connection refused",
                  "pair_connect_refused", LogSeverity::kError, ""},
@@ -245,6 +258,72 @@ INSTANTIATE_TEST_SUITE_P(
                  "a send waited 10000 ms, the timeout in force"},
         LineCase{"RuntimeError: Wait timeout for key(s): [\"rank_1\"]", "store_wait_timeout",
                  LogSeverity::kError, ""},
+        // c10d's socket.cpp: getaddrinfo of the store's host failed (a retry,
+        // logged as a warning); IPv6 alone is harmless.
+        LineCase{"[W socket.cpp:601] [c10d] The IPv6 network addresses of (node-0, 29500) "
+                 "cannot be retrieved (gai error: -2 - Name or service not known).",
+                 "store_host_no_ipv6", LogSeverity::kInfo,
+                 "no IPv6 address for node-0: Name or service not known"},
+        LineCase{"[W socket.cpp:601] [c10d] The IPv4 network addresses of (master-svc, 23456) "
+                 "cannot be retrieved (gai error: -3 - Temporary failure in name resolution).",
+                 "store_host_unresolvable", LogSeverity::kWarning,
+                 "store host master-svc (port 23456) does not resolve: Temporary failure in name "
+                 "resolution"},
+        // TCPStore.cpp (2.3+): TCPStore::wait throws DistStoreError.
+        LineCase{"torch.distributed.DistStoreError: wait timeout after 300000ms, keys: "
+                 "/default_pg/0//cuda//0",
+                 "store_wait_timeout", LogSeverity::kError,
+                 "waited 300000 ms for /default_pg/0//cuda//0"},
+        // ProcessGroupGloo.cpp's monitoredBarrier.
+        LineCase{"RuntimeError: [Rank 0]: Rank 1 failed to pass monitoredBarrier in 2000 ms",
+                 "monitored_barrier_timeout", LogSeverity::kError,
+                 "rank 1 did not arrive within 2000 ms"},
+        LineCase{"RuntimeError: [Rank 0]: Ranks 1, 3 failed to pass monitoredBarrier in 120000 ms",
+                 "monitored_barrier_timeout", LogSeverity::kError,
+                 "rank 1, 3 did not arrive within 120000 ms"},
+        // torch/distributed/rendezvous.py: a rendezvous without a value it needs.
+        LineCase{"ValueError: Error initializing torch.distributed using env:// rendezvous: "
+                 "environment variable MASTER_ADDR expected, but not set",
+                 "init_method_incomplete", LogSeverity::kError, "env:// needs MASTER_ADDR"},
+        LineCase{"ValueError: Error initializing torch.distributed using tcp:// rendezvous: port "
+                 "number missing",
+                 "init_method_incomplete", LogSeverity::kError, "tcp://: port number missing"},
+        // torch/distributed/rendezvous.py: an init_method scheme with no handler.
+        LineCase{"RuntimeError: No rendezvous handler for tpc://", "bad_init_method",
+                 LogSeverity::kError, "scheme 'tpc://'"},
+        // Gloo's pair.cc names the peer as sockaddr's str().
+        LineCase{"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection "
+                 "closed by peer [10.0.0.3]:19722",
+                 "peer_connection_closed", LogSeverity::kError, "peer [10.0.0.3]:19722"},
+        LineCase{"RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:575] "
+                 "Connection closed by peer [2401:db00:eef0:1100:3560:0:1c05:25d]:8594",
+                 "peer_connection_closed", LogSeverity::kError,
+                 "peer [2401:db00:eef0:1100:3560:0:1c05:25d]:8594"},
+        // c10d's Utils.hpp SYSCHECK on a store socket: strerror's text alone,
+        // as DistNetworkError (2.x) or std::system_error (1.x).
+        LineCase{"torch.distributed.DistNetworkError: Broken pipe", "store_connection_reset",
+                 LogSeverity::kError, ""},
+        LineCase{"torch.distributed.DistNetworkError: Connection reset by peer",
+                 "store_connection_reset", LogSeverity::kError, ""},
+        LineCase{"RuntimeError: Connection reset by peer", "store_connection_reset",
+                 LogSeverity::kError, ""},
+        LineCase{"torch.distributed.DistNetworkError: Connection refused", "store_connect_refused",
+                 LogSeverity::kError, ""},
+        // The same with the "[rankN]:" prefix PyTorch 2.x puts on a rank's lines.
+        LineCase{"[rank3]: torch.distributed.DistNetworkError: Connection reset by peer",
+                 "store_connection_reset", LogSeverity::kError, ""},
+        // ProcessGroupNCCL.cpp's broadcastUniqueNCCLID quotes the store's error.
+        LineCase{"torch.distributed.DistBackendError: [1] is setting up NCCL communicator and "
+                 "retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but "
+                 "store->get('0') got error: Connection reset by peer",
+                 "store_connection_reset", LogSeverity::kError, ""},
+        // Gloo's pair.cc: a pair socket's read failed; the peer is named.
+        LineCase{"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:589] Read error "
+                 "[192.168.70.92]:25266: Connection reset by peer",
+                 "peer_connection_reset", LogSeverity::kError, "peer [192.168.70.92]:25266"},
+        LineCase{"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:411] writev "
+                 "[10.0.0.5]:51234: Broken pipe",
+                 "peer_connection_reset", LogSeverity::kError, "peer [10.0.0.5]:51234"},
         LineCase{"[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) "
                  "address. Using the loopback address as fallback. Manually set the network "
                  "interface to bind to with GLOO_SOCKET_IFNAME. (function operator())",
