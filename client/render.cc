@@ -81,6 +81,9 @@ nlohmann::json ViewJson(const v1::PeerStatus* p) {
     auto v = m.get(*p);
     j[m.json_key] = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
   }
+  j["latency_jitter_ms"] = p->latency().has_jitter_seconds()
+                               ? nlohmann::json(p->latency().jitter_seconds() * 1e3)
+                               : nlohmann::json(nullptr);
   j["clock_error_ms"] = p->clock().has_error_seconds()
                             ? nlohmann::json(p->clock().error_seconds() * 1e3)
                             : nlohmann::json(nullptr);

@@ -107,6 +107,24 @@ TEST_F(DaemonReloadTest, PeersAndSchedulesChangeWithoutDroppingHealthyPairs) {
   absl::SleepFor(absl::Seconds(3));
   const double done = LatencyProbes(cluster_.node(0).metrics_port, "node-b") - start;
   EXPECT_GE(done, 18) << "latency probes in 3 s after the reload";
+  // Jitter (p99 - p50 of the window) is exported with the percentiles, in
+  // GetStatus and as a series; no latency probe of a healthy loopback link
+  // is lost, and the counter exists at 0.
+  const v1::NodeStatus latest = StatusA();
+  const v1::LatencyFigures& b_latency = FindPeer(latest, "node-b")->latency();
+  ASSERT_TRUE(b_latency.has_jitter_seconds());
+  EXPECT_GE(b_latency.jitter_seconds(), 0);
+  EXPECT_LE(b_latency.jitter_seconds(), b_latency.p99_seconds());
+  EXPECT_EQ(b_latency.lost_probes(), 0u);
+  auto metrics_latest = HttpGet(cluster_.node(0).metrics_port, "/metrics");
+  ASSERT_TRUE(metrics_latest.ok());
+  const auto jitter = FindMetric(ParseMetrics(*metrics_latest), "gloowatch_peer_rtt_jitter_seconds",
+                                 {{"node", "node-a"}, {"peer", "node-b"}});
+  ASSERT_TRUE(jitter.has_value()) << *metrics_latest;
+  EXPECT_GE(*jitter, 0);
+  EXPECT_EQ(FindMetric(ParseMetrics(*metrics_latest), "gloowatch_peer_latency_probes_lost_total",
+                       {{"node", "node-a"}, {"peer", "node-b"}}),
+            0);
 }
 
 TEST_F(DaemonReloadTest, InvalidOrRestartOnlyChangesAreRefusedAndTheOldConfigKept) {
