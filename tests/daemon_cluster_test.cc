@@ -248,7 +248,8 @@ TEST(LostLatencyProbeTest, AnUnansweredPingIsALostLatencyProbeAndATimeoutFailure
   const bool lost = WaitFor(
       [&] {
         const auto b = b_view();
-        return b && b->latency().lost_probes() >= 1;
+        // The lost probe and the failure are two events: wait for both.
+        return b && b->latency().lost_probes() >= 1 && b->failures_by_reason().count("timeout");
       },
       absl::Seconds(10));
   // node-b's daemon kills its silent transport after 5 s; continue it in case.
