@@ -59,7 +59,7 @@ struct SeriesCount {
 
 // From the real metrics modules: one peer with every figure recorded once.
 SeriesCount CountSeriesFromMetricsModule() {
-  Metrics metrics({"node-a", "sim", "sim", "eth0", 12.5e9, ""});
+  Metrics metrics({"node-a", "sim", "sim", "eth0", 12.5e9, "", {}});
   FakeClock clock;
   PeerConfig peer;
   peer.name = "node-b";

@@ -65,6 +65,12 @@ void ChannelObserver::RecordTcp(const TcpSample& sample) {
   channel_->Send(m);
 }
 
+void ChannelObserver::RecordLatencyProbeLost() {
+  FromTransport m = Event();
+  m.mutable_peer()->mutable_latency_probe_lost();
+  channel_->Send(m);
+}
+
 void ChannelObserver::RecordBandwidthDue(absl::Time at) {
   FromTransport m = Event();
   m.mutable_peer()->mutable_bandwidth_due()->set_unix_nanos(absl::ToUnixNanos(at));
@@ -119,6 +125,9 @@ void ApplyPeerEvent(const transport::v1::PeerEvent& e, ProbeObserver& observer) 
     }
     case transport::v1::PeerEvent::kBandwidthDue:
       observer.RecordBandwidthDue(absl::FromUnixNanos(e.bandwidth_due().unix_nanos()));
+      break;
+    case transport::v1::PeerEvent::kLatencyProbeLost:
+      observer.RecordLatencyProbeLost();
       break;
     case transport::v1::PeerEvent::EVENT_NOT_SET:
       break;

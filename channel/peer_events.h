@@ -24,6 +24,7 @@ class ChannelObserver final : public ProbeObserver {
   void RecordOffset(const OffsetEstimate& e) override;
   void RecordBandwidth(BandwidthDirection direction, const BandwidthSample& sample) override;
   void RecordTcp(const TcpSample& sample) override;
+  void RecordLatencyProbeLost() override;
   void RecordBandwidthDue(absl::Time at) override;
 
  private:

@@ -43,6 +43,9 @@ class ProbeObserver {
   virtual void RecordOffset(const OffsetEstimate& estimate) = 0;
   virtual void RecordBandwidth(BandwidthDirection direction, const BandwidthSample& sample) = 0;
   virtual void RecordTcp(const TcpSample& /*sample*/) {}
+  // A latency probe timed out: its ping was lost. A Gloo read that times out
+  // breaks the pair, so RecordFailure(timeout) follows and the session ends.
+  virtual void RecordLatencyProbeLost() {}
   // When the next bandwidth probe is due (wall clock), whenever that changes.
   virtual void RecordBandwidthDue(absl::Time /*at*/) {}
 };

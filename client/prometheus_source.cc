@@ -88,7 +88,7 @@ std::string WindowText(int64_t seconds) { return absl::FormatDuration(absl::Seco
 
 // Accumulates one peer's series.
 struct PeerSeries {
-  std::optional<double> up, p50, p99, tx, rx, offset, offset_error;
+  std::optional<double> up, p50, p99, jitter, tx, rx, offset, offset_error;
   std::optional<double> ratio_tx, ratio_rx;
   std::optional<double> loss_ratio;
   std::map<std::string, double> failures_total;  // reason -> counter
@@ -162,6 +162,7 @@ void AddSeries(const Sample& s, NodeSeries& n) {
   if (name == "gloowatch_peer_up") p.up = s.value;
   if (name == "gloowatch_peer_rtt_p50_seconds") p.p50 = s.value;
   if (name == "gloowatch_peer_rtt_p99_seconds") p.p99 = s.value;
+  if (name == "gloowatch_peer_rtt_jitter_seconds") p.jitter = s.value;
   if (name == "gloowatch_peer_bandwidth_bytes_per_second") (tx ? p.tx : p.rx) = s.value;
   if (name == "gloowatch_peer_bandwidth_link_ratio") (tx ? p.ratio_tx : p.ratio_rx) = s.value;
   if (name == "gloowatch_peer_clock_offset_seconds") p.offset = s.value;
@@ -199,6 +200,7 @@ v1::PeerStatus ToPeerStatus(const std::string& name, const PeerSeries& p,
   }
   if (p.p50) s.mutable_latency()->set_p50_seconds(*p.p50);
   if (p.p99) s.mutable_latency()->set_p99_seconds(*p.p99);
+  if (p.jitter) s.mutable_latency()->set_jitter_seconds(*p.jitter);
   if (p.tx) s.mutable_bandwidth()->set_tx_bytes_per_second(*p.tx);
   if (p.rx) s.mutable_bandwidth()->set_rx_bytes_per_second(*p.rx);
   if (p.ratio_tx || p.ratio_rx) {
@@ -266,6 +268,7 @@ std::string BuildInfoRecentQuery(const PrometheusOptions& o) {
 std::string SeriesQuery(const PrometheusOptions& o) {
   return absl::StrCat(
       "{__name__=~\"gloowatch_(peer_up|peer_rtt_p50_seconds|peer_rtt_p99_seconds|"
+      "peer_rtt_jitter_seconds|"
       "peer_bandwidth_bytes_per_second|peer_bandwidth_link_ratio|peer_clock_offset_seconds|"
       "peer_clock_offset_error_seconds|peer_probe_failures_total|peer_probes_total|"
       "peer_tcp_loss_ratio|"

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "client/pending.h"
 #include "client/suspects_render.h"
@@ -81,6 +83,9 @@ nlohmann::json ViewJson(const v1::PeerStatus* p) {
     auto v = m.get(*p);
     j[m.json_key] = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
   }
+  j["latency_jitter_ms"] = p->latency().has_jitter_seconds()
+                               ? nlohmann::json(p->latency().jitter_seconds() * 1e3)
+                               : nlohmann::json(nullptr);
   j["clock_error_ms"] = p->clock().has_error_seconds()
                             ? nlohmann::json(p->clock().error_seconds() * 1e3)
                             : nlohmann::json(nullptr);
@@ -138,6 +143,12 @@ std::string RenderHealthText(const ClusterPicture& c, bool color) {
         n.reachable ? absl::StrCat("version ", n.status->version(), ", gloo ",
                                    n.status->gloo().interface(), " ", n.status->gloo().address())
                     : n.error;
+    if (n.reachable && !n.status->labels().empty()) {
+      // Sorted, as the config's map was (a proto map has no order).
+      std::map<std::string, std::string> labels(n.status->labels().begin(),
+                                                n.status->labels().end());
+      absl::StrAppend(&detail, ", labels ", absl::StrJoin(labels, ",", absl::PairFormatter("=")));
+    }
     absl::StrAppend(
         &out, Cell(n.name, w, true), "  ",
         Paint(Cell(n.reachable ? HealthName(n.health) : "UNREACHABLE", 11, true), n.health, color),
@@ -237,6 +248,9 @@ nlohmann::json HealthToJson(const ClusterPicture& c) {
       x["gloo_version"] = n.status->gloo_version();
       x["gloo_interface"] = n.status->gloo().interface();
       x["gloo_address"] = n.status->gloo().address();
+      // The node's topology labels (its config's labels:), {} when none.
+      x["labels"] = nlohmann::json::object();
+      for (const auto& [key, value] : n.status->labels()) x["labels"][key] = value;
       const EffectiveThresholds t = ThresholdsOf(*n.status);
       x["thresholds"] = {{"latency_seconds", t.latency_seconds},
                          {"bandwidth_link_ratio", t.link_ratio},

@@ -433,10 +433,98 @@ Handler<T> Speed(double T::*member) {
   });
 }
 
+// Label names gloowatch's series or Prometheus itself use; a topology label
+// with one of these names would clash on gloowatch_build_info or in a join.
+constexpr absl::string_view kReservedLabels[] = {
+    "node",      "peer",    "job",          "instance", "version",      "gloo_version",
+    "group",     "le",      "quantile",     "reason",   "kind",         "direction",
+    "interface", "process", "training_job", "rank",     "exported_job", "cluster",
+};
+
+absl::Status CheckLabelName(absl::string_view s) {
+  const bool valid =
+      !s.empty() && s.size() <= kMaxNameLength && (absl::ascii_isalpha(s[0]) || s[0] == '_') &&
+      std::all_of(s.begin(), s.end(), [](char c) { return absl::ascii_isalnum(c) || c == '_'; });
+  if (!valid) {
+    return Bad("label name ", Quote(s),
+               " is not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*, at most ", kMaxNameLength,
+               " characters)");
+  }
+  if (absl::StartsWith(s, "__"))
+    return Bad("label name ", Quote(s), " is reserved (\"__\" prefix)");
+  for (absl::string_view reserved : kReservedLabels) {
+    if (s == reserved) {
+      return Bad("label name ", Quote(s),
+                 " is reserved (gloowatch or Prometheus sets it); choose another, e.g. rack, "
+                 "switch, zone");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckLabelValue(absl::string_view s) {
+  if (s.empty()) return Bad("label value must not be empty");
+  if (s.size() > kMaxTopologyLabelValue) {
+    return Bad("label value ", Quote(s), " is ", s.size(), " characters; the limit is ",
+               kMaxTopologyLabelValue);
+  }
+  for (char c : s) {
+    if (!absl::ascii_isalnum(c) && c != '.' && c != '_' && c != '-' && c != ':' && c != '/') {
+      return Bad("label value ", Quote(s), " contains ", Quote(absl::string_view(&c, 1)),
+                 "; use only letters, digits, '.', '_', '-', ':' and '/'");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// `labels:`: a small map of topology labels (TopologyLabels).
+template <typename T>
+Handler<T> Labels(TopologyLabels T::*member) {
+  return [=](Ctx& ctx, const YAML::Node& v, const std::string& path, T& out) {
+    if (v.IsNull()) return;
+    if (!v.IsMap()) return ctx.Error(path, absl::StrCat("expected a map, got ", Describe(v)));
+    TopologyLabels& labels = out.*member;
+    for (const auto& kv : v) {
+      const YAML::Node& key = kv.first;
+      if (!key.IsScalar()) {
+        ctx.ErrorAt(key.Mark(), path, absl::StrCat("keys must be strings, got ", Describe(key)));
+        continue;
+      }
+      const std::string& name = key.Scalar();
+      const std::string sub = absl::StrCat(path, ".", Clip(name));
+      if (absl::Status st = CheckLabelName(name); !st.ok()) {
+        ctx.ErrorAt(key.Mark(), sub, st.message());
+        continue;
+      }
+      if (labels.count(name) > 0) {
+        ctx.ErrorAt(key.Mark(), sub, absl::StrCat("duplicate label ", Quote(name)));
+        continue;
+      }
+      const YAML::Node& value = kv.second;
+      if (!value.IsScalar()) {
+        ctx.ErrorAt(value.IsNull() ? key.Mark() : value.Mark(), sub,
+                    absl::StrCat("expected a label value, got ", Describe(value)));
+        continue;
+      }
+      if (absl::Status st = CheckLabelValue(value.Scalar()); !st.ok()) {
+        ctx.ErrorAt(value.Mark(), sub, st.message());
+        continue;
+      }
+      if (labels.size() == kMaxTopologyLabels) {
+        ctx.ErrorAt(key.Mark(), sub,
+                    absl::StrCat("too many labels: at most ", kMaxTopologyLabels, " per node"));
+        continue;
+      }
+      labels.emplace(name, value.Scalar());
+    }
+  };
+}
+
 const std::vector<Field<Config>>& Schema() {
   static const auto* const kSchema = new std::vector<Field<Config>>{
       {"node", true, Text(&Config::node, "a name", CheckName)},
       {"group", false, Text(&Config::group, "a name", CheckName)},
+      {"labels", false, Labels(&Config::labels)},
       {"grpc_listen", true, Addr(&Config::grpc_listen)},
       {"metrics_listen", true, Addr(&Config::metrics_listen)},
       {"metrics_web", false,
@@ -534,6 +622,7 @@ const std::vector<Field<Config>>& Schema() {
                 {"name", true, Text(&PeerConfig::name, "a name", CheckName)},
                 {"grpc", true, Addr(&PeerConfig::grpc)},
                 {"group", false, Text(&PeerConfig::group, "a name", CheckName)},
+                {"labels", false, Labels(&PeerConfig::labels)},
             })},
   };
   return *kSchema;
@@ -765,12 +854,13 @@ void ApplyNodeOption(Ctx& ctx, Config& c) {
 }
 
 // With --node, one file may list every node: our own entry leaves the peers
-// (its group becomes ours unless `group:` is set).
+// (its group and labels become ours unless `group:` / `labels:` are set).
 void DropSelfFromPeers(Config& c) {
   auto self = std::find_if(c.peers.begin(), c.peers.end(),
                            [&](const PeerConfig& p) { return p.name == c.node; });
   if (self == c.peers.end()) return;
   if (c.group.empty()) c.group = self->group;
+  if (c.labels.empty()) c.labels = self->labels;
   c.peers.erase(self);
 }
 

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -24,10 +25,18 @@ struct HostPort {
 // Parses "host:port" / "[v6]:port". Port must be 1..65535; host non-empty.
 absl::StatusOr<HostPort> ParseHostPort(absl::string_view text);
 
+// Topology labels of a node (rack, switch, zone...): `labels:` of the node
+// or of a peer entry. Keys are Prometheus label names that clash with none
+// gloowatch or Prometheus sets; at most kMaxTopologyLabels, values bounded.
+using TopologyLabels = std::map<std::string, std::string>;
+inline constexpr size_t kMaxTopologyLabels = 4;
+inline constexpr size_t kMaxTopologyLabelValue = 63;
+
 struct PeerConfig {
   std::string name;
   HostPort grpc;
   std::string group;  // optional rack/switch label
+  TopologyLabels labels;
 };
 
 struct GlooConfig {
@@ -117,7 +126,8 @@ struct Config {
   std::string source;  // file name the config came from, for messages
   std::string yaml;    // the text it was parsed from
   std::string node;
-  std::string group;  // this node's rack/switch label, like PeerConfig::group
+  std::string group;      // this node's rack/switch label, like PeerConfig::group
+  TopologyLabels labels;  // this node's topology labels, like PeerConfig::labels
   HostPort grpc_listen;
   HostPort metrics_listen;
   MetricsWebConfig metrics_web;

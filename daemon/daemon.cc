@@ -95,7 +95,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
 
   d->metrics_ = std::make_unique<Metrics>(
       Metrics::Identity{c.node, GLOOWATCH_VERSION, GLOOWATCH_GLOO_VERSION, d->endpoint_.interface,
-                        d->endpoint_.link_speed_bytes_per_second, c.group});
+                        d->endpoint_.link_speed_bytes_per_second, c.group, c.labels});
   d->metrics_->SetThresholds(ThresholdsProto(c.thresholds));
   d->metrics_->AddCollectable(std::make_shared<HostLoadCollector>(d->host_load_, c.node));
   Daemon* self = d.get();
@@ -273,7 +273,7 @@ absl::Status Daemon::Reload(Config next) {
     }
     config_ = next;
     metrics_->SetThresholds(ThresholdsProto(next.thresholds));
-    metrics_->SetGroup(next.group);
+    metrics_->SetPlacement(next.group, next.labels);
     for (const PeerConfig& peer : next.peers) names.insert(peer.name);
     topology_ = std::make_unique<Topology>(Topology::FromConfig(next));
     probe_peers = Select(CurrentEpoch());
@@ -377,11 +377,22 @@ v1::NodeStatus Daemon::Status() const {
       peer->set_group(topology_->node(at).group);
     }
   }
+  // The labels of the live config's entries (a tracker keeps the entry it was
+  // made with, and a reload may change them): one pass over the config.
+  absl::flat_hash_map<absl::string_view, v1::PeerStatus*> by_name;
+  for (v1::PeerStatus& peer : *s.mutable_peers()) by_name[peer.name()] = &peer;
+  for (const PeerConfig& entry : config_.peers) {
+    if (entry.labels.empty()) continue;
+    if (auto it = by_name.find(entry.name); it != by_name.end()) {
+      it->second->mutable_labels()->insert(entry.labels.begin(), entry.labels.end());
+    }
+  }
   v1::Topology* topology = s.mutable_topology();
   topology->set_mode(topology_->sampled() ? "sampled" : "full_mesh");
   topology->set_cluster_nodes(topology_->size());
   topology->set_probed_peers(probed_.size());
   topology->set_group(config_.group);
+  s.mutable_labels()->insert(config_.labels.begin(), config_.labels.end());
   if (topology_->sampled()) topology->set_sample_epoch(epoch_);
   *s.mutable_thresholds() = ThresholdsProto(config_.thresholds);
   *s.mutable_host_load() = host_load_->Figures();

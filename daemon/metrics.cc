@@ -9,14 +9,20 @@ namespace gloowatch {
 using prometheus::BuildCounter;
 using prometheus::BuildGauge;
 
-void Metrics::SetGroup(const std::string& group) {
-  if (build_info_series_ != nullptr && group == identity_.group) return;
+void Metrics::SetPlacement(const std::string& group, const TopologyLabels& labels) {
+  if (build_info_series_ != nullptr && group == identity_.group && labels == identity_.labels) {
+    return;
+  }
   if (build_info_series_ != nullptr) build_info_->Remove(build_info_series_);
   identity_.group = group;
-  build_info_series_ = &build_info_->Add({{"node", identity_.node},
-                                          {"version", identity_.version},
-                                          {"gloo_version", identity_.gloo_version},
-                                          {"group", group}});
+  identity_.labels = labels;
+  // The config keeps label names clear of these four.
+  prometheus::Labels all(labels.begin(), labels.end());
+  all["node"] = identity_.node;
+  all["version"] = identity_.version;
+  all["gloo_version"] = identity_.gloo_version;
+  all["group"] = group;
+  build_info_series_ = &build_info_->Add(all);
   build_info_series_->Set(1);
 }
 
@@ -26,10 +32,10 @@ Metrics::Metrics(Identity identity)
   build_info_ = &BuildGauge()
                      .Name("gloowatch_build_info")
                      .Help(
-                         "Always 1; labels carry the gloowatch and Gloo versions and the "
-                         "node's group")
+                         "Always 1; labels carry the gloowatch and Gloo versions, the "
+                         "node's group and its topology labels")
                      .Register(r);
-  SetGroup(identity_.group);
+  SetPlacement(identity_.group, identity_.labels);
   if (identity_.link_speed_bytes_per_second) {
     BuildGauge()
         .Name("gloowatch_link_speed_bytes_per_second")

@@ -34,6 +34,8 @@ class Metrics {
     std::string interface;
     std::optional<double> link_speed_bytes_per_second;
     std::string group;  // the `group` label of gloowatch_build_info
+    // The node's topology labels, each a label of gloowatch_build_info.
+    TopologyLabels labels;
   };
 
   explicit Metrics(Identity identity);
@@ -65,9 +67,10 @@ class Metrics {
   // gloowatch_threshold_*: the thresholds the verdict uses (set at start and
   // on every reload).
   void SetThresholds(const v1::Thresholds& t);
-  // The node's group on gloowatch_build_info (at start and on every reload),
-  // so `gloowatch health --prometheus` knows the racks.
-  void SetGroup(const std::string& group);
+  // The node's group and topology labels on gloowatch_build_info (at start
+  // and on every reload), so `gloowatch health --prometheus` knows the racks
+  // and alert rules can join the labels onto per-peer series.
+  void SetPlacement(const std::string& group, const TopologyLabels& labels);
   const Identity& identity() const { return identity_; }
 
  private:

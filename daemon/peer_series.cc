@@ -55,6 +55,13 @@ std::vector<MetricFamily> PeerSeries::Collect() const {
   MetricFamily rtt_p99 =
       Family("gloowatch_peer_rtt_p99_seconds",
              "99th percentile round-trip time over the sliding window", MetricType::Gauge);
+  MetricFamily rtt_jitter = Family(
+      "gloowatch_peer_rtt_jitter_seconds",
+      "Latency jitter: p99 minus p50 round-trip time over the sliding window", MetricType::Gauge);
+  MetricFamily latency_lost = Family(
+      "gloowatch_peer_latency_probes_lost_total",
+      "Latency probes whose ping timed out (each also ends the session as a timeout failure)",
+      MetricType::Counter);
   MetricFamily bandwidth =
       Family("gloowatch_peer_bandwidth_bytes_per_second",
              "Throughput of the last timed bulk transfer (direction tx|rx)", MetricType::Gauge);
@@ -113,6 +120,8 @@ std::vector<MetricFamily> PeerSeries::Collect() const {
     const v1::LatencyFigures& latency = status.latency();
     if (latency.has_p50_seconds()) Add(rtt_p50, labels(), latency.p50_seconds());
     if (latency.has_p99_seconds()) Add(rtt_p99, labels(), latency.p99_seconds());
+    if (latency.has_jitter_seconds()) Add(rtt_jitter, labels(), latency.jitter_seconds());
+    Add(latency_lost, labels(), static_cast<double>(latency.lost_probes()));
 
     // Each direction's own ratio; the status' link_ratio is the slower one's.
     const v1::BandwidthFigures& bw = status.bandwidth();
@@ -154,9 +163,10 @@ std::vector<MetricFamily> PeerSeries::Collect() const {
   }
 
   std::vector<MetricFamily> out;
-  for (MetricFamily* family : {&up, &rtt, &rtt_p50, &rtt_p99, &bandwidth, &link_ratio, &offset,
-                               &offset_error, &failures, &probes, &tcp_retransmitted, &tcp_spurious,
-                               &tcp_sent, &tcp_loss_ratio, &tcp_rtt, &tcp_rtt_variation}) {
+  for (MetricFamily* family :
+       {&up, &rtt, &rtt_p50, &rtt_p99, &rtt_jitter, &latency_lost, &bandwidth, &link_ratio, &offset,
+        &offset_error, &failures, &probes, &tcp_retransmitted, &tcp_spurious, &tcp_sent,
+        &tcp_loss_ratio, &tcp_rtt, &tcp_rtt_variation}) {
     if (!family->metric.empty()) out.push_back(std::move(*family));
   }
   return out;

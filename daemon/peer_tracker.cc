@@ -111,6 +111,7 @@ void PeerTracker::RecordRtts(const std::vector<absl::Duration>& rtts) {
   latency->set_last_seconds(absl::ToDoubleSeconds(rtts.back()));
   latency->set_p50_seconds(rtt_window_.Percentile(0.5).value_or(0));
   latency->set_p99_seconds(rtt_window_.Percentile(0.99).value_or(0));
+  latency->set_jitter_seconds(std::max(latency->p99_seconds() - latency->p50_seconds(), 0.0));
   latency->set_samples_in_window(rtt_window_.size());
   ++figures_.latency_probes;
   status.set_probes_ok(status.probes_ok() + 1);
@@ -145,6 +146,15 @@ void PeerTracker::RecordBandwidth(BandwidthDirection direction, const BandwidthS
   *bw->mutable_measured_at() = ToProtoTimestamp(clock_->Now());
   ++figures_.bandwidth_probes;
   status.set_probes_ok(status.probes_ok() + 1);
+}
+
+void PeerTracker::RecordLatencyProbeLost() {
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  v1::LatencyFigures* latency = figures_.status.mutable_latency();
+  latency->set_lost_probes(latency->lost_probes() + 1);
+  lost_probe_times_.push_back(now);
+  if (lost_probe_times_.size() > kMaxFailureTimes) lost_probe_times_.pop_front();
 }
 
 void PeerTracker::RecordTcp(const TcpSample& sample) {
@@ -184,6 +194,9 @@ void PeerTracker::TrimFailures(absl::Time now) const {
   while (!failure_times_.empty() && failure_times_.front() < now - failure_window_) {
     failure_times_.pop_front();
   }
+  while (!lost_probe_times_.empty() && lost_probe_times_.front() < now - failure_window_) {
+    lost_probe_times_.pop_front();
+  }
 }
 
 PeerSnapshot PeerTracker::Snapshot() const {
@@ -192,6 +205,7 @@ PeerSnapshot PeerTracker::Snapshot() const {
   TrimFailures(now);
   PeerSnapshot copy = figures_;
   copy.status.set_failures_in_window(failure_times_.size());
+  copy.status.mutable_latency()->set_lost_probes_in_window(lost_probe_times_.size());
   return copy;
 }
 

@@ -58,6 +58,7 @@ class PeerTracker final : public ProbeObserver {
   void RecordOffset(const OffsetEstimate& estimate) override;
   void RecordBandwidth(BandwidthDirection direction, const BandwidthSample& sample) override;
   void RecordTcp(const TcpSample& sample) override;
+  void RecordLatencyProbeLost() override;
   void RecordBandwidthDue(absl::Time at) override;
 
   // Everything above under the one mutex: GetStatus and /metrics read the
@@ -77,6 +78,8 @@ class PeerTracker final : public ProbeObserver {
   PeerSnapshot figures_ ABSL_GUARDED_BY(mu_);
   PercentileWindow rtt_window_ ABSL_GUARDED_BY(mu_);
   mutable std::deque<absl::Time> failure_times_ ABSL_GUARDED_BY(mu_);
+  // When latency probes were lost, within the failure window.
+  mutable std::deque<absl::Time> lost_probe_times_ ABSL_GUARDED_BY(mu_);
   struct TcpWindowEntry {
     absl::Time at;
     uint64_t lost, sent;

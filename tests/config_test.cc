@@ -254,9 +254,37 @@ TEST(ConfigTest, ExampleFileIsValidAndSetsEveryKey) {
                                 "peers:",
                                 "name:",
                                 "grpc:",
-                                "group:"}) {
+                                "group:",
+                                "labels:"}) {
     EXPECT_THAT(text, HasSubstr(key));
   }
+}
+
+TEST(ConfigTest, TopologyLabelsOfTheNodeAndItsPeers) {
+  const Config c = ParseOk(absl::StrCat(kBase, R"(labels:
+  rack: r12
+  switch: leaf-3
+  zone: eu-1a
+  pod_: "a/b:c.d_e-f"
+peers:
+  - name: b
+    grpc: h:1
+    labels: {rack: r13}
+  - {name: c, grpc: h:2}
+)"));
+  EXPECT_EQ(
+      c.labels,
+      (TopologyLabels{
+          {"rack", "r12"}, {"switch", "leaf-3"}, {"zone", "eu-1a"}, {"pod_", "a/b:c.d_e-f"}}));
+  ASSERT_EQ(c.peers.size(), 2u);
+  EXPECT_EQ(c.peers[0].labels, (TopologyLabels{{"rack", "r13"}}));
+  EXPECT_TRUE(c.peers[1].labels.empty());
+  // Empty sections are fine, as everywhere.
+  EXPECT_TRUE(ParseOk(absl::StrCat(kBase, "labels:\n")).labels.empty());
+  // Exactly the limits: 63 characters of value.
+  const std::string longest(kMaxTopologyLabelValue, 'v');
+  EXPECT_EQ(ParseOk(absl::StrCat(kBase, "labels: {rack: ", longest, "}\n")).labels.at("rack"),
+            longest);
 }
 
 // One file for every host (gloowatchd --node): the list names every node,
@@ -265,7 +293,7 @@ TEST(ConfigTest, NodeOptionLetsOneFileListEveryNode) {
   const std::string shared =
       "grpc_listen: 0.0.0.0:7601\nmetrics_listen: 0.0.0.0:9601\npeers:\n"
       "  - {name: gpu-1, grpc: 10.0.0.1:7601, group: rack-a}\n"
-      "  - {name: gpu-2, grpc: 10.0.0.2:7601, group: rack-b}\n"
+      "  - {name: gpu-2, grpc: 10.0.0.2:7601, group: rack-b, labels: {rack: r2}}\n"
       "  - {name: gpu-3, grpc: 10.0.0.3:7601, group: rack-b}\n";
   ConfigOptions options;
   options.node = "gpu-2";
@@ -273,6 +301,7 @@ TEST(ConfigTest, NodeOptionLetsOneFileListEveryNode) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->node, "gpu-2");
   EXPECT_EQ(c->group, "rack-b");
+  EXPECT_EQ(c->labels, (TopologyLabels{{"rack", "r2"}}));
   ASSERT_EQ(c->peers.size(), 2u);
   EXPECT_EQ(c->peers[0].name, "gpu-1");
   EXPECT_EQ(c->peers[1].name, "gpu-3");
@@ -568,7 +597,7 @@ const ErrorCase kErrorCases[] = {
     // Unknown keys.
     {"UnknownTopLevel", B("nodes: x\n"), 4, "nodes", "did you mean 'node'"},
     {"UnknownTopLevelListsAllowed", B("zzz: 1\n"), 4, "zzz",
-     "allowed: node, group, grpc_listen, metrics_listen, metrics_web, gloo, schedule, probe, "
+     "allowed: node, group, labels, grpc_listen, metrics_listen, metrics_web, gloo, schedule, probe, "
      "thresholds, tls, "
      "topology, peers"},
     {"UnknownNestedSuggests", B("schedule:\n  lantency_interval: 5s\n"), 5,
@@ -716,6 +745,34 @@ const ErrorCase kErrorCases[] = {
      "peers[1].grpc", "'[::1]:1'"},
     {"BadPeerName", B("peers:\n  - {name: 'node b', grpc: h:1}\n"), 5, "peers[0].name",
      "contains ' '"},
+    // Topology labels.
+    {"LabelsNotAMap", B("labels: [a]\n"), 4, "labels", "expected a map, got a list"},
+    {"LabelReservedName", B("labels:\n  node: x\n"), 5, "labels.node", "is reserved"},
+    {"LabelReservedJob", B("labels:\n  job: x\n"), 5, "labels.job", "is reserved"},
+    {"LabelReservedGroup", B("labels:\n  group: x\n"), 5, "labels.group", "is reserved"},
+    {"LabelDunderName", B("labels:\n  __rack: x\n"), 5, "labels.__rack", "\"__\" prefix"},
+    {"LabelNameWithDash", B("labels:\n  rack-id: x\n"), 5, "labels.rack-id",
+     "is not a Prometheus label name"},
+    {"LabelNameWithDigitFirst", B("labels:\n  1rack: x\n"), 5, "labels.1rack",
+     "is not a Prometheus label name"},
+    {"LabelValueWithSpace", B("labels:\n  rack: 'r 1'\n"), 5, "labels.rack", "contains ' '"},
+    {"LabelValueEmpty", B("labels:\n  rack: ''\n"), 5, "labels.rack", "must not be empty"},
+    {"LabelValueMissing", B("labels:\n  rack:\n"), 5, "labels.rack",
+     "expected a label value, got nothing"},
+    {"LabelValueList", B("labels:\n  rack: [a]\n"), 5, "labels.rack",
+     "expected a label value, got a list"},
+    {"LabelValueTooLong",
+     B("labels:\n  rack: "
+       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n"),
+     5, "labels.rack", "is 64 characters; the limit is 63"},
+    {"TooManyLabels", B("labels: {a: 1, b: 2, c: 3, d: 4, e: 5}\n"), 4, "labels.e",
+     "too many labels: at most 4"},
+    {"DuplicateLabel", B("labels:\n  rack: a\n  rack: b\n"), 6, "labels.rack",
+     "duplicate label 'rack'"},
+    {"PeerLabelReserved", B("peers:\n  - {name: b, grpc: h:1, labels: {peer: x}}\n"), 5,
+     "peers[0].labels.peer", "is reserved"},
+    {"PeerLabelBadValue", B("peers:\n  - name: b\n    grpc: h:1\n    labels:\n      rack: 'a b'\n"),
+     8, "peers[0].labels.rack", "contains ' '"},
     {"BadPeerGroup", B("peers:\n  - {name: b, grpc: h:1, group: 'rack/1'}\n"), 5, "peers[0].group",
      "contains '/'"},
     {"EmptyPeerGroup", B("peers:\n  - {name: b, grpc: h:1, group: ''}\n"), 5, "peers[0].group",

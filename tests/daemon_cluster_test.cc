@@ -213,6 +213,60 @@ TEST_F(DaemonClusterTest, GrpcHealthServiceReportsServing) {
 
 // No privilege is needed to probe: two daemons running as nobody measure
 // each other.
+// A ping nobody answers: the peer's transport is frozen (SIGSTOP), so its
+// Gloo pairs stay connected and the kernel takes our command, but no echo
+// comes. The latency probe's read times out after gloo.timeout, which breaks
+// the pair: one lost latency probe, and a failure with reason timeout.
+TEST(LostLatencyProbeTest, AnUnansweredPingIsALostLatencyProbeAndATimeoutFailure) {
+  // Skew and bandwidth probes an hour apart, so the probe that times out is
+  // a latency probe (keepalives only send).
+  LoopbackCluster cluster(2,
+                          "gloo:\n  address: 127.0.0.1\n  timeout: 1s\n"
+                          "schedule:\n  latency_interval: 200ms\n  skew_interval: 1h\n"
+                          "  bandwidth_interval: 1h\n"
+                          "probe:\n  backoff_initial: 200ms\n  backoff_max: 1s\n");
+  cluster.Start(0);
+  cluster.Start(1);
+  auto b_view = [&]() -> std::optional<v1::PeerStatus> {
+    auto status = GetStatus(cluster.grpc(0));
+    if (!status.ok()) return std::nullopt;
+    const v1::PeerStatus* p = FindPeer(*status, "node-b");
+    return p == nullptr ? std::nullopt : std::optional<v1::PeerStatus>(*p);
+  };
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const auto b = b_view();
+        return b && b->state() == v1::PEER_STATE_UP && b->latency().samples_in_window() >= 20;
+      },
+      absl::Seconds(20)))
+      << cluster.process(0)->Log();
+  ASSERT_EQ(b_view()->latency().lost_probes(), 0u);
+
+  const pid_t transport = ChildPid(cluster.process(1)->pid());
+  ASSERT_GT(transport, 0);
+  ASSERT_EQ(kill(transport, SIGSTOP), 0);
+  const bool lost = WaitFor(
+      [&] {
+        const auto b = b_view();
+        // The lost probe and the failure are two events: wait for both.
+        return b && b->latency().lost_probes() >= 1 && b->failures_by_reason().count("timeout");
+      },
+      absl::Seconds(10));
+  // node-b's daemon kills its silent transport after 5 s; continue it in case.
+  kill(transport, SIGCONT);
+  ASSERT_TRUE(lost) << cluster.process(0)->Log();
+  const v1::PeerStatus b = *b_view();
+  EXPECT_GE(b.latency().lost_probes_in_window(), 1u);
+  ASSERT_EQ(b.failures_by_reason().count("timeout"), 1u) << b.ShortDebugString();
+  EXPECT_GE(b.failures_by_reason().at("timeout"), b.latency().lost_probes());
+  auto body = HttpGet(cluster.node(0).metrics_port, "/metrics");
+  ASSERT_TRUE(body.ok());
+  EXPECT_GE(FindMetric(ParseMetrics(*body), "gloowatch_peer_latency_probes_lost_total",
+                       {{"node", "node-a"}, {"peer", "node-b"}})
+                .value_or(0),
+            1);
+}
+
 TEST(UnprivilegedDaemonTest, ProbesAsNobody) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to switch to the nobody user";
   LoopbackCluster cluster(2, FastLoopbackYaml());

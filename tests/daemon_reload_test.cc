@@ -63,12 +63,20 @@ TEST_F(DaemonReloadTest, PeersAndSchedulesChangeWithoutDroppingHealthyPairs) {
   EXPECT_EQ(FindMetric(ParseMetrics(*metrics_before), "gloowatch_threshold_latency_seconds",
                        {{"node", "node-a"}}),
             0.002);
-
+  EXPECT_TRUE(before.labels().empty());
+  EXPECT_TRUE(FindPeer(before, "node-b")->labels().empty());
   // Drop node-c, add node-d, probe latency faster.
   std::string faster = FastLoopbackYaml();
   faster.replace(faster.find("latency_interval: 500ms"), 23, "latency_interval: 100ms");
-  faster += "thresholds:\n  latency: 5ms\ngroup: rack-x\n";
-  WriteConfigA({1, 3}, faster);
+  faster += "thresholds:\n  latency: 5ms\ngroup: rack-x\nlabels:\n  rack: r7\n  zone: z1\n";
+  {
+    // Topology labels for this node and for its entry of node-b.
+    std::string yaml =
+        LoopbackConfig(cluster_.node(0), {cluster_.node(1), cluster_.node(3)}, faster);
+    const std::string b_entry = "  - name: node-b\n";
+    yaml.insert(yaml.find(b_entry) + b_entry.size(), "    labels: {rack: r3}\n");
+    std::ofstream(cluster_.config_path(0)) << yaml;
+  }
   cluster_.process(0)->Signal(SIGHUP);
   ASSERT_TRUE(WaitFor(
       [&] {
@@ -102,11 +110,46 @@ TEST_F(DaemonReloadTest, PeersAndSchedulesChangeWithoutDroppingHealthyPairs) {
   }
   EXPECT_EQ(infos, 1u) << *body;
   EXPECT_EQ(after.topology().group(), "rack-x");
+  // The topology labels follow the reload too: on gloowatch_build_info (the
+  // one series), in GetStatus for the node and for the peer's entry.
+  EXPECT_EQ(FindMetric(ParseMetrics(*body), "gloowatch_build_info",
+                       {{"node", "node-a"}, {"group", "rack-x"}, {"rack", "r7"}, {"zone", "z1"}}),
+            1)
+      << *body;
+  EXPECT_NE(body->find("gloowatch_build_info{gloo_version="), std::string::npos) << *body;
+  EXPECT_EQ(after.labels().size(), 2u);
+  EXPECT_EQ(after.labels().at("rack"), "r7");
+  EXPECT_EQ(after.labels().at("zone"), "z1");
+  ASSERT_NE(FindPeer(after, "node-b"), nullptr);
+  EXPECT_EQ(FindPeer(after, "node-b")->labels().size(), 1u);
+  EXPECT_EQ(FindPeer(after, "node-b")->labels().at("rack"), "r3");
+  EXPECT_TRUE(FindPeer(after, "node-d")->labels().empty());
+  // Not on the per-peer series (one series per link would multiply).
+  EXPECT_EQ(body->find("rack=\"r7\",peer"), std::string::npos);
+  EXPECT_EQ(body->find("peer=\"node-b\",rack"), std::string::npos);
   // 100 ms instead of 500 ms: at least 3x the latency probes over 3 s.
   const double start = LatencyProbes(cluster_.node(0).metrics_port, "node-b");
   absl::SleepFor(absl::Seconds(3));
   const double done = LatencyProbes(cluster_.node(0).metrics_port, "node-b") - start;
   EXPECT_GE(done, 18) << "latency probes in 3 s after the reload";
+  // Jitter (p99 - p50 of the window) is exported with the percentiles, in
+  // GetStatus and as a series; no latency probe of a healthy loopback link
+  // is lost, and the counter exists at 0.
+  const v1::NodeStatus latest = StatusA();
+  const v1::LatencyFigures& b_latency = FindPeer(latest, "node-b")->latency();
+  ASSERT_TRUE(b_latency.has_jitter_seconds());
+  EXPECT_GE(b_latency.jitter_seconds(), 0);
+  EXPECT_LE(b_latency.jitter_seconds(), b_latency.p99_seconds());
+  EXPECT_EQ(b_latency.lost_probes(), 0u);
+  auto metrics_latest = HttpGet(cluster_.node(0).metrics_port, "/metrics");
+  ASSERT_TRUE(metrics_latest.ok());
+  const auto jitter = FindMetric(ParseMetrics(*metrics_latest), "gloowatch_peer_rtt_jitter_seconds",
+                                 {{"node", "node-a"}, {"peer", "node-b"}});
+  ASSERT_TRUE(jitter.has_value()) << *metrics_latest;
+  EXPECT_GE(*jitter, 0);
+  EXPECT_EQ(FindMetric(ParseMetrics(*metrics_latest), "gloowatch_peer_latency_probes_lost_total",
+                       {{"node", "node-a"}, {"peer", "node-b"}}),
+            0);
 }
 
 TEST_F(DaemonReloadTest, InvalidOrRestartOnlyChangesAreRefusedAndTheOldConfigKept) {

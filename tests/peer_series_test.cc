@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "channel/peer_events.h"
 #include "common/clock.h"
 #include "daemon/peer_tracker.h"
 #include "gtest/gtest.h"
@@ -86,11 +87,13 @@ TEST_F(PeerSeriesTest, ANewPeerHasCountersAndHistogramButNoGauges) {
   for (const auto& [name, family] : families) names.push_back(name);
   EXPECT_EQ(names,
             (std::vector<std::string>{
-                "gloowatch_peer_probe_failures_total", "gloowatch_peer_probes_total",
-                "gloowatch_peer_rtt_seconds", "gloowatch_peer_tcp_retransmitted_segments_total",
+                "gloowatch_peer_latency_probes_lost_total", "gloowatch_peer_probe_failures_total",
+                "gloowatch_peer_probes_total", "gloowatch_peer_rtt_seconds",
+                "gloowatch_peer_tcp_retransmitted_segments_total",
                 "gloowatch_peer_tcp_sent_segments_total",
                 "gloowatch_peer_tcp_spurious_retransmitted_segments_total", "gloowatch_peer_up"}));
   EXPECT_EQ(Value(families, "gloowatch_peer_up", kB), 0);
+  EXPECT_EQ(Value(families, "gloowatch_peer_latency_probes_lost_total", kB), 0);
   for (const char* reason :
        {"refused", "unreachable", "timeout", "reset", "protocol", "wrong_interface", "other"}) {
     EXPECT_EQ(Value(families, "gloowatch_peer_probe_failures_total", With("reason", reason)), 0)
@@ -254,6 +257,77 @@ TEST_F(PeerSeriesTest, StatusAndSeriesAgree) {
   }
   EXPECT_EQ(probes, static_cast<double>(status.probes_ok()));
   EXPECT_EQ(Find(families, "gloowatch_peer_rtt_seconds", kB)->histogram.sample_count, 20u);
+}
+
+TEST_F(PeerSeriesTest, JitterIsP99MinusP50OfTheWindow) {
+  PeerTracker& b = *AddTracker("node-b");
+  b.SetUp("127.0.0.1:1", "test");
+  // 1 .. 100 us: nearest rank gives p50 = 50 us, p99 = 99 us.
+  std::vector<absl::Duration> rtts;
+  for (int i = 1; i <= 100; ++i) rtts.push_back(absl::Microseconds(i));
+  b.RecordRtts(rtts);
+  v1::LatencyFigures latency = b.Snapshot().status.latency();
+  EXPECT_DOUBLE_EQ(latency.p50_seconds(), 50e-6);
+  EXPECT_DOUBLE_EQ(latency.p99_seconds(), 99e-6);
+  ASSERT_TRUE(latency.has_jitter_seconds());
+  EXPECT_DOUBLE_EQ(latency.jitter_seconds(), 99e-6 - 50e-6);
+  EXPECT_EQ(*Value(Collect(), "gloowatch_peer_rtt_jitter_seconds", kB), latency.jitter_seconds());
+
+  // The window (60 s) moves on: one steady sample left, no jitter.
+  clock_.Advance(absl::Seconds(61));
+  b.RecordRtts({absl::Microseconds(20)});
+  latency = b.Snapshot().status.latency();
+  EXPECT_EQ(latency.samples_in_window(), 1u);
+  EXPECT_EQ(latency.jitter_seconds(), 0);
+  EXPECT_EQ(*Value(Collect(), "gloowatch_peer_rtt_jitter_seconds", kB), 0);
+
+  // No RTT yet, no jitter series (0 would read as a perfect link).
+  AddTracker("node-c");
+  EXPECT_FALSE(Value(Collect(), "gloowatch_peer_rtt_jitter_seconds",
+                     {{"node", "node-a"}, {"peer", "node-c"}})
+                   .has_value());
+}
+
+TEST_F(PeerSeriesTest, LostLatencyProbesCountedSinceStartAndInTheFailureWindow) {
+  PeerTracker& b = *AddTracker("node-b");
+  b.SetUp("127.0.0.1:1", "test");
+  // What the prober reports for a ping that timed out: the lost probe, then
+  // the timeout failure that ends the session.
+  b.RecordLatencyProbeLost();
+  b.RecordFailure(v1::FAILURE_REASON_TIMEOUT, "Timed out waiting");
+  clock_.Advance(absl::Seconds(30));
+  b.SetUp("127.0.0.1:1", "test");
+  b.RecordLatencyProbeLost();
+  b.RecordFailure(v1::FAILURE_REASON_TIMEOUT, "Timed out waiting");
+  // Another timeout (a skew probe's, a connect's) is a failure, not a lost ping.
+  b.RecordFailure(v1::FAILURE_REASON_TIMEOUT, "Timed out connecting");
+
+  v1::PeerStatus status = b.Snapshot().status;
+  EXPECT_EQ(status.latency().lost_probes(), 2u);
+  EXPECT_EQ(status.latency().lost_probes_in_window(), 2u);
+  EXPECT_EQ(status.failures_by_reason().at("timeout"), 3u);
+  auto families = Collect();
+  EXPECT_EQ(Value(families, "gloowatch_peer_latency_probes_lost_total", kB), 2);
+  EXPECT_EQ(Value(families, "gloowatch_peer_probe_failures_total", With("reason", "timeout")), 3);
+  EXPECT_EQ(families.at("gloowatch_peer_latency_probes_lost_total").type, MetricType::Counter);
+
+  // The failure window (60 s) forgets the first, then the second; the
+  // counter does not.
+  clock_.Advance(absl::Seconds(31));
+  status = b.Snapshot().status;
+  EXPECT_EQ(status.latency().lost_probes(), 2u);
+  EXPECT_EQ(status.latency().lost_probes_in_window(), 1u);
+  clock_.Advance(absl::Seconds(30));
+  status = b.Snapshot().status;
+  EXPECT_EQ(status.latency().lost_probes_in_window(), 0u);
+  EXPECT_EQ(Value(Collect(), "gloowatch_peer_latency_probes_lost_total", kB), 2);
+
+  // The transport's event for it reaches the tracker.
+  transport::v1::PeerEvent event;
+  event.set_peer("node-b");
+  event.mutable_latency_probe_lost();
+  ApplyPeerEvent(event, b);
+  EXPECT_EQ(b.Snapshot().status.latency().lost_probes(), 3u);
 }
 
 TEST_F(PeerSeriesTest, ARemovedPeerStopsAppearing) {

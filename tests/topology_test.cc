@@ -303,8 +303,8 @@ TEST(TopologyTest, FromConfigIncludesThisNode) {
   config.node = "b";
   config.group = "r1";
   config.topology.full_mesh_max_nodes = 2;
-  config.peers.push_back({"a", {"127.0.0.1", 1}, "r1"});
-  config.peers.push_back({"c", {"127.0.0.1", 2}, "r2"});
+  config.peers.push_back({"a", {"127.0.0.1", 1}, "r1", {}});
+  config.peers.push_back({"c", {"127.0.0.1", 2}, "r2", {}});
   const Topology t = Topology::FromConfig(config);
   ASSERT_EQ(t.size(), 3u);
   EXPECT_TRUE(t.sampled());

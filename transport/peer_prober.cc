@@ -379,6 +379,12 @@ void PeerProber::Run() {
           continue;
         }
         if (!status.ok()) {
+          // A ping that timed out is a lost latency probe; the failure
+          // (reason timeout) that ends the session is recorded below.
+          if (kind == ProbeSchedule::Kind::kLatency &&
+              FailureReasonOf(status) == v1::FAILURE_REASON_TIMEOUT) {
+            observer_->RecordLatencyProbeLost();
+          }
           session = status;
           break;
         }

@@ -389,6 +389,31 @@ TEST(Cluster, OverloadedHostTakesTheBlameForItsLinks) {
   EXPECT_TRUE(BuildCluster(std::move(relaxed)).suspects.empty());
 }
 
+// A node's topology labels (its config's labels:) in --json and the text;
+// a link view's jitter.
+TEST(Cluster, NodeLabelsAndLinkJitterAreShown) {
+  auto nodes = TwoRacks();
+  (*nodes[0].status->mutable_labels())["zone"] = "eu-1a";
+  (*nodes[0].status->mutable_labels())["rack"] = "r12";
+  View(nodes, "h1", "h2")->mutable_latency()->set_jitter_seconds(0.0004);
+  ClusterPicture c = BuildCluster(std::move(nodes));
+  const nlohmann::json j = HealthToJson(c);
+  EXPECT_EQ(j["nodes"][0]["labels"], (nlohmann::json{{"rack", "r12"}, {"zone", "eu-1a"}}));
+  EXPECT_EQ(j["nodes"][1]["labels"], nlohmann::json::object());
+  bool found = false;
+  for (const nlohmann::json& link : j["links"]) {
+    if (link["a"] == "h1" && link["b"] == "h2") {
+      found = true;
+      EXPECT_DOUBLE_EQ(link["a_to_b"]["latency_jitter_ms"].get<double>(), 0.4);
+      EXPECT_TRUE(link["b_to_a"]["latency_jitter_ms"].is_null());
+    }
+  }
+  EXPECT_TRUE(found) << j["links"].dump();
+  const std::string text = RenderHealthText(c, false);
+  EXPECT_THAT(text, HasSubstr(", labels rack=r12,zone=eu-1a\n"));
+  EXPECT_EQ(text.find("labels", text.find("labels") + 1), std::string::npos) << text;
+}
+
 TEST(Cluster, UplinkBetweenRacksFromLatency) {
   auto nodes = TwoRacks();
   for (const char* a : {"h1", "h2", "h3"}) {
