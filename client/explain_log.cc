@@ -39,6 +39,9 @@ bool MoreJoinedThanWorld(absl::string_view line) {
          joined > world;
 }
 
+// Laid out by hand as clang-format would: past a certain size its layout
+// search gives up on one initializer this long.
+// clang-format off
 constexpr LogSignature kSignatures[] = {
     {"rank_killed",
      R"(Out of memory: Kill(ed)? process|invoked oom-killer|\bOOMKilled\b|exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\) received|<Signals\.SIGKILL: 9>|\bexit(?:ed)?(?: with)? ?(?:code|status)?:? ?137\b|on signal 9 \(Killed\)|^\s*Killed\s*$)",
@@ -47,13 +50,36 @@ constexpr LogSignature kSignatures[] = {
      "ranks' timeouts and closed connections that follow are its echo, not separate faults.",
      "Check `dmesg -T | grep -i oom` / `journalctl -k` on that host and the job's memory limit "
      "(cgroup, Kubernetes limits, exit code 137); reduce batch size or workers per host."},
+    // SIGBUS (7) too: a rank touching shared memory past the end of /dev/shm
+    // (Docker's 64 MB default) dies by it. torch.multiprocessing.spawn says
+    // "process N terminated with signal SIGNAME".
     {"rank_crashed",
-     R"(exitcode\s*:\s*-(6|11)\b|Signal (6|11) \((SIGABRT|SIGSEGV)\) received|<Signals\.SIG(ABRT|SEGV): (6|11)>|Segmentation fault|core dumped)",
+     R"(exitcode\s*:\s*-(6|7|11)\b|Signal (6|7|11) \((SIGABRT|SIGBUS|SIGSEGV)\) received|<Signals\.SIG(ABRT|BUS|SEGV): (6|7|11)>|terminated with signal SIG(ABRT|BUS|SEGV)\b|Segmentation fault|core dumped|Bus error)",
      S::kError, St::kProcess,
-     "A rank's process crashed (abort or segmentation fault); the others failed because it went "
-     "away.",
+     "A rank's process crashed (abort, segmentation fault, or bus error); the others failed "
+     "because it went away.",
      "Read that rank's log above the crash (its first error or C++ exception); a core dump or "
-     "`faulthandler` shows where."},
+     "`faulthandler` shows where. A bus error in a container is most often /dev/shm too small "
+     "(docker run --shm-size, a Kubernetes emptyDir with medium: Memory)."},
+    // SIGTERM (15) on a rank: torch elastic's agent stops the surviving ranks
+    // with it once one failed (api.py "Sending process N closing signal
+    // SIGTERM"), and a scheduler stopping the job sends it to every process.
+    // The kill is not the fault, so it is of the last stage: the root only
+    // when nothing else in the logs failed. Its error report, the agent's
+    // "failed (exitcode: -15) local_rank: N (pid: P)", or ChildFailedError's
+    // "Signal 15 (SIGTERM) received by PID P"; mp.spawn's "process N
+    // terminated with signal SIGTERM"; 143 = 128 + 15.
+    {"rank_terminated",
+     R"(failed \(exitcode: -15\) local_rank: (\d+) \(pid: (\d+)\)|exitcode\s*:\s*-15\b|Signal 15 \(SIGTERM\) received by PID (\d+)|<Signals\.SIGTERM: 15>|process (\d+) terminated with signal SIGTERM|\bexit(?:ed with)? (?:code|status)[: ]+143\b)",
+     S::kError, St::kAftermath,
+     "A rank was stopped with SIGTERM. Most often torch elastic's agent stopping the surviving "
+     "ranks after another rank failed (that failure, in this or another rank's log, is the "
+     "cause); otherwise the job was stopped from outside: a scheduler's time limit or "
+     "preemption (Slurm, Kubernetes), scancel, a pod deletion.",
+     "Look for the first rank that failed before the SIGTERMs (a killed or crashed rank, an "
+     "exception with exit code 1); if there is none, check the scheduler's record of the job "
+     "(`sacct -j JOB`, `kubectl describe pod`) for a time limit, preemption or eviction.",
+     R"(local rank \1 (pid \2) stopped by SIGTERM|pid \3 stopped by SIGTERM|rank \4 stopped by SIGTERM)"},
     {"address_family_mismatch", R"(ss1\.ss_family == ss2\.ss_family\. (\d+) vs (\d+))", S::kError,
      St::kSetup,
      "The ranks' Gloo addresses are of different families (IPv4 on one host, IPv6 on another): "
@@ -158,6 +184,22 @@ constexpr LogSignature kSignatures[] = {
      "range exhausted, or another process on it).",
      "Check net.ipv4.ip_local_port_range and what holds the ports (`ss -ltnp`); stale training "
      "processes on this host are the usual holders."},
+    // c10d's socket.cpp (2.x and 1.11+) logs each failed getaddrinfo of the
+    // store's host as a retry warning, "The {IPv4 |IPv6 |}network addresses
+    // of (HOST, PORT) cannot be retrieved (gai error: N - TEXT)." and retries
+    // until its connect timeout; 1.x's TCPStore threw "host not found: TEXT"
+    // (ValueError) at once. Before store_connect_timeout, whose line may quote
+    // it, and the cause of that timeout when both are in a log (`explains`).
+    {"store_host_unresolvable",
+     R"(The (?:IPv4 )?network addresses of \(([^,]*), (\d+)\) cannot be retrieved \(gai error: (-?\d+) - ([^)]*)\)|host not found: (.+))",
+     S::kError, St::kConnect,
+     "The store's host name (MASTER_ADDR or --rdzv_endpoint) does not resolve on this host, so "
+     "this rank cannot reach the rendezvous store; c10d retries until its timeout, and the "
+     "timeout that follows is this failure, not a slow or unreachable store.",
+     "Give MASTER_ADDR as an address, or make the name resolve on every host (DNS, /etc/hosts; "
+     "in Kubernetes the master's Service must exist before the workers start).",
+     R"(store host \1 (port \2) does not resolve: \4|store host does not resolve: \5)", nullptr,
+     "store_connect_timeout rendezvous_failed"},
     // c10d's socket.cpp: "(host, port)" in 1.x, "host:port" in 2.x; a retry
     // that timed out names the address it tried.
     {"store_connect_timeout",
@@ -175,27 +217,24 @@ constexpr LogSignature kSignatures[] = {
      S::kError, St::kConnect,
      "The rendezvous store refused the connection: nothing listens on MASTER_PORT yet.",
      "Start rank 0 first or give the store a longer timeout; check MASTER_PORT matches."},
-    // c10d's socket.cpp (2.x) logs each failed getaddrinfo of the store's host
-    // as "The {IPv4 |IPv6 |}network addresses of (HOST, PORT) cannot be
-    // retrieved (gai error: N - TEXT)." and retries. An IPv6 miss alone is
-    // harmless (most hosts have only IPv4 names); any other means MASTER_ADDR
-    // or the rendezvous endpoint does not resolve here.
+    // socket.cpp asks getaddrinfo for IPv6 first (prefer_ipv6) with
+    // AI_V4MAPPED | AI_ALL, so a name with IPv4 addresses only still answers
+    // (mapped): on Linux an IPv6 miss means the name has no address here yet.
+    // c10d retries it until its connect timeout; a run that goes on found the
+    // name later (a Kubernetes Service created after the pod), so alone it is
+    // information, and the cause of a store connect timeout that follows.
     {"store_host_no_ipv6",
      R"(The IPv6 network addresses of \(([^,]*), (\d+)\) cannot be retrieved \(gai error: (-?\d+) - ([^)]*)\))",
      S::kInfo, St::kConnect,
-     "The store's host name has no IPv6 address; c10d tries its IPv4 addresses as well, so "
-     "this alone does no harm.",
-     "Nothing, unless the job then fails to reach the store: then check the host name resolves "
-     "(`getent hosts NAME`) or give MASTER_ADDR as an address.",
-     R"(no IPv6 address for \1: \4)"},
-    {"store_host_unresolvable",
-     R"(The (?:IPv4 )?network addresses of \(([^,]*), (\d+)\) cannot be retrieved \(gai error: (-?\d+) - ([^)]*)\))",
-     S::kError, St::kConnect,
-     "The store's host name (MASTER_ADDR or --rdzv_endpoint) does not resolve on this host, so "
-     "this rank cannot reach the rendezvous store; c10d retries until its timeout.",
-     "Give MASTER_ADDR as an address, or make the name resolve on every host (DNS, /etc/hosts; "
-     "in Kubernetes the master's Service must exist before the workers start).",
-     R"(store host \1 (port \2) does not resolve: \4)"},
+     "c10d could not resolve the store's host name (asked for IPv6 with IPv4 addresses mapped "
+     "in, so on Linux the name had no address at all) and retries until its connect timeout. "
+     "Harmless when the run goes on (the name resolved later); when a store connect timeout "
+     "follows, this is its cause.",
+     "If the job then fails to reach the store: make the name resolve on every host (`getent "
+     "hosts NAME`; DNS, /etc/hosts, the master's Kubernetes Service) or give MASTER_ADDR as an "
+     "address.",
+     R"(store host \1 (port \2) did not resolve: \4)", nullptr,
+     "store_connect_timeout rendezvous_failed"},
     {"loopback_refused",
      R"((connect|SO_ERROR|remote=)[^\n]*\[?(127\.0\.[01]\.1)\]?(:\d+)?[^\n]*Connection refused|Connection refused[^\n]*\[(127\.0\.[01]\.1)\])",
      S::kError, St::kSetup,
@@ -293,14 +332,16 @@ constexpr LogSignature kSignatures[] = {
      "Not all ranks joined the process group in time (world_size larger than the ranks "
      "actually started, or a rank crashed during start-up).",
      "Check world_size/rank values and that every rank started; see its log."},
-    // TCPStore.cpp: 1.x "Wait timeout" / "Socket Timeout"; since 2.3 the
-    // client's wait throws DistStoreError "wait timeout after {}ms, keys: {}".
+    // TCPStore.cpp: 1.x "Wait timeout" / "Socket Timeout" (also Utils.hpp's
+    // SYSCHECK on a store socket's EAGAIN); since 2.3 the client's wait throws
+    // DistStoreError "wait timeout after {}ms, keys: {}", after socket.cpp's
+    // warning "waitForInput: socket SocketImpl(...) timed out after {}ms".
     {"store_wait_timeout",
-     R"(wait timeout after (\d+) ?ms, keys: *(.+)|Socket Timeout|Wait timeout for key|Timeout waiting for key|RuntimeError: Wait timeout)",
+     R"(wait timeout after (\d+) ?ms, keys: *(.+)|waitForInput: socket .*? timed out after (\d+) ?ms|Socket Timeout|Wait timeout for key|Timeout waiting for key|RuntimeError: Wait timeout)",
      S::kError, St::kWait,
      "Waiting on the rendezvous store timed out: another rank never published its address.",
      "A rank failed before publishing (check all rank logs) or the store timeout is too short.",
-     R"(waited \1 ms for \2)"},
+     R"(waited \1 ms for \2|store reply waited \3 ms)"},
     // TCPStore.cpp's server side (2.x): rank 0 waited for every client.
     {"store_clients_missing",
      R"(Timed out after (\d+) seconds waiting for clients\. (\d+)/(\d+) clients joined)", S::kError,
@@ -331,6 +372,35 @@ constexpr LogSignature kSignatures[] = {
      "agent on MASTER_ADDR) exited or crashed.",
      "Read the log of the process on MASTER_ADDR first; at the end of a finished job, call "
      "dist.destroy_process_group() before exiting to silence it."},
+    // torch elastic's agent (agent/server/api.py) caught a signal and stops
+    // its ranks: "Received {sig} death signal, shutting down workers", then
+    // SignalException "Process {pid} got signal: {sig}"; {sig} is 15 or
+    // Signals.SIGTERM by Python version. A scheduler that ends a job step
+    // after one task failed (srun "Terminating StepId") sends it too, so it is
+    // of the last stage, like a rank's SIGTERM. 2.x logs the line at W, but
+    // a signal is no retry.
+    {"launcher_signalled",
+     R"(Received (?:Signals\.)?(SIG[A-Z]+|\d+) death signal|SignalException: Process (\d+) got signal: (?:Signals\.)?(SIG[A-Z]+|\d+))",
+     S::kError, St::kAftermath,
+     "The launcher (torchrun / torch elastic's agent) received a signal and stopped all its "
+     "ranks: SIGTERM from a scheduler (a time limit, preemption, scancel, a Kubernetes pod "
+     "deletion or eviction, or a job step ended because another task failed), SIGHUP (1) from "
+     "a closed terminal or SSH session, SIGINT (2) from Ctrl-C.",
+     "If another node or task failed first, its log has the cause. Otherwise check the "
+     "scheduler's record (`sacct -j JOB`, `kubectl describe pod`); for SIGHUP run the job "
+     "detached from the terminal (tmux, setsid, or the scheduler).",
+     R"(the launcher got signal \1|process \2 got signal \3)", nullptr, nullptr, false},
+    // api.py: the agent stopping the ranks still running; it only says why
+    // the others' SIGTERMs came.
+    {"launcher_stops_workers",
+     R"(Sending process (\d+) closing signal (SIG[A-Z]+)|Unable to shutdown process (\d+) via (\S+), forcefully exiting via (\S+))",
+     S::kInfo, St::kAftermath,
+     "torch elastic's agent is stopping the ranks still running, because one of them failed or "
+     "the agent was signalled; their exits with -15 (or -9 after its grace period) follow "
+     "from that.",
+     "Find the rank that failed before this line (its exit code in the agent's report) or the "
+     "signal the agent received.",
+     R"(stopping pid \1 with \2|pid \3 did not stop on \4; killed with \5)"},
     {"pair_closed_after_timeout", R"(Application timeout caused pair closure)", S::kError,
      St::kAftermath, "An earlier timeout closed this Gloo pair; later operations fail with it.",
      "Look for the first timeout in the log; that one has the real cause."},
@@ -338,6 +408,7 @@ constexpr LogSignature kSignatures[] = {
      "A Gloo pair socket was already closed when used (after an earlier failure).",
      "Look for the first error in the log."},
 };
+// clang-format on
 
 // RE2 matches in linear time, so a huge or binary file costs a scan, not a
 // backtracking blow-up. Lines are cut at 1 MiB: Ray and some launchers put a
@@ -513,6 +584,33 @@ std::string RankFromLine(absl::string_view line) {
   return "";
 }
 
+// Whether the space-separated `ids` holds `id`.
+bool ListsId(const char* ids, absl::string_view id) {
+  if (ids == nullptr) return false;
+  for (absl::string_view listed : absl::StrSplit(ids, ' ', absl::SkipEmpty())) {
+    if (listed == id) return true;
+  }
+  return false;
+}
+
+// A hit that explains the root cause (LogSignature::explains) and came
+// before it becomes the root, as an error: it is the reason for it, even
+// where each of its lines was logged as a retry.
+void PromoteTheExplanation(LogExplanation& e) {
+  if (e.root_cause < 0) return;
+  const SignatureHit& root = e.hits[e.root_cause];
+  for (size_t i = 0; i < e.hits.size(); ++i) {
+    SignatureHit& h = e.hits[i];
+    if (static_cast<int>(i) == e.root_cause || h.first_line > root.line_of_example ||
+        !ListsId(h.signature->explains, root.id)) {
+      continue;
+    }
+    h.severity = LogSeverity::kError;
+    e.root_cause = static_cast<int>(i);
+    return;
+  }
+}
+
 }  // namespace
 
 const char* LogSeverityName(LogSeverity s) {
@@ -558,7 +656,7 @@ LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
     const size_t i = static_cast<size_t>(*chosen);
     SignatureHit& h = by_sig[i];
     LogSeverity severity = kSignatures[i].severity;
-    const bool retry = LoggedAsWarning(view);
+    const bool retry = kSignatures[i].warning_is_retry && LoggedAsWarning(view);
     if (severity == LogSeverity::kError && retry && !UnansweredRetry(view)) {
       severity = LogSeverity::kWarning;
     }
@@ -602,6 +700,7 @@ LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
       e.root_cause = static_cast<int>(i);
     }
   }
+  PromoteTheExplanation(e);
   return e;
 }
 

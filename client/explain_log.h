@@ -41,6 +41,14 @@ struct LogSignature {
   // count above another), or nullptr; a line it rejects is left to the next
   // signature that matches.
   bool (*accept)(absl::string_view line) = nullptr;
+  // Ids of errors, space-separated, that this signature's line explains when
+  // it comes before them in one log, or nullptr: a retry warning that names
+  // why the error at the end happened (the store's host does not resolve, so
+  // its connect timed out) is that log's root cause, raised to an error.
+  const char* explains = nullptr;
+  // Whether a line of it logged as a warning is a retry that may yet succeed
+  // (and so only a warning); not for a signal, which no one retries.
+  bool warning_is_retry = true;
 };
 
 // In priority order: a line counts for the first signature that matches it.

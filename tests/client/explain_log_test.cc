@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "client/log_input.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -259,11 +260,11 @@ INSTANTIATE_TEST_SUITE_P(
         LineCase{"RuntimeError: Wait timeout for key(s): [\"rank_1\"]", "store_wait_timeout",
                  LogSeverity::kError, ""},
         // c10d's socket.cpp: getaddrinfo of the store's host failed (a retry,
-        // logged as a warning); IPv6 alone is harmless.
+        // logged as a warning); IPv6 alone is information.
         LineCase{"[W socket.cpp:601] [c10d] The IPv6 network addresses of (node-0, 29500) "
                  "cannot be retrieved (gai error: -2 - Name or service not known).",
                  "store_host_no_ipv6", LogSeverity::kInfo,
-                 "no IPv6 address for node-0: Name or service not known"},
+                 "store host node-0 (port 29500) did not resolve: Name or service not known"},
         LineCase{"[W socket.cpp:601] [c10d] The IPv4 network addresses of (master-svc, 23456) "
                  "cannot be retrieved (gai error: -3 - Temporary failure in name resolution).",
                  "store_host_unresolvable", LogSeverity::kWarning,
@@ -324,6 +325,39 @@ INSTANTIATE_TEST_SUITE_P(
         LineCase{"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:411] writev "
                  "[10.0.0.5]:51234: Broken pipe",
                  "peer_connection_reset", LogSeverity::kError, "peer [10.0.0.5]:51234"},
+        // torch elastic: a rank stopped by SIGTERM (the agent's report,
+        // ChildFailedError's, mp.spawn's), the agent's own signal, and its
+        // stopping the others (information only).
+        LineCase{"ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -15) "
+                 "local_rank: 2 (pid: 4710) of binary: /usr/bin/python3",
+                 "rank_terminated", LogSeverity::kError,
+                 "local rank 2 (pid 4710) stopped by SIGTERM"},
+        LineCase{"  traceback : Signal 15 (SIGTERM) received by PID 4710", "rank_terminated",
+                 LogSeverity::kError, "pid 4710 stopped by SIGTERM"},
+        LineCase{"torch.multiprocessing.spawn.ProcessExitedException: process 3 terminated with "
+                 "signal SIGTERM",
+                 "rank_terminated", LogSeverity::kError, "rank 3 stopped by SIGTERM"},
+        LineCase{"WARNING:torch.distributed.elastic.agent.server.api:Received 15 death signal, "
+                 "shutting down workers",
+                 "launcher_signalled", LogSeverity::kError, "the launcher got signal 15"},
+        LineCase{"W0616 00:37:22.830000 4015698 torch/distributed/elastic/agent/server/api.py:719] "
+                 "Received Signals.SIGHUP death signal, shutting down workers",
+                 "launcher_signalled", LogSeverity::kError, "the launcher got signal SIGHUP"},
+        LineCase{"torch.distributed.elastic.multiprocessing.api.SignalException: Process 4015698 "
+                 "got signal: 1",
+                 "launcher_signalled", LogSeverity::kError, "process 4015698 got signal 1"},
+        LineCase{"W0726 10:59:50.786825 140538811684672 torch/distributed/elastic/multiprocessing/"
+                 "api.py:858] Sending process 147865 closing signal SIGTERM",
+                 "launcher_stops_workers", LogSeverity::kInfo, "stopping pid 147865 with SIGTERM"},
+        LineCase{"    exitcode  : -7 (pid: 4244)", "rank_crashed", LogSeverity::kError, ""},
+        // 1.x TCPStore: getaddrinfo's failure thrown as ValueError at once.
+        LineCase{"ValueError: host not found: Temporary failure in name resolution",
+                 "store_host_unresolvable", LogSeverity::kError,
+                 "store host does not resolve: Temporary failure in name resolution"},
+        // socket.cpp's waitForInput gave up (a warning; the DistStoreError follows).
+        LineCase{"[W1203 10:01:02.123456789 socket.cpp:460] waitForInput: socket SocketImpl(fd=12, "
+                 "addr=[node-1]:50312, remote=[node-0]:29500) timed out after 300000ms",
+                 "store_wait_timeout", LogSeverity::kWarning, "store reply waited 300000 ms"},
         LineCase{"[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) "
                  "address. Using the loopback address as fallback. Manually set the network "
                  "interface to bind to with GLOO_SOCKET_IFNAME. (function operator())",
@@ -367,6 +401,98 @@ TEST(ExplainLog, TheKilledRankIsTheRootNotTheTimeoutsItCaused) {
   EXPECT_EQ(j["root_cause"]["id"], "rank_killed");
   EXPECT_EQ(j["root_cause"]["line"], 3);
   EXPECT_EQ(j["severity"], "error");
+}
+
+// socket.cpp retries a store host that does not resolve until its connect
+// timeout: the retries, each a warning, are the cause of that timeout.
+TEST(ExplainLog, AnUnresolvableStoreHostIsTheCauseOfTheConnectTimeout) {
+  for (const char* family : {"IPv4 ", "", "IPv6 "}) {
+    SCOPED_TRACE(family);
+    std::istringstream in(absl::StrCat(
+        "starting\n"
+        "[W socket.cpp:601] [c10d] The ",
+        family,
+        "network addresses of (master-svc, 23456) cannot be retrieved (gai error: -2 - Name or "
+        "service not known).\n"
+        "[W socket.cpp:601] [c10d] The ",
+        family,
+        "network addresses of (master-svc, 23456) cannot be retrieved (gai error: -2 - Name or "
+        "service not known).\n"
+        "[E socket.cpp:860] [c10d] The client socket has timed out after 60s while trying to "
+        "connect to (master-svc, 23456).\n"
+        "torch.distributed.DistNetworkError: The client socket has timed out after 60s while "
+        "trying to connect to (master-svc, 23456).\n"));
+    LogExplanation e = ExplainLog(in, "unresolvable");
+    ASSERT_GE(e.root_cause, 0);
+    const SignatureHit& root = e.hits[e.root_cause];
+    EXPECT_EQ(root.id,
+              std::string(family) == "IPv6 " ? "store_host_no_ipv6" : "store_host_unresolvable");
+    EXPECT_EQ(root.line_of_example, 2);
+    EXPECT_EQ(root.severity, LogSeverity::kError);
+    EXPECT_THAT(root.detail, HasSubstr("master-svc (port 23456)"));
+    EXPECT_EQ(ExplanationExitCode(e), 2);
+  }
+}
+
+// Only a miss before the timeout explains it; one after it (another
+// connection's retry) does not, and a miss alone is no error.
+TEST(ExplainLog, AResolutionMissAfterTheTimeoutOrAloneIsNotItsCause) {
+  const std::string miss =
+      "[W socket.cpp:601] [c10d] The IPv6 network addresses of (node-0, 29500) cannot be "
+      "retrieved (gai error: -2 - Name or service not known).\n";
+  std::istringstream after(
+      "torch.distributed.DistNetworkError: The client socket has timed out after 60s while "
+      "trying to connect to (10.0.0.1, 29500).\n" +
+      miss);
+  LogExplanation e = ExplainLog(after, "after");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "store_connect_timeout");
+  std::istringstream alone(miss + "epoch 1 loss 0.3\n");
+  e = ExplainLog(alone, "alone");
+  EXPECT_EQ(e.root_cause, -1);
+  EXPECT_EQ(ExplanationExitCode(e), 0);
+}
+
+// torch elastic stops the surviving ranks with SIGTERM after one failed: the
+// killed rank is the root, the SIGTERMs its echo.
+TEST(ExplainLog, TheAgentsSigtermsAreTheEchoOfTheRankThatFailed) {
+  std::istringstream in(
+      "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 812914 closing "
+      "signal SIGTERM\n"
+      "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -15) local_rank: 0 "
+      "(pid: 812914) of binary: /usr/bin/python3\n"
+      "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 3 "
+      "(pid: 812917) of binary: /usr/bin/python3\n");
+  LogExplanation e = ExplainLog(in, "agent");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "rank_killed");
+  EXPECT_EQ(e.hits[e.root_cause].line_of_example, 3);
+  ASSERT_EQ(e.hits.size(), 3u);
+  EXPECT_EQ(e.hits[0].id, "launcher_stops_workers");
+  EXPECT_EQ(e.hits[0].severity, LogSeverity::kInfo);
+  EXPECT_EQ(e.hits[1].id, "rank_terminated");
+}
+
+// With nothing else failing, the SIGTERM is the root: the job was stopped.
+TEST(ExplainLog, ASigtermAloneIsTheRoot) {
+  // 2.x logs the agent's line at W (glog style); a signal is no retry, so
+  // it stays the error and the example.
+  std::istringstream in(
+      "epoch 7 loss 0.2\n"
+      "W0616 00:37:22.830000 160 torch/distributed/elastic/agent/server/api.py:719] Received "
+      "Signals.SIGTERM death signal, shutting down workers\n"
+      "W0616 00:37:22.831000 160 torch/distributed/elastic/multiprocessing/api.py:900] Sending "
+      "process 165 closing signal SIGTERM\n"
+      "torch.distributed.elastic.multiprocessing.api.SignalException: Process 160 got signal: "
+      "15\n");
+  LogExplanation e = ExplainLog(in, "stopped");
+  ASSERT_GE(e.root_cause, 0);
+  const SignatureHit& root = e.hits[e.root_cause];
+  EXPECT_EQ(root.id, "launcher_signalled");
+  EXPECT_EQ(root.severity, LogSeverity::kError);
+  EXPECT_EQ(root.line_of_example, 2);
+  EXPECT_EQ(root.detail, "the launcher got signal SIGTERM");
+  EXPECT_EQ(root.count, 2);
 }
 
 TEST(ExplainLog, HealthyRunWithKnownWarningsHasNoError) {
@@ -503,6 +629,43 @@ TEST(ExplainJob, TheKilledRankIsTheRootAndTheOthersItsEchoInTimeOrder) {
   EXPECT_EQ(j["echoes"].size(), 2u);
   EXPECT_EQ(j["logs"].size(), 4u);
   EXPECT_EQ(j["severity"], "error");
+}
+
+// A rank killed at 12:04:11 and reported by its agent only at 12:04:30;
+// meanwhile a peer saw the connection close, another timed out, and the
+// agent on the killed rank's host stopped its other ranks with SIGTERM.
+// The kill is the root though its report is not the earliest line; the
+// echoes read in time order.
+TEST(ExplainJob, TheFirstCauseWinsOverItsEchoesReportedEarlier) {
+  std::vector<LogExplanation> logs;
+  logs.push_back(Explain(
+      "2024-05-01 12:04:41,100 [rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/"
+      "unbound_buffer.cc:84] Timed out waiting 30000ms for recv operation to complete\n",
+      "logs/rank0.log"));
+  logs.push_back(Explain(
+      "2024-05-01 12:04:12,000 [rank1]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/"
+      "pair.cc:598] Connection closed by peer [10.0.0.3]:19722\n",
+      "logs/rank1.log"));
+  logs.push_back(Explain(
+      "2024-05-01 12:04:29,900 WARNING Sending process 80 closing signal SIGTERM\n"
+      "2024-05-01 12:04:30,000 ERROR failed (exitcode: -9) local_rank: 1 (pid: 79) of binary: "
+      "/usr/bin/python3\n"
+      "2024-05-01 12:04:30,100 ERROR failed (exitcode: -15) local_rank: 0 (pid: 80) of binary: "
+      "/usr/bin/python3\n",
+      "logs/host-b-rank3.log"));
+  logs.push_back(Explain(
+      "2024-05-01 12:04:35,000 ERROR failed (exitcode: -15) local_rank: 0 (pid: 90) of binary: "
+      "/usr/bin/python3\n",
+      "logs/rank2.log"));
+  const JobExplanation job = ExplainJob(std::move(logs));
+  ASSERT_EQ(job.root.log, 2);
+  EXPECT_EQ(job.logs[2].hits[job.root.hit].id, "rank_killed");
+  EXPECT_EQ(job.logs[2].hits[job.root.hit].line_of_example, 2);
+  ASSERT_EQ(job.echoes.size(), 3u);
+  EXPECT_EQ(job.echoes[0].log, 1);  // closed by peer, 12:04:12
+  EXPECT_EQ(job.echoes[1].log, 3);  // SIGTERM, 12:04:35
+  EXPECT_EQ(job.echoes[2].log, 0);  // timeout, 12:04:41
+  EXPECT_EQ(job.logs[3].hits[job.echoes[1].hit].id, "rank_terminated");
 }
 
 TEST(ExplainJob, SameStageTheEarlierInTimeIsTheRoot) {
