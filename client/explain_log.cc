@@ -222,10 +222,11 @@ constexpr LogSignature kSignatures[] = {
     // (mapped): on Linux an IPv6 miss means the name has no address here yet.
     // c10d retries it until its connect timeout; a run that goes on found the
     // name later (a Kubernetes Service created after the pod), so alone it is
-    // information, and the cause of a store connect timeout that follows.
+    // a warning, and the cause of a store connect timeout that follows. Users
+    // often post only these lines, from a run they stopped while it retried.
     {"store_host_no_ipv6",
      R"(The IPv6 network addresses of \(([^,]*), (\d+)\) cannot be retrieved \(gai error: (-?\d+) - ([^)]*)\))",
-     S::kInfo, St::kConnect,
+     S::kWarning, St::kConnect,
      "c10d could not resolve the store's host name (asked for IPv6 with IPv4 addresses mapped "
      "in, so on Linux the name had no address at all) and retries until its connect timeout. "
      "Harmless when the run goes on (the name resolved later); when a store connect timeout "
@@ -390,17 +391,17 @@ constexpr LogSignature kSignatures[] = {
      "scheduler's record (`sacct -j JOB`, `kubectl describe pod`); for SIGHUP run the job "
      "detached from the terminal (tmux, setsid, or the scheduler).",
      R"(the launcher got signal \1|process \2 got signal \3)", nullptr, nullptr, false},
-    // api.py: the agent stopping the ranks still running; it only says why
-    // the others' SIGTERMs came.
+    // api.py: the agent stopping the ranks still running ("Closing process N
+    // via signal SIG" in newer releases); it only says why the SIGTERMs came.
     {"launcher_stops_workers",
-     R"(Sending process (\d+) closing signal (SIG[A-Z]+)|Unable to shutdown process (\d+) via (\S+), forcefully exiting via (\S+))",
+     R"((?:Sending process (\d+) closing signal|Closing process (\d+) via signal) (SIG[A-Z]+)|Unable to shutdown process (\d+) via (\S+), forcefully exiting via (\S+))",
      S::kInfo, St::kAftermath,
      "torch elastic's agent is stopping the ranks still running, because one of them failed or "
      "the agent was signalled; their exits with -15 (or -9 after its grace period) follow "
      "from that.",
      "Find the rank that failed before this line (its exit code in the agent's report) or the "
      "signal the agent received.",
-     R"(stopping pid \1 with \2|pid \3 did not stop on \4; killed with \5)"},
+     R"(stopping pid \1 with \3|stopping pid \2 with \3|pid \4 did not stop on \5; killed with \6)"},
     {"pair_closed_after_timeout", R"(Application timeout caused pair closure)", S::kError,
      St::kAftermath, "An earlier timeout closed this Gloo pair; later operations fail with it.",
      "Look for the first timeout in the log; that one has the real cause."},

@@ -260,10 +260,10 @@ INSTANTIATE_TEST_SUITE_P(
         LineCase{"RuntimeError: Wait timeout for key(s): [\"rank_1\"]", "store_wait_timeout",
                  LogSeverity::kError, ""},
         // c10d's socket.cpp: getaddrinfo of the store's host failed (a retry,
-        // logged as a warning); IPv6 alone is information.
+        // logged as a warning); IPv6 alone is a warning.
         LineCase{"[W socket.cpp:601] [c10d] The IPv6 network addresses of (node-0, 29500) "
                  "cannot be retrieved (gai error: -2 - Name or service not known).",
-                 "store_host_no_ipv6", LogSeverity::kInfo,
+                 "store_host_no_ipv6", LogSeverity::kWarning,
                  "store host node-0 (port 29500) did not resolve: Name or service not known"},
         LineCase{"[W socket.cpp:601] [c10d] The IPv4 network addresses of (master-svc, 23456) "
                  "cannot be retrieved (gai error: -3 - Temporary failure in name resolution).",
@@ -349,6 +349,9 @@ INSTANTIATE_TEST_SUITE_P(
         LineCase{"W0726 10:59:50.786825 140538811684672 torch/distributed/elastic/multiprocessing/"
                  "api.py:858] Sending process 147865 closing signal SIGTERM",
                  "launcher_stops_workers", LogSeverity::kInfo, "stopping pid 147865 with SIGTERM"},
+        LineCase{"W0227 17:39:41.936000 293814 site-packages/torch/distributed/elastic/"
+                 "multiprocessing/api.py:766] Closing process 293866 via signal SIGTERM",
+                 "launcher_stops_workers", LogSeverity::kInfo, "stopping pid 293866 with SIGTERM"},
         LineCase{"    exitcode  : -7 (pid: 4244)", "rank_crashed", LogSeverity::kError, ""},
         // 1.x TCPStore: getaddrinfo's failure thrown as ValueError at once.
         LineCase{"ValueError: host not found: Temporary failure in name resolution",
@@ -450,7 +453,7 @@ TEST(ExplainLog, AResolutionMissAfterTheTimeoutOrAloneIsNotItsCause) {
   std::istringstream alone(miss + "epoch 1 loss 0.3\n");
   e = ExplainLog(alone, "alone");
   EXPECT_EQ(e.root_cause, -1);
-  EXPECT_EQ(ExplanationExitCode(e), 0);
+  EXPECT_EQ(ExplanationExitCode(e), 1);  // a warning
 }
 
 // torch elastic stops the surviving ranks with SIGTERM after one failed: the
