@@ -61,6 +61,23 @@ constexpr LogSignature kSignatures[] = {
      "Read that rank's log above the crash (its first error or C++ exception); a core dump or "
      "`faulthandler` shows where. A bus error in a container is most often /dev/shm too small "
      "(docker run --shm-size, a Kubernetes emptyDir with medium: Memory)."},
+    // c10's CUDACachingAllocator: "CUDA out of memory. Tried to allocate
+    // 2.00 GiB. GPU 0 has a total capacity of ..." raised as RuntimeError
+    // (1.x), torch.cuda.OutOfMemoryError (2.0+), torch.OutOfMemoryError
+    // (2.5+); CUDA's own "CUDA error: out of memory"; alloc_cpu.cpp's
+    // "DefaultCPUAllocator: can't allocate memory: you tried to allocate N
+    // bytes". The exception's own line only: frameworks that catch it and
+    // skip the batch log it in their own words ("ran out of memory with
+    // exception: CUDA out of memory").
+    {"rank_out_of_memory",
+     R"((?:OutOfMemoryError|RuntimeError): CUDA out of memory\. Tried to allocate ([\d.]+ ?[KMGT]?i?B)|(?:OutOfMemoryError|RuntimeError): CUDA error: out of memory|DefaultCPUAllocator: can't allocate memory: you tried to allocate (\d+) bytes)",
+     S::kError, St::kProcess,
+     "A rank ran out of GPU (or host) memory and raised; it exited, so the other ranks' "
+     "collectives failed or timed out waiting for it: those are its echo.",
+     "Reduce the batch size or sequence length, use activation checkpointing or sharding "
+     "(FSDP, ZeRO); PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation; "
+     "check no other process holds that GPU (`nvidia-smi`).",
+     R"(tried to allocate \1 on the GPU|tried to allocate \2 bytes of host memory)"},
     // SIGTERM (15) on a rank: torch elastic's agent stops the surviving ranks
     // with it once one failed (api.py "Sending process N closing signal
     // SIGTERM"), and a scheduler stopping the job sends it to every process.
@@ -80,6 +97,21 @@ constexpr LogSignature kSignatures[] = {
      "exception with exit code 1); if there is none, check the scheduler's record of the job "
      "(`sacct -j JOB`, `kubectl describe pod`) for a time limit, preemption or eviction.",
      R"(local rank \1 (pid \2) stopped by SIGTERM|pid \3 stopped by SIGTERM|rank \4 stopped by SIGTERM)"},
+    // torch elastic's agent, "failed (exitcode: 1) local_rank: N (pid: P)",
+    // ChildFailedError's "exitcode  : 1 (pid: P)", mp.spawn's "process N
+    // terminated with exit code 1": a rank raised (its traceback has the
+    // exception). After the failures that explain it, before the SIGTERMs
+    // the agent then sends the others (ChildFailedError lists those first).
+    {"rank_exited",
+     R"(failed \(exitcode: ([1-9]\d*)\) local_rank: (\d+) \(pid: (\d+)\)|^\s*exitcode\s*:\s*([1-9]\d*) \(pid: (\d+)\)|process (\d+) terminated with exit code ([1-9]\d*))",
+     S::kError, St::kExited,
+     "A rank exited with an error code: it raised a Python exception (its traceback, in this "
+     "log above or in that rank's own log, names it). torch elastic then stops the other ranks.",
+     "Read the exception of the rank named (the first one in ChildFailedError's \"Root Cause\" "
+     "section); with torchrun, decorate the entry point with "
+     "torch.distributed.elastic.multiprocessing.errors.record to get its traceback in the "
+     "report.",
+     R"(local rank \2 (pid \3) exited with code \1|pid \5 exited with code \4|process \6 exited with code \7)"},
     {"address_family_mismatch", R"(ss1\.ss_family == ss2\.ss_family\. (\d+) vs (\d+))", S::kError,
      St::kSetup,
      "The ranks' Gloo addresses are of different families (IPv4 on one host, IPv6 on another): "
@@ -107,6 +139,39 @@ constexpr LogSignature kSignatures[] = {
      "Give each device its backend: init_process_group(backend=\"cpu:gloo,cuda:nccl\") (PyTorch "
      ">= 2.0), or a separate new_group(backend=\"gloo\") for CPU tensors, or move the tensors; "
      "check the op against the backend table in the torch.distributed docs."},
+    // distributed_c10d.py: the NCCL backend on a build without it (Windows,
+    // macOS, CPU-only) or a host without GPUs.
+    {"nccl_unavailable",
+     R"(Distributed package doesn't have NCCL built in|ProcessGroupNCCL is only supported with GPUs, no GPUs found)",
+     S::kError, St::kSetup,
+     "The job asked for the NCCL backend where there is none: Windows and macOS builds of "
+     "PyTorch (and CPU-only ones) have only Gloo, and NCCL needs a GPU.",
+     "Use backend=\"gloo\" (or the script's option for it), or run on a CUDA build of PyTorch "
+     "on hosts with GPUs."},
+    // TCPStore.cpp: TCPStore(use_libuv=True), the default of torchrun and
+    // env:// since 2.4, on a build without libuv (Windows wheels).
+    {"store_libuv_missing", R"(use_libuv was requested but PyTorch was build without libuv)",
+     S::kError, St::kSetup,
+     "The c10d store was asked for its libuv server, which this PyTorch build lacks (the "
+     "Windows builds of 2.4 and later).",
+     "Set USE_LIBUV=0 in the environment of the launcher and the ranks (or add ?use_libuv=0 to "
+     "init_method), or use a PyTorch build with libuv."},
+    // TCPStore.cpp: the store's reply was not the one the protocol expects.
+    {"store_protocol_mismatch",
+     R"(Stop_waiting response is expected|wait_canceled response is expected|ready or not_ready response expected)",
+     S::kError, St::kSetup,
+     "The reply on MASTER_PORT is not what this rank's c10d store client expects: another "
+     "program or another job's store listens on that port, or the ranks run different PyTorch "
+     "versions.",
+     "Pick a free MASTER_PORT (`ss -ltnp sport = :PORT` on MASTER_ADDR), stop stale jobs, and "
+     "install the same torch build on every host."},
+    // EMFILE anywhere: Gloo's accept/socket/pipe (GLOO_ENFORCE "accept: Too
+    // many open files"), c10d's sockets, DataLoader's fd sharing.
+    {"too_many_open_files", R"(Too many open files)", S::kError, St::kSetup,
+     "A process ran out of file descriptors: each Gloo process group keeps sockets to every "
+     "other rank, and DataLoader workers pass tensors through file descriptors.",
+     "Raise the limit (`ulimit -n`, LimitNOFILE in systemd, the container runtime's nofile); "
+     "for DataLoader, torch.multiprocessing.set_sharing_strategy('file_system')."},
     // Gloo's device.cc: "rp != nullptr" is getaddrinfo on a host name that
     // failed; "ifa != nullptr" (below) an interface that is not there.
     {"hostname_unresolvable", R"(rp != nullptr\. Unable to find address for:? *(\S+))", S::kError,
@@ -179,7 +244,9 @@ constexpr LogSignature kSignatures[] = {
      S::kError, St::kSetup,
      "MASTER_PORT is already in use on the rank 0 host (a stale job, or two jobs on one port).",
      "Pick a free MASTER_PORT or stop the stale process (`ss -ltnp sport = :PORT`)."},
-    {"pair_bind_in_use", R"(\bbind: Address already in use)", S::kError, St::kSetup,
+    // pair.cc's bind or listen on its ephemeral port, GLOO_ENFORCE'd with
+    // strerror ("[gloo/transport/tcp/pair.cc:185] listen: Address already in use").
+    {"pair_bind_in_use", R"(\b(?:bind|listen): Address already in use)", S::kError, St::kSetup,
      "A Gloo pair could not bind its listening socket: the address/port is taken (a fixed port "
      "range exhausted, or another process on it).",
      "Check net.ipv4.ip_local_port_range and what holds the ports (`ss -ltnp`); stale training "

@@ -25,6 +25,7 @@ enum class Stage {
   kConnect,      // reaching a peer or the store
   kPeerGone,     // a peer's connection ended under us
   kWait,         // something never arrived: timeouts
+  kExited,       // a rank exited with an error code (an exception named elsewhere)
   kAftermath,    // a consequence of an earlier failure
 };
 

@@ -361,6 +361,42 @@ INSTANTIATE_TEST_SUITE_P(
         LineCase{"[W1203 10:01:02.123456789 socket.cpp:460] waitForInput: socket SocketImpl(fd=12, "
                  "addr=[node-1]:50312, remote=[node-0]:29500) timed out after 300000ms",
                  "store_wait_timeout", LogSeverity::kWarning, "store reply waited 300000 ms"},
+        // A rank out of memory (c10's CUDACachingAllocator, alloc_cpu.cpp).
+        LineCase{"[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 132.00 "
+                 "MiB. GPU 3 has a total capacity of 79.10 GiB of which 98.00 MiB is free.",
+                 "rank_out_of_memory", LogSeverity::kError,
+                 "tried to allocate 132.00 MiB on the GPU"},
+        LineCase{
+            "RuntimeError: CUDA out of memory. Tried to allocate 1024.00 MiB (GPU 0; 15.90 GiB "
+            "total capacity; 14.25 GiB already allocated)",
+            "rank_out_of_memory", LogSeverity::kError, "tried to allocate 1024.00 MiB on the GPU"},
+        LineCase{"RuntimeError: [enforce fail at alloc_cpu.cpp:75] err == 0. DefaultCPUAllocator: "
+                 "can't allocate memory: you tried to allocate 4294967296 bytes. Error code 12 "
+                 "(Cannot allocate memory)",
+                 "rank_out_of_memory", LogSeverity::kError,
+                 "tried to allocate 4294967296 bytes of host memory"},
+        // A rank that raised: the agent's report, ChildFailedError's, mp.spawn's.
+        LineCase{
+            "[ERROR] failed (exitcode: 1) local_rank: 5 (pid: 59469) of binary: /usr/bin/python3",
+            "rank_exited", LogSeverity::kError, "local rank 5 (pid 59469) exited with code 1"},
+        LineCase{"  exitcode  : 1 (pid: 59469)", "rank_exited", LogSeverity::kError,
+                 "pid 59469 exited with code 1"},
+        LineCase{"torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with "
+                 "exit code 1",
+                 "rank_exited", LogSeverity::kError, "process 1 exited with code 1"},
+        // Set-up: no NCCL, no libuv, a foreign reply on MASTER_PORT, no fds.
+        LineCase{"RuntimeError: Distributed package doesn't have NCCL built in", "nccl_unavailable",
+                 LogSeverity::kError, ""},
+        LineCase{"torch.distributed.DistStoreError: use_libuv was requested but PyTorch was build "
+                 "without libuv support",
+                 "store_libuv_missing", LogSeverity::kError, ""},
+        LineCase{"RuntimeError: Stop_waiting response is expected", "store_protocol_mismatch",
+                 LogSeverity::kError, ""},
+        LineCase{"RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/"
+                 "device.cc:68] false. accept: Too many open files",
+                 "too_many_open_files", LogSeverity::kError, ""},
+        LineCase{"RuntimeError: [gloo/transport/tcp/pair.cc:185] listen: Address already in use",
+                 "pair_bind_in_use", LogSeverity::kError, ""},
         LineCase{"[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) "
                  "address. Using the loopback address as fallback. Manually set the network "
                  "interface to bind to with GLOO_SOCKET_IFNAME. (function operator())",
@@ -496,6 +532,33 @@ TEST(ExplainLog, ASigtermAloneIsTheRoot) {
   EXPECT_EQ(root.line_of_example, 2);
   EXPECT_EQ(root.detail, "the launcher got signal SIGTERM");
   EXPECT_EQ(root.count, 2);
+}
+
+// ChildFailedError lists the ranks the agent stopped (-15) before the
+// "Root Cause (first observed failure)": the rank that raised is the root.
+TEST(ExplainLog, TheRankThatRaisedIsTheRootNotTheOnesTheAgentStopped) {
+  std::istringstream in(
+      "Failures:\n"
+      "[1]:\n"
+      "  exitcode  : -15 (pid: 1235)\n"
+      "  traceback : Signal 15 (SIGTERM) received by PID 1235\n"
+      "Root Cause (first observed failure):\n"
+      "[0]:\n"
+      "  exitcode  : 1 (pid: 1234)\n");
+  LogExplanation e = ExplainLog(in, "child-failed");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "rank_exited");
+  EXPECT_EQ(e.hits[e.root_cause].line_of_example, 7);
+}
+
+// A framework that catches an out-of-memory error and skips the batch says
+// so in its own words: not the exception's line, not an error.
+TEST(ExplainLog, AnOutOfMemoryCaughtAndSkippedIsNotTheError) {
+  std::istringstream in(
+      "WARNING: ran out of memory with exception: CUDA out of memory. Tried to allocate 20.00 "
+      "MiB; skipping batch\n");
+  LogExplanation e = ExplainLog(in, "skipped");
+  EXPECT_TRUE(e.hits.empty());
 }
 
 TEST(ExplainLog, HealthyRunWithKnownWarningsHasNoError) {
