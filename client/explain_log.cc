@@ -139,6 +139,35 @@ constexpr LogSignature kSignatures[] = {
      "Give each device its backend: init_process_group(backend=\"cpu:gloo,cuda:nccl\") (PyTorch "
      ">= 2.0), or a separate new_group(backend=\"gloo\") for CPU tensors, or move the tensors; "
      "check the op against the backend table in the torch.distributed docs."},
+    // distributed_c10d.py's _get_default_group: a collective, DDP or
+    // get_rank() before init_process_group (or after destroy_process_group).
+    {"process_group_not_initialized",
+     R"(Default process group has not been initialized|Default process group is not initialized)",
+     S::kError, St::kSetup,
+     "torch.distributed was used before init_process_group (or after destroy_process_group): "
+     "the script took its distributed path without starting the process group, often because "
+     "it was started with plain python instead of its launcher.",
+     "Start it the way it expects (torchrun / the framework's launcher, which set RANK, "
+     "WORLD_SIZE, MASTER_ADDR), or call torch.distributed.init_process_group() before DDP, "
+     "samplers or collectives; check the script's flag that turns distributed mode on."},
+    // reducer.cpp: DDP's backward found parameters that got no gradient.
+    {"ddp_unused_parameters",
+     R"(Expected to have finished reduction in the prior iteration before starting a new one)",
+     S::kError, St::kSetup,
+     "DistributedDataParallel found parameters that took no part in the loss (or the forward "
+     "outputs were not all used), so its gradient reduction never finished.",
+     "Pass find_unused_parameters=True to DistributedDataParallel, or make every parameter "
+     "take part in the loss on every rank; TORCH_DISTRIBUTED_DEBUG=DETAIL names the "
+     "parameters."},
+    // comm.cpp's verify_params_across_processes, at DDP's construction.
+    {"ddp_model_mismatch",
+     R"(DDP expects same model across all ranks, but Rank (\d+) has (\d+) params, while rank (\d+) has inconsistent (\d+) params)",
+     S::kError, St::kSetup,
+     "The ranks built different models (a different number of parameters), so DDP cannot pair "
+     "their gradients: configuration, code or checkpoint differs between them.",
+     "Make every rank build the same model: same code version, config and checkpoint on every "
+     "host; look for rank-dependent branches in model construction.",
+     R"(rank \1 has \2 parameters, rank \3 has \4)"},
     // distributed_c10d.py: the NCCL backend on a build without it (Windows,
     // macOS, CPU-only) or a host without GPUs.
     {"nccl_unavailable",

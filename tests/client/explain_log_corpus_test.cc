@@ -43,10 +43,10 @@
 namespace gloowatch::client {
 namespace {
 
-// Measured with the signatures of 2026-12-04 (101 of 101); a floor only.
-constexpr int kMinFailuresRight = 101;
+// Measured with the signatures of 2026-12-04 (102 of 102); a floor only.
+constexpr int kMinFailuresRight = 102;
 // The corpus's size, so that a file dropped from the manifest fails too.
-constexpr int kMinFailures = 101;
+constexpr int kMinFailures = 102;
 constexpr int kMinHealthy = 12;
 constexpr int kMaxHealthyFalseAlarms = 0;
 

@@ -384,6 +384,18 @@ INSTANTIATE_TEST_SUITE_P(
         LineCase{"torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with "
                  "exit code 1",
                  "rank_exited", LogSeverity::kError, "process 1 exited with code 1"},
+        // The script's own use of torch.distributed and DDP.
+        LineCase{"ValueError: Default process group has not been initialized, please make sure "
+                 "to call init_process_group.",
+                 "process_group_not_initialized", LogSeverity::kError, ""},
+        LineCase{"RuntimeError: Expected to have finished reduction in the prior iteration before "
+                 "starting a new one. This error indicates that your module has parameters that "
+                 "were not used in producing loss.",
+                 "ddp_unused_parameters", LogSeverity::kError, ""},
+        LineCase{"RuntimeError: DDP expects same model across all ranks, but Rank 1 has 228 "
+                 "params, while rank 0 has inconsistent 230 params.",
+                 "ddp_model_mismatch", LogSeverity::kError,
+                 "rank 1 has 228 parameters, rank 0 has 230"},
         // Set-up: no NCCL, no libuv, a foreign reply on MASTER_PORT, no fds.
         LineCase{"RuntimeError: Distributed package doesn't have NCCL built in", "nccl_unavailable",
                  LogSeverity::kError, ""},
