@@ -297,9 +297,11 @@ constexpr LogSignature kSignatures[] = {
      R"(store host \1 (port \2) does not resolve: \4|store host does not resolve: \5)", nullptr,
      "store_connect_timeout rendezvous_failed"},
     // c10d's socket.cpp: "(host, port)" in 1.x, "host:port" in 2.x; a retry
-    // that timed out names the address it tried.
+    // that timed out names the address it tried. Before socket.cpp (1.8 and
+    // older), SYSCHECK threw connect's ETIMEDOUT as strerror alone ("RuntimeError:
+    // Connection timed out"); a store socket's read timeout is "Socket Timeout".
     {"store_connect_timeout",
-     R"(client socket has timed out after (\S+) while trying to connect to (?:\(([^,]+), (\d+)\)|(\S*\d))|connect\(\) timed out\. Original timeout was (\d+) ?ms|client socket has failed to connect to any network address( of \(([^,]+), (\d+)\))?|client socket has failed to connect to (\S*\d)[^\n]*(?:errno: 110|Connection timed out))",
+     R"(client socket has timed out after (\S+) while trying to connect to (?:\(([^,]+), (\d+)\)|(\S*\d))|connect\(\) timed out\. Original timeout was (\d+) ?ms|client socket has failed to connect to any network address( of \(([^,]+), (\d+)\))?|client socket has failed to connect to (\S*\d)[^\n]*(?:errno: 110|Connection timed out)|^\s*(?:\[rank\d+\]:\s*)?(?:[\w.]*\.)?(?:RuntimeError|DistNetworkError|TimeoutError): Connection timed out\s*$)",
      S::kError, St::kConnect,
      "This rank could not reach the rendezvous store (MASTER_ADDR:MASTER_PORT) in time.",
      "Check rank 0 is running and listening on MASTER_PORT, MASTER_ADDR is reachable from "

@@ -308,6 +308,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "store_connection_reset", LogSeverity::kError, ""},
         LineCase{"RuntimeError: Connection reset by peer", "store_connection_reset",
                  LogSeverity::kError, ""},
+        LineCase{"RuntimeError: Connection timed out", "store_connect_timeout", LogSeverity::kError,
+                 ""},
         LineCase{"torch.distributed.DistNetworkError: Connection refused", "store_connect_refused",
                  LogSeverity::kError, ""},
         // The same with the "[rankN]:" prefix PyTorch 2.x puts on a rank's lines.
