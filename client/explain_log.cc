@@ -458,6 +458,15 @@ constexpr LogSignature kSignatures[] = {
      S::kError, St::kWait,
      "monitored_barrier found ranks that did not arrive (the message names them).",
      "Inspect the named ranks; they are hung or dead.", R"(rank \1 did not arrive within \2 ms)"},
+    // ProcessGroupGloo.cpp's monitoredBarrier on a rank other than 0: it
+    // arrived, but rank 0 (which checks the others) failed.
+    {"monitored_barrier_rank0_failed",
+     R"(Rank (\d+) successfully reached monitoredBarrier, but received errors while waiting for send/recv from rank (\d+))",
+     S::kError, St::kAftermath,
+     "This rank reached monitored_barrier, but rank 0, which checks every rank, failed while "
+     "it waited: the fault is on rank 0 or the rank it reports.",
+     "Read rank 0's log: it names the ranks that did not arrive, or its own failure.",
+     R"(rank \1 arrived; rank \2 failed)"},
     // c10d's store client (SocketImpl, 2.x): the store's host went away. PyTorch
     // logs it as [W TCPStore.cpp] from watchdog threads at a shutdown without
     // destroy_process_group(), so as a warning it is noise, as an error an echo.
@@ -479,7 +488,7 @@ constexpr LogSignature kSignatures[] = {
     // of the last stage, like a rank's SIGTERM. 2.x logs the line at W, but
     // a signal is no retry.
     {"launcher_signalled",
-     R"(Received (?:Signals\.)?(SIG[A-Z]+|\d+) death signal|SignalException: Process (\d+) got signal: (?:Signals\.)?(SIG[A-Z]+|\d+))",
+     R"(Received (?:Signals\.)?(?:(SIGHUP|1)|(SIGINT|2)|(SIGTERM|15)|(SIG[A-Z]+|\d+)) death signal|SignalException: Process \d+ got signal: (?:Signals\.)?(?:(SIGHUP|1)|(SIGINT|2)|(SIGTERM|15)|(SIG[A-Z]+|\d+)))",
      S::kError, St::kAftermath,
      "The launcher (torchrun / torch elastic's agent) received a signal and stopped all its "
      "ranks: SIGTERM from a scheduler (a time limit, preemption, scancel, a Kubernetes pod "
@@ -488,7 +497,8 @@ constexpr LogSignature kSignatures[] = {
      "If another node or task failed first, its log has the cause. Otherwise check the "
      "scheduler's record (`sacct -j JOB`, `kubectl describe pod`); for SIGHUP run the job "
      "detached from the terminal (tmux, setsid, or the scheduler).",
-     R"(the launcher got signal \1|process \2 got signal \3)", nullptr, nullptr, false},
+     R"(the launcher got signal \1 (hangup: its terminal or SSH session closed)|the launcher got signal \2 (interrupt: Ctrl-C)|the launcher got signal \3 (terminate: a scheduler, a user or a parent process)|the launcher got signal \4|the launcher got signal \5 (hangup: its terminal or SSH session closed)|the launcher got signal \6 (interrupt: Ctrl-C)|the launcher got signal \7 (terminate: a scheduler, a user or a parent process)|the launcher got signal \8)",
+     nullptr, nullptr, false},
     // api.py: the agent stopping the ranks still running ("Closing process N
     // via signal SIG" in newer releases); it only says why the SIGTERMs came.
     {"launcher_stops_workers",

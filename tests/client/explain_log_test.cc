@@ -279,6 +279,10 @@ INSTANTIATE_TEST_SUITE_P(
         LineCase{"RuntimeError: [Rank 0]: Rank 1 failed to pass monitoredBarrier in 2000 ms",
                  "monitored_barrier_timeout", LogSeverity::kError,
                  "rank 1 did not arrive within 2000 ms"},
+        LineCase{
+            "RuntimeError: Rank 1 successfully reached monitoredBarrier, but received errors "
+            "while waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank.",
+            "monitored_barrier_rank0_failed", LogSeverity::kError, "rank 1 arrived; rank 0 failed"},
         LineCase{"RuntimeError: [Rank 0]: Ranks 1, 3 failed to pass monitoredBarrier in 120000 ms",
                  "monitored_barrier_timeout", LogSeverity::kError,
                  "rank 1, 3 did not arrive within 120000 ms"},
@@ -341,13 +345,16 @@ INSTANTIATE_TEST_SUITE_P(
                  "rank_terminated", LogSeverity::kError, "rank 3 stopped by SIGTERM"},
         LineCase{"WARNING:torch.distributed.elastic.agent.server.api:Received 15 death signal, "
                  "shutting down workers",
-                 "launcher_signalled", LogSeverity::kError, "the launcher got signal 15"},
+                 "launcher_signalled", LogSeverity::kError,
+                 "the launcher got signal 15 (terminate: a scheduler, a user or a parent process)"},
         LineCase{"W0616 00:37:22.830000 4015698 torch/distributed/elastic/agent/server/api.py:719] "
                  "Received Signals.SIGHUP death signal, shutting down workers",
-                 "launcher_signalled", LogSeverity::kError, "the launcher got signal SIGHUP"},
+                 "launcher_signalled", LogSeverity::kError,
+                 "the launcher got signal SIGHUP (hangup: its terminal or SSH session closed)"},
         LineCase{"torch.distributed.elastic.multiprocessing.api.SignalException: Process 4015698 "
                  "got signal: 1",
-                 "launcher_signalled", LogSeverity::kError, "process 4015698 got signal 1"},
+                 "launcher_signalled", LogSeverity::kError,
+                 "the launcher got signal 1 (hangup: its terminal or SSH session closed)"},
         LineCase{"W0726 10:59:50.786825 140538811684672 torch/distributed/elastic/multiprocessing/"
                  "api.py:858] Sending process 147865 closing signal SIGTERM",
                  "launcher_stops_workers", LogSeverity::kInfo, "stopping pid 147865 with SIGTERM"},
@@ -544,7 +551,8 @@ TEST(ExplainLog, ASigtermAloneIsTheRoot) {
   EXPECT_EQ(root.id, "launcher_signalled");
   EXPECT_EQ(root.severity, LogSeverity::kError);
   EXPECT_EQ(root.line_of_example, 2);
-  EXPECT_EQ(root.detail, "the launcher got signal SIGTERM");
+  EXPECT_EQ(root.detail,
+            "the launcher got signal SIGTERM (terminate: a scheduler, a user or a parent process)");
   EXPECT_EQ(root.count, 2);
 }
 
