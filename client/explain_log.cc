@@ -346,14 +346,16 @@ constexpr LogSignature kSignatures[] = {
     // pair.h's "Connect timeout PEER"; helpers.h's connect loop gives up with
     // "timed out connecting: SO_ERROR: " and the socket's error, to which
     // newer Gloo's SystemError adds ", remote=PEER".
+    // The libuv transport (Windows): "Error connecting to PEER: " and libuv's
+    // lower-case error text.
     {"pair_connect_timeout",
-     R"(Connect timeout(?: (\[[^\]\s]+\]:\d+))?|SO_ERROR: Connection timed out(?:, remote=(\[[^\]\s]+\]:\d+))?)",
+     R"(Connect timeout(?: (\[[^\]\s]+\]:\d+))?|SO_ERROR: Connection timed out(?:, remote=(\[[^\]\s]+\]:\d+))?|Error connecting to (\[[^\]\s]+\]:\d+): connection timed out)",
      S::kError, St::kConnect,
      "Connecting a Gloo pair to a peer timed out: packets to the peer's pair port are dropped.",
      "Gloo pairs listen on ephemeral ports (net.ipv4.ip_local_port_range), not only "
      "MASTER_PORT; open that range between the hosts (pytorch/pytorch#44544, pytorch/gloo#54). "
      "Run `gloowatch diagnose`.",
-     R"(peer \1|peer \2)"},
+     R"(peer \1|peer \2|peer \3)"},
     // pair.cc: "connect PEER: " and strerror; the connect loop's "SO_ERROR: "
     // and strerror, with ", remote=PEER" in newer Gloo.
     {"pair_connect_refused",

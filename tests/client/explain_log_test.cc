@@ -228,6 +228,13 @@ INSTANTIATE_TEST_SUITE_P(
                  "transport/tcp/pair.cc:144] timed out connecting: SO_ERROR: Connection timed "
                  "out, remote=[10.1.2.3]:20901",
                  "pair_connect_timeout", LogSeverity::kError, "peer [10.1.2.3]:20901"},
+        // Gloo's libuv transport (Windows) in libuv's words.
+        LineCase{"RuntimeError: [..\\third_party\\gloo\\gloo\\transport\\uv\\pair.cc:103] Error "
+                 "connecting to [192.168.1.20]:60123: connection timed out",
+                 "pair_connect_timeout", LogSeverity::kError, "peer [192.168.1.20]:60123"},
+        LineCase{"RuntimeError: [..\\third_party\\gloo\\gloo\\transport\\uv\\pair.cc:103] Error "
+                 "connecting to [192.168.1.20]:60123: connection refused",
+                 "pair_connect_refused", LogSeverity::kError, "peer [192.168.1.20]:60123"},
         // pair.cc's connect deadline: "Connect timeout " and the peer.
         LineCase{"RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:769] "
                  "Connect timeout [10.0.0.2]:40315",
