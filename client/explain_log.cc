@@ -141,8 +141,9 @@ constexpr LogSignature kSignatures[] = {
      "check the op against the backend table in the torch.distributed docs."},
     // distributed_c10d.py's _get_default_group: a collective, DDP or
     // get_rank() before init_process_group (or after destroy_process_group).
+    // The exception's line, not a traceback's source line that raises it.
     {"process_group_not_initialized",
-     R"(Default process group has not been initialized|Default process group is not initialized)",
+     R"(Error: Default process group (?:has not been|is not) initialized)",
      S::kError, St::kSetup,
      "torch.distributed was used before init_process_group (or after destroy_process_group): "
      "the script took its distributed path without starting the process group, often because "
@@ -169,9 +170,10 @@ constexpr LogSignature kSignatures[] = {
      "host; look for rank-dependent branches in model construction.",
      R"(rank \1 has \2 parameters, rank \3 has \4)"},
     // distributed_c10d.py: the NCCL backend on a build without it (Windows,
-    // macOS, CPU-only) or a host without GPUs.
+    // macOS, CPU-only) or a host without GPUs. The exception's line (or the
+    // message alone, as interleaved output splits it), not the raise.
     {"nccl_unavailable",
-     R"(Distributed package doesn't have NCCL built in|ProcessGroupNCCL is only supported with GPUs, no GPUs found)",
+     R"((?:^\s*|Error: )Distributed package doesn't have NCCL built in|ProcessGroupNCCL is only supported with GPUs, no GPUs found)",
      S::kError, St::kSetup,
      "The job asked for the NCCL backend where there is none: Windows and macOS builds of "
      "PyTorch (and CPU-only ones) have only Gloo, and NCCL needs a GPU.",

@@ -590,6 +590,20 @@ TEST(ExplainLog, AnOutOfMemoryCaughtAndSkippedIsNotTheError) {
   EXPECT_TRUE(e.hits.empty());
 }
 
+// A traceback shows the source line that raises an exception; the error is
+// the exception's own line.
+TEST(ExplainLog, ATracebacksRaiseIsNotTheExceptionsLine) {
+  std::istringstream in(
+      "--> 358         raise RuntimeError(\"Default process group has not been initialized, \"\n"
+      "    raise RuntimeError(\"Distributed package doesn't have NCCL built in\")\n"
+      "RuntimeError: Default process group has not been initialized, please make sure to call "
+      "init_process_group.\n");
+  LogExplanation e = ExplainLog(in, "traceback");
+  ASSERT_EQ(e.hits.size(), 1u);
+  EXPECT_EQ(e.hits[0].id, "process_group_not_initialized");
+  EXPECT_EQ(e.hits[0].first_line, 3);
+}
+
 TEST(ExplainLog, HealthyRunWithKnownWarningsHasNoError) {
   std::istringstream in(
       "[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) address. "
