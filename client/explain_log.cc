@@ -440,7 +440,7 @@ constexpr LogSignature kSignatures[] = {
     // DistStoreError "wait timeout after {}ms, keys: {}", after socket.cpp's
     // warning "waitForInput: socket SocketImpl(...) timed out after {}ms".
     {"store_wait_timeout",
-     R"(wait timeout after (\d+) ?ms, keys: *(.+)|waitForInput: socket .*? timed out after (\d+) ?ms|Socket Timeout|Wait timeout for key|Timeout waiting for key|RuntimeError: Wait timeout)",
+     R"(wait timeout after (\d+) ?ms, keys: *(.+)|waitForInput: socket .*? timed out after (\d+) ?ms|waitForInput: poll for socket .*? returned 0, likely a timeout|Socket Timeout|Wait timeout for key|Timeout waiting for key|RuntimeError: Wait timeout)",
      S::kError, St::kWait,
      "Waiting on the rendezvous store timed out: another rank never published its address.",
      "A rank failed before publishing (check all rank logs) or the store timeout is too short.",

@@ -338,6 +338,10 @@ INSTANTIATE_TEST_SUITE_P(
         LineCase{"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:411] writev "
                  "[10.0.0.5]:51234: Broken pipe",
                  "peer_connection_reset", LogSeverity::kError, "peer [10.0.0.5]:51234"},
+        LineCase{"[W1203 10:01:02.123456789 socket.cpp:449] waitForInput: poll for socket "
+                 "SocketImpl(fd=12, addr=[node-1]:50312, remote=[node-0]:29500) returned 0, likely "
+                 "a timeout",
+                 "store_wait_timeout", LogSeverity::kWarning, ""},
         // torch elastic: a rank stopped by SIGTERM (the agent's report,
         // ChildFailedError's, mp.spawn's), the agent's own signal, and its
         // stopping the others (information only).
