@@ -1,12 +1,16 @@
 #include "client/job_view.h"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/failure.h"
 #include "common/proto_time.h"
+#include "common/user_text.h"
 
 namespace gloowatch::client {
 namespace {
@@ -26,6 +30,52 @@ std::string Reason(const RankView& r, const JobView& v) {
                            r.silent_seconds, last);
   }
   return absl::StrFormat("has not entered %s (%s)", Call(v.waiting_op, v.waiting_seq), last);
+}
+
+// The probes between the nodes that hold ranks: every link that is not up.
+void AddLinks(const std::vector<FetchResult>& fetched, JobView& v) {
+  std::map<std::string, std::vector<int>> ranks_on;
+  for (const RankView& r : v.ranks) ranks_on[r.node].push_back(r.rank);
+  for (const FetchResult& f : fetched) {
+    if (!f.status || !ranks_on.count(f.status->node())) continue;
+    const absl::Time now = FromProtoTimestamp(f.status->now());
+    for (const v1::PeerStatus& p : f.status->peers()) {
+      if (p.name() == f.status->node() || !ranks_on.count(p.name())) continue;
+      ++v.links_checked;
+      if (p.state() == v1::PEER_STATE_UP) continue;
+      JobLink l;
+      l.node = f.status->node();
+      l.peer = p.name();
+      l.state = p.state() == v1::PEER_STATE_DOWN ? "down" : "connecting";
+      if (p.has_last_failure() && p.last_failure().reason() != v1::FAILURE_REASON_UNSPECIFIED) {
+        l.reason = std::string(ReasonName(p.last_failure().reason()));
+        l.message = p.last_failure().message();
+        if (p.last_failure().has_time()) {
+          l.last_failure_seconds = std::max(
+              0.0, absl::ToDoubleSeconds(now - FromProtoTimestamp(p.last_failure().time())));
+        }
+      }
+      l.node_ranks = ranks_on[l.node];
+      l.peer_ranks = ranks_on[l.peer];
+      v.links.push_back(std::move(l));
+    }
+  }
+  std::sort(v.links.begin(), v.links.end(), [](const JobLink& a, const JobLink& b) {
+    return std::tie(a.node, a.peer) < std::tie(b.node, b.peer);
+  });
+}
+
+std::string LinkText(const JobLink& l) {
+  std::string out = absl::StrCat("link ", l.node, " -> ", l.peer, " ", l.state);
+  std::vector<std::string> details;
+  if (!l.reason.empty()) details.push_back(l.reason);
+  if (l.last_failure_seconds) {
+    details.push_back(absl::StrFormat("last failure %.1f s ago", *l.last_failure_seconds));
+  }
+  if (!details.empty()) absl::StrAppend(&out, " (", absl::StrJoin(details, ", "), ")");
+  absl::StrAppend(&out, " between ", RankList(l.node_ranks), " and ", RankList(l.peer_ranks));
+  if (!l.message.empty()) absl::StrAppend(&out, ": ", Clip(l.message));
+  return out;
 }
 
 }  // namespace
@@ -50,7 +100,7 @@ int JobView::ExitCode() const {
   if (hung()) return 2;
   const bool silent = std::any_of(ranks.begin(), ranks.end(),
                                   [](const RankView& r) { return r.state == RankState::kSilent; });
-  return silent || !unreachable.empty() ? 1 : 0;
+  return silent || !unreachable.empty() || !links.empty() ? 1 : 0;
 }
 
 absl::StatusOr<JobView> BuildJobView(const std::vector<FetchResult>& fetched,
@@ -108,6 +158,7 @@ absl::StatusOr<JobView> BuildJobView(const std::vector<FetchResult>& fetched,
       r.state = RankState::kNotEntered;
     }
   }
+  AddLinks(fetched, v);
   return v;
 }
 
@@ -142,7 +193,16 @@ std::string RenderJobText(const JobView& v) {
     }
   }
   for (const std::string& u : v.unreachable) absl::StrAppend(&out, "daemon unreachable: ", u, "\n");
-  if (v.hung() && culprits.empty()) {
+  // A hung collective over a link that is down: that link is the likely reason.
+  for (const JobLink& l : v.links) {
+    absl::StrAppend(&out, v.hung() && l.state == "down" ? "likely reason: " : "", LinkText(l),
+                    "\n");
+  }
+  if (v.links_checked > 0) {
+    absl::StrAppend(&out, "links between the job's nodes: ", v.links.size(), " of ",
+                    v.links_checked, " not up\n");
+  }
+  if (v.hung() && culprits.empty() && v.links.empty()) {
     absl::StrAppend(&out,
                     "every rank that reports is inside the call: look for ranks that never "
                     "reported (not instrumented, or on a host not asked)\n");
@@ -187,6 +247,20 @@ nlohmann::json JobToJson(const JobView& v) {
                                {"silent_seconds", r.silent_seconds}});
     }
     j["ranks"].push_back(std::move(x));
+  }
+  j["links_checked"] = v.links_checked;
+  j["links"] = nlohmann::json::array();
+  for (const JobLink& l : v.links) {
+    nlohmann::json x = {{"node", l.node},
+                        {"peer", l.peer},
+                        {"state", l.state},
+                        {"reason", l.reason},
+                        {"message", l.message},
+                        {"node_ranks", l.node_ranks},
+                        {"peer_ranks", l.peer_ranks}};
+    x["last_failure_seconds"] =
+        l.last_failure_seconds ? nlohmann::json(*l.last_failure_seconds) : nlohmann::json();
+    j["links"].push_back(std::move(x));
   }
   return j;
 }
