@@ -302,6 +302,31 @@ TEST_F(NetnsJobTest, PartitionNamesTheLinkAndExplainLogFindsItInPrometheus) {
   EXPECT_TRUE(absl::StrContains(text.output, h2_h3) || absl::StrContains(text.output, h3_h2))
       << text.output;
 
+  // The same from Prometheus: the waiting ranks (their call's name is not in
+  // the series) and the cut link, down with probe failures.
+  const std::string prometheus_url = absl::StrCat("http://127.0.0.1:", kPrometheusPort);
+  CliResult from_prometheus;
+  bool prometheus_named = false;
+  const absl::Time prometheus_deadline = absl::Now() + absl::Seconds(15);
+  while (!prometheus_named && absl::Now() < prometheus_deadline) {
+    from_prometheus = Cli({"job", kJob, "--prometheus", prometheus_url, "--json"});
+    const nlohmann::json& j = from_prometheus.json;
+    prometheus_named = !j.is_discarded() && j["verdict"] == "hung" && j["links"].size() == 2;
+    if (!prometheus_named) absl::SleepFor(absl::Seconds(1));
+  }
+  ASSERT_TRUE(prometheus_named) << from_prometheus.output;
+  EXPECT_EQ(from_prometheus.exit_code, 2) << from_prometheus.output;
+  EXPECT_EQ(from_prometheus.json["waiting"]["ranks"], nlohmann::json({0, 1, 2}))
+      << from_prometheus.output;
+  EXPECT_EQ(from_prometheus.json["waiting"]["op"], "collective") << from_prometheus.output;
+  EXPECT_EQ(from_prometheus.json["links_checked"], kRanks * (kRanks - 1)) << from_prometheus.output;
+  for (const auto& l : from_prometheus.json["links"]) {
+    EXPECT_EQ((std::set<std::string>{l["node"].get<std::string>(), l["peer"].get<std::string>()}),
+              cut)
+        << from_prometheus.output;
+    EXPECT_EQ(l["state"], "down") << from_prometheus.output;
+  }
+
   // The collective times out after the process-group timeout; rank 1 (on
   // h2) logs it, and explain-log on that log asks Prometheus about the time.
   ASSERT_TRUE(WaitFor([&] { return absl::StrContains(ranks_[1]->Log(), "all_reduce failed"); },
