@@ -21,13 +21,31 @@ std::string RankList(const std::vector<int>& ranks) {
   return absl::StrCat(ranks.size() == 1 ? "rank " : "ranks ", absl::StrJoin(ranks, ", "));
 }
 
+bool Suspect(const RankView& r) {
+  return r.state == RankState::kSilent || r.state == RankState::kGone ||
+         r.state == RankState::kNotEntered;
+}
+
 // Why a rank that is not waiting keeps the waiting ones waiting.
 std::string Reason(const RankView& r, const JobView& v) {
   const std::string last = r.op.empty() ? absl::StrCat("its last reported call #", r.seq)
                                         : absl::StrCat("last reported inside ", Call(r.op, r.seq));
-  if (r.state == RankState::kSilent) {
-    return absl::StrFormat("not heard from for %.1f s (%s): stopped, hung or gone",
+  if (r.state == RankState::kGone) {
+    return absl::StrFormat("process gone (exited or killed), not heard from for %.1f s (%s)",
                            r.silent_seconds, last);
+  }
+  if (r.state == RankState::kSilent) {
+    if (r.process != "stopped") {
+      return absl::StrFormat("not heard from for %.1f s (%s): stopped, hung or gone",
+                             r.silent_seconds, last);
+    }
+    std::string out =
+        absl::StrFormat("process stopped (SIGSTOP or a debugger), not heard from for %.1f s (%s)",
+                        r.silent_seconds, last);
+    if (v.hung() && (r.op.empty() || r.seq < v.waiting_seq)) {
+      absl::StrAppend(&out, ", has not entered ", Call(v.waiting_op, v.waiting_seq));
+    }
+    return out;
   }
   return absl::StrFormat("has not entered %s (%s)", Call(v.waiting_op, v.waiting_seq), last);
 }
@@ -90,6 +108,8 @@ const char* RankStateName(RankState state) {
       return "not_entered";
     case RankState::kSilent:
       return "silent";
+    case RankState::kGone:
+      return "gone";
     case RankState::kUnknown:
       break;
   }
@@ -98,8 +118,9 @@ const char* RankStateName(RankState state) {
 
 int JobView::ExitCode() const {
   if (hung()) return 2;
-  const bool silent = std::any_of(ranks.begin(), ranks.end(),
-                                  [](const RankView& r) { return r.state == RankState::kSilent; });
+  const bool silent = std::any_of(ranks.begin(), ranks.end(), [](const RankView& r) {
+    return r.state == RankState::kSilent || r.state == RankState::kGone;
+  });
   return silent || !unreachable.empty() || !links.empty() ? 1 : 0;
 }
 
@@ -118,6 +139,7 @@ absl::StatusOr<JobView> BuildJobView(const std::vector<FetchResult>& fetched,
       RankView r;
       r.node = f.status->node();
       r.rank = t.rank();
+      r.process = t.process();
       r.silent_seconds =
           std::max(0.0, absl::ToDoubleSeconds(now - FromProtoTimestamp(t.last_report())));
       if (t.has_collective()) {
@@ -130,7 +152,7 @@ absl::StatusOr<JobView> BuildJobView(const std::vector<FetchResult>& fetched,
         r.state = RankState::kRunning;
       }
       if (r.silent_seconds >= absl::ToDoubleSeconds(kSilentAfter)) {
-        r.state = RankState::kSilent;
+        r.state = r.process == "gone" ? RankState::kGone : RankState::kSilent;
       } else if (!r.op.empty() && r.inside_seconds >= absl::ToDoubleSeconds(kWaitingAfter)) {
         r.state = RankState::kWaiting;
       }
@@ -167,9 +189,7 @@ std::string RenderJobText(const JobView& v) {
   std::vector<int> waiting, culprits;
   for (const RankView& r : v.ranks) {
     if (r.state == RankState::kWaiting) waiting.push_back(r.rank);
-    if (r.state == RankState::kSilent || r.state == RankState::kNotEntered) {
-      culprits.push_back(r.rank);
-    }
+    if (Suspect(r)) culprits.push_back(r.rank);
   }
   if (v.hung()) {
     absl::StrAppendFormat(&out, "job %s: HUNG: %s wait in %s (group %s) for up to %.1f s\n", v.job,
@@ -188,9 +208,7 @@ std::string RenderJobText(const JobView& v) {
                           RankStateName(r.state), call, r.inside_seconds, r.silent_seconds);
   }
   for (const RankView& r : v.ranks) {
-    if (r.state == RankState::kSilent || r.state == RankState::kNotEntered) {
-      absl::StrAppend(&out, "rank ", r.rank, " (", r.node, "): ", Reason(r, v), "\n");
-    }
+    if (Suspect(r)) absl::StrAppend(&out, "rank ", r.rank, " (", r.node, "): ", Reason(r, v), "\n");
   }
   for (const std::string& u : v.unreachable) absl::StrAppend(&out, "daemon unreachable: ", u, "\n");
   // A hung collective over a link that is down: that link is the likely reason.
@@ -237,14 +255,16 @@ nlohmann::json JobToJson(const JobView& v) {
                         {"group", r.group},
                         {"bytes", r.bytes},
                         {"inside_seconds", r.inside_seconds},
-                        {"silent_seconds", r.silent_seconds}};
-    if (r.state == RankState::kSilent || r.state == RankState::kNotEntered) {
+                        {"silent_seconds", r.silent_seconds},
+                        {"process", r.process}};
+    if (Suspect(r)) {
       j["suspects"].push_back({{"rank", r.rank},
                                {"node", r.node},
                                {"state", RankStateName(r.state)},
                                {"reason", Reason(r, v)},
                                {"seq", r.seq},
-                               {"silent_seconds", r.silent_seconds}});
+                               {"silent_seconds", r.silent_seconds},
+                               {"process", r.process}});
     }
     j["ranks"].push_back(std::move(x));
   }

@@ -22,6 +22,7 @@ enum class RankState {
   kWaiting,     // inside a call for kWaitingAfter or more
   kNotEntered,  // heard from, but behind the call others wait in
   kSilent,      // nothing heard for kSilentAfter or more
+  kGone,        // silent, and its daemon sees its process no more
   kUnknown,     // reports steps only (not instrumented)
 };
 
@@ -35,6 +36,7 @@ struct RankView {
   uint64_t bytes = 0;
   double inside_seconds = 0;
   double silent_seconds = 0;  // since the rank's last report
+  std::string process;        // running, stopped, gone; "" unknown (TrainingJobStatus.process)
 };
 
 // A link between two nodes that hold ranks of the job, as `node`'s daemon

@@ -172,6 +172,7 @@ TEST_F(NetnsJobTest, StoppedRankIsNamedAsSilent) {
   EXPECT_EQ(suspect["rank"], 2);
   EXPECT_EQ(suspect["node"], cluster_->name(2));
   EXPECT_EQ(suspect["state"], "silent");
+  EXPECT_EQ(suspect["process"], "stopped") << r.output;  // h3's daemon sees it in state T
   EXPECT_GE(suspect["silent_seconds"].get<double>(), 5.0) << r.output;
   EXPECT_LE(suspect["silent_seconds"].get<double>(), since_stop + 1.0) << r.output;
   // Its last report is at most a few calls before the one the others wait in.
@@ -185,7 +186,8 @@ TEST_F(NetnsJobTest, StoppedRankIsNamedAsSilent) {
   EXPECT_TRUE(absl::StrContains(text.output, "HUNG: ranks 0, 1 wait in all_reduce #"))
       << text.output;
   EXPECT_TRUE(absl::StrContains(
-      text.output, absl::StrCat("rank 2 (", cluster_->name(2), "): not heard from for ")))
+      text.output, absl::StrCat("rank 2 (", cluster_->name(2),
+                                "): process stopped (SIGSTOP or a debugger), not heard from for ")))
       << text.output;
   EXPECT_FALSE(absl::StrContains(text.output, "likely reason")) << text.output;
 }
@@ -215,16 +217,20 @@ TEST_F(NetnsJobTest, KilledRankIsNamedAsGone) {
   const auto& suspect = r.json["suspects"][0];
   EXPECT_EQ(suspect["rank"], 1);
   EXPECT_EQ(suspect["node"], cluster_->name(1));
-  EXPECT_EQ(suspect["state"], "silent");
+  EXPECT_EQ(suspect["state"], "gone") << r.output;
+  EXPECT_EQ(suspect["process"], "gone") << r.output;
   EXPECT_GE(suspect["silent_seconds"].get<double>(), 3.0) << r.output;
-  for (int i : {0, 2}) EXPECT_EQ(r.json["ranks"][i]["state"], "running") << r.output;
+  for (int i : {0, 2}) {
+    EXPECT_EQ(r.json["ranks"][i]["state"], "running") << r.output;
+    EXPECT_EQ(r.json["ranks"][i]["process"], "running") << r.output;
+  }
   EXPECT_EQ(r.json["links"].size(), 0u) << r.output;
 
   CliResult text = Job(false);
   EXPECT_TRUE(absl::StrContains(
-      text.output, absl::StrCat("rank 1 (", cluster_->name(1), "): not heard from for ")))
+      text.output, absl::StrCat("rank 1 (", cluster_->name(1),
+                                "): process gone (exited or killed), not heard from for ")))
       << text.output;
-  EXPECT_TRUE(absl::StrContains(text.output, "stopped, hung or gone")) << text.output;
 }
 
 TEST_F(NetnsJobTest, PartitionNamesTheLinkAndExplainLogFindsItInPrometheus) {

@@ -101,6 +101,42 @@ TEST(JobView, SilentJobWithoutWaitersIsDegradedAndUnknownJobNotFound) {
   EXPECT_THAT(std::string(missing.status().message()), HasSubstr("'nope' (some did not answer)"));
 }
 
+TEST(JobView, TheDaemonSaysWhetherASilentRankIsStoppedOrGone) {
+  // Ranks 0 and 1 wait in all_reduce #41; rank 2's process is stopped at
+  // #40; rank 3's process is gone (killed) at #41.
+  v1::TrainingJobStatus stopped = Rank("llm", 2, 7, "", 40);
+  stopped.set_process("stopped");
+  v1::TrainingJobStatus gone = Rank("llm", 3, 7, "all_reduce", 41, 7);
+  gone.set_process("gone");
+  v1::TrainingJobStatus waiting = Rank("llm", 0, 0.1, "all_reduce", 41, 7);
+  waiting.set_process("running");
+  auto v = BuildJobView(
+      {Node("a", {waiting, Rank("llm", 1, 0.1, "all_reduce", 41, 7)}), Node("b", {stopped, gone})},
+      "llm");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->ExitCode(), 2);
+  EXPECT_EQ(v->ranks[2].state, RankState::kSilent);
+  EXPECT_EQ(v->ranks[3].state, RankState::kGone);
+  const std::string text = RenderJobText(*v);
+  EXPECT_THAT(text, HasSubstr("rank 2 (b): process stopped (SIGSTOP or a debugger), not heard from "
+                              "for 7.0 s (its last reported call #40), has not entered "
+                              "all_reduce #41\n"));
+  EXPECT_THAT(text, HasSubstr("rank 3 (b): process gone (exited or killed), not heard from for "
+                              "7.0 s (last reported inside all_reduce #41)\n"));
+  const nlohmann::json j = JobToJson(*v);
+  ASSERT_EQ(j["suspects"].size(), 2u);
+  EXPECT_EQ(j["suspects"][0]["process"], "stopped");
+  EXPECT_EQ(j["suspects"][1]["state"], "gone");
+  EXPECT_EQ(j["ranks"][0]["process"], "running");
+  EXPECT_EQ(j["ranks"][1]["process"], "");
+
+  // Gone without a hang: the job is degraded.
+  auto quiet = BuildJobView({Node("a", {Rank("llm", 0, 0.1, "", 9)}), Node("b", {gone})}, "llm");
+  ASSERT_TRUE(quiet.ok());
+  EXPECT_EQ(quiet->ExitCode(), 1);
+  EXPECT_EQ(JobToJson(*quiet)["verdict"], "degraded");
+}
+
 v1::PeerStatus Peer(const std::string& name, v1::PeerState state,
                     v1::FailureReason reason = v1::FAILURE_REASON_UNSPECIFIED,
                     double failed_ago = 0) {
