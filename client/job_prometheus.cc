@@ -32,8 +32,10 @@ std::string Label(const nlohmann::json& metric, const char* key) {
 }  // namespace
 
 std::string CollectiveQuery(const PrometheusOptions& o, const std::string& job) {
-  return absl::StrCat("{__name__=~\"gloowatch_training_collective_(seconds|seq)\",training_job=\"",
-                      Escaped(job), "\",", SeriesSelector(o), "}");
+  return absl::StrCat(
+      "{__name__=~\"gloowatch_training_(collective_seconds|collective_seq|report_age_seconds)\","
+      "training_job=\"",
+      Escaped(job), "\",", SeriesSelector(o), "}");
 }
 
 absl::Status AddCollectives(const nlohmann::json& result, const std::string& job,
@@ -70,9 +72,14 @@ absl::Status AddCollectives(const nlohmann::json& result, const std::string& job
       t->set_job(job);
       t->set_rank(rank);
     }
-    *t->mutable_last_report() = status.now();
-    v1::CollectiveState* c = t->mutable_collective();
     const std::string name = Label(m, "__name__");
+    if (name == "gloowatch_training_report_age_seconds") {
+      *t->mutable_last_report() =
+          ToProtoTimestamp(FromProtoTimestamp(status.now()) - absl::Seconds(value));
+      continue;
+    }
+    if (!t->has_last_report()) *t->mutable_last_report() = status.now();
+    v1::CollectiveState* c = t->mutable_collective();
     if (name == "gloowatch_training_collective_seq") c->set_seq(static_cast<uint64_t>(value));
     if (name == "gloowatch_training_collective_seconds") {
       c->set_inside_seconds(value);

@@ -9,6 +9,7 @@
 // Needs root and Debian's torch; skips otherwise. See docs/testing.md.
 #include <signal.h>
 
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <set>
@@ -142,12 +143,50 @@ class NetnsJobTest : public ::testing::Test {
     }
   }
 
+  // A real Prometheus in h1's namespace, on its loopback, scraping every
+  // daemon every second.
+  void StartPrometheus() {
+    std::vector<std::string> targets;
+    for (int i = 0; i < kRanks; ++i) {
+      targets.push_back(absl::StrCat("'", cluster_->ip(i), ":", NetnsCluster::kMetricsPort, "'"));
+    }
+    const std::string config = cluster_->dir().Write(
+        "prometheus.yml",
+        absl::StrCat("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
+                     "  evaluation_interval: 1s\n"
+                     "scrape_configs:\n  - job_name: gloowatch\n    static_configs:\n"
+                     "      - targets: [",
+                     absl::StrJoin(targets, ", "), "]\n"));
+    const std::string dir = cluster_->dir().path();
+    prometheus_ = std::make_unique<Process>(
+        std::vector<std::string>{"ip", "netns", "exec", cluster_->ns(0), kPrometheus,
+                                 "--config.file=" + config, "--storage.tsdb.path=" + dir + "/tsdb",
+                                 absl::StrCat("--web.listen-address=127.0.0.1:", kPrometheusPort),
+                                 "--log.level=warn"},
+        dir + "/prometheus.log");
+  }
+
+  std::string PrometheusUrl() const { return absl::StrCat("http://127.0.0.1:", kPrometheusPort); }
+
+  // `gloowatch job --prometheus --json` until `done` holds (at most 20 s).
+  CliResult JobFromPrometheus(const std::function<bool(const nlohmann::json&)>& done) {
+    CliResult r;
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (absl::Now() < deadline) {
+      r = Cli({"job", kJob, "--prometheus", PrometheusUrl(), "--json"});
+      if (!r.json.is_discarded() && done(r.json)) break;
+      absl::SleepFor(absl::Seconds(1));
+    }
+    return r;
+  }
+
   std::unique_ptr<NetnsCluster> cluster_;
   std::vector<std::unique_ptr<Process>> ranks_;
   std::unique_ptr<Process> prometheus_;
 };
 
 TEST_F(NetnsJobTest, StoppedRankIsNamedAsSilent) {
+  StartPrometheus();
   ASSERT_TRUE(cluster_->WaitAllUp(absl::Seconds(60), /*measured=*/false).ok())
       << cluster_->AllLogs();
   StartRanks(/*pg_timeout_seconds=*/60);
@@ -190,6 +229,22 @@ TEST_F(NetnsJobTest, StoppedRankIsNamedAsSilent) {
                                 "): process stopped (SIGSTOP or a debugger), not heard from for ")))
       << text.output;
   EXPECT_FALSE(absl::StrContains(text.output, "likely reason")) << text.output;
+
+  // From Prometheus: the same waiting ranks, and rank 2 silent by its report
+  // age (whether its process is stopped is not in Prometheus).
+  CliResult p = JobFromPrometheus([](const nlohmann::json& j) {
+    return j["verdict"] == "hung" && j["suspects"].size() == 1 &&
+           j["suspects"][0]["state"] == "silent";
+  });
+  ASSERT_FALSE(p.json.is_discarded()) << p.output;
+  EXPECT_EQ(p.exit_code, 2) << p.output;
+  EXPECT_EQ(p.json["waiting"]["ranks"], nlohmann::json({0, 1})) << p.output;
+  ASSERT_EQ(p.json["suspects"].size(), 1u) << p.output;
+  EXPECT_EQ(p.json["suspects"][0]["rank"], 2) << p.output;
+  EXPECT_EQ(p.json["suspects"][0]["state"], "silent") << p.output;
+  EXPECT_EQ(p.json["suspects"][0]["seq"], suspect["seq"]) << p.output;
+  EXPECT_GE(p.json["suspects"][0]["silent_seconds"].get<double>(), 5.0) << p.output;
+  EXPECT_EQ(p.json["links"].size(), 0u) << p.output;
 }
 
 TEST_F(NetnsJobTest, KilledRankIsNamedAsGone) {
@@ -234,25 +289,7 @@ TEST_F(NetnsJobTest, KilledRankIsNamedAsGone) {
 }
 
 TEST_F(NetnsJobTest, PartitionNamesTheLinkAndExplainLogFindsItInPrometheus) {
-  // Prometheus in h1's namespace scrapes every daemon, as a real one would.
-  std::vector<std::string> targets;
-  for (int i = 0; i < kRanks; ++i) {
-    targets.push_back(absl::StrCat("'", cluster_->ip(i), ":", NetnsCluster::kMetricsPort, "'"));
-  }
-  const std::string config = cluster_->dir().Write(
-      "prometheus.yml",
-      absl::StrCat("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
-                   "  evaluation_interval: 1s\n"
-                   "scrape_configs:\n  - job_name: gloowatch\n    static_configs:\n"
-                   "      - targets: [",
-                   absl::StrJoin(targets, ", "), "]\n"));
-  const std::string dir = cluster_->dir().path();
-  prometheus_ = std::make_unique<Process>(
-      std::vector<std::string>{"ip", "netns", "exec", cluster_->ns(0), kPrometheus,
-                               "--config.file=" + config, "--storage.tsdb.path=" + dir + "/tsdb",
-                               absl::StrCat("--web.listen-address=127.0.0.1:", kPrometheusPort),
-                               "--log.level=warn"},
-      dir + "/prometheus.log");
+  StartPrometheus();
 
   ASSERT_TRUE(cluster_->WaitAllUp(absl::Seconds(60), /*measured=*/false).ok())
       << cluster_->AllLogs();
@@ -310,16 +347,11 @@ TEST_F(NetnsJobTest, PartitionNamesTheLinkAndExplainLogFindsItInPrometheus) {
 
   // The same from Prometheus: the waiting ranks (their call's name is not in
   // the series) and the cut link, down with probe failures.
-  const std::string prometheus_url = absl::StrCat("http://127.0.0.1:", kPrometheusPort);
-  CliResult from_prometheus;
-  bool prometheus_named = false;
-  const absl::Time prometheus_deadline = absl::Now() + absl::Seconds(15);
-  while (!prometheus_named && absl::Now() < prometheus_deadline) {
-    from_prometheus = Cli({"job", kJob, "--prometheus", prometheus_url, "--json"});
-    const nlohmann::json& j = from_prometheus.json;
-    prometheus_named = !j.is_discarded() && j["verdict"] == "hung" && j["links"].size() == 2;
-    if (!prometheus_named) absl::SleepFor(absl::Seconds(1));
-  }
+  const std::string prometheus_url = PrometheusUrl();
+  CliResult from_prometheus = JobFromPrometheus(
+      [](const nlohmann::json& j) { return j["verdict"] == "hung" && j["links"].size() == 2; });
+  const bool prometheus_named =
+      !from_prometheus.json.is_discarded() && from_prometheus.json["links"].size() == 2;
   ASSERT_TRUE(prometheus_named) << from_prometheus.output;
   EXPECT_EQ(from_prometheus.exit_code, 2) << from_prometheus.output;
   EXPECT_EQ(from_prometheus.json["waiting"]["ranks"], nlohmann::json({0, 1, 2}))

@@ -211,10 +211,11 @@ TEST(JobPrometheus, CollectiveSeriesMakeTheSameView) {
   PrometheusOptions o;
   o.job = "gw";
   EXPECT_EQ(CollectiveQuery(o, "l\"m"),
-            "{__name__=~\"gloowatch_training_collective_(seconds|seq)\",training_job=\"l\\\"m\","
-            "job=\"gw\"}");
+            "{__name__=~\"gloowatch_training_(collective_seconds|collective_seq|report_age_"
+            "seconds)\",training_job=\"l\\\"m\",job=\"gw\"}");
   // Ranks 0 and 1 wait in call #12 for 8 s; rank 2 is between calls at #11;
-  // a node Prometheus does not scrape now is skipped, other jobs are not read.
+  // rank 3 has not reported for 9 s (its report age); a node Prometheus does
+  // not scrape now is skipped, other jobs are not read.
   std::vector<FetchResult> nodes = {Node("a", {}), Node("b", {})};
   const nlohmann::json result = {
       Series("gloowatch_training_collective_seconds", "a", 0, 8),
@@ -223,12 +224,16 @@ TEST(JobPrometheus, CollectiveSeriesMakeTheSameView) {
       Series("gloowatch_training_collective_seq", "a", 1, 12),
       Series("gloowatch_training_collective_seconds", "b", 2, 0),
       Series("gloowatch_training_collective_seq", "b", 2, 11),
-      Series("gloowatch_training_collective_seq", "gone", 3, 2),
+      Series("gloowatch_training_report_age_seconds", "b", 2, 0.4),
+      Series("gloowatch_training_report_age_seconds", "b", 3, 9),
+      Series("gloowatch_training_collective_seq", "b", 3, 10),
+      Series("gloowatch_training_collective_seconds", "b", 3, 0),
+      Series("gloowatch_training_collective_seq", "gone", 4, 2),
   };
   ASSERT_TRUE(AddCollectives(result, "llm", nodes).ok());
   auto v = BuildJobView(nodes, "llm");
   ASSERT_TRUE(v.ok()) << v.status();
-  ASSERT_EQ(v->ranks.size(), 3u);
+  ASSERT_EQ(v->ranks.size(), 4u);
   EXPECT_EQ(v->ExitCode(), 2);
   EXPECT_EQ(v->waiting_op, kPrometheusCallName);
   EXPECT_EQ(v->waiting_seq, 12u);
@@ -236,7 +241,12 @@ TEST(JobPrometheus, CollectiveSeriesMakeTheSameView) {
   EXPECT_EQ(v->ranks[1].state, RankState::kWaiting);
   EXPECT_EQ(v->ranks[2].state, RankState::kNotEntered);
   EXPECT_EQ(v->ranks[2].seq, 11u);
-  EXPECT_DOUBLE_EQ(v->ranks[2].silent_seconds, 0);
+  EXPECT_DOUBLE_EQ(v->ranks[2].silent_seconds, 0.4);
+  EXPECT_DOUBLE_EQ(v->ranks[0].silent_seconds, 0);  // no report age: heard from now
+  EXPECT_EQ(v->ranks[3].state, RankState::kSilent);
+  EXPECT_DOUBLE_EQ(v->ranks[3].silent_seconds, 9);
+  EXPECT_THAT(RenderJobText(*v), HasSubstr("rank 3 (b): not heard from for 9.0 s (its last "
+                                           "reported call #10): stopped, hung or gone"));
   EXPECT_TRUE(absl::IsInvalidArgument(AddCollectives(nlohmann::json::object(), "llm", nodes)));
   EXPECT_TRUE(absl::IsInvalidArgument(
       AddCollectives(nlohmann::json::array({{{"metric", 1}}}), "llm", nodes)));
