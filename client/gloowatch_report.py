@@ -156,6 +156,25 @@ def make_channel(daemon, tls_ca=None, tls_cert=None, tls_key=None):
     return grpc.secure_channel(daemon, creds, options=options)
 
 
+_IDENTITY = (0, 0)
+
+
+def _process_identity():
+    """(pid, start time in clock ticks since boot from /proc/self/stat), read
+    again after a fork; (pid, 0) where /proc cannot tell."""
+    global _IDENTITY
+    pid = os.getpid()
+    if _IDENTITY[0] != pid:
+        start = 0
+        try:
+            with open("/proc/self/stat") as f:
+                start = int(f.read().rsplit(")", 1)[1].split()[19])
+        except (OSError, ValueError, IndexError):
+            pass
+        _IDENTITY = (pid, start)
+    return _IDENTITY
+
+
 class ReportError(RuntimeError):
     """strict=True: reports were dropped or rejected."""
 
@@ -358,7 +377,13 @@ class StepReporter:
             op, seq, group, nbytes, entered = cur
             state = pb2.CollectiveState(op=op, seq=seq, group=group, bytes=nbytes,
                                         inside_seconds=max(0.0, self._clock() - entered))
-        return pb2.CollectiveReport(job=self.job, rank=self.rank, state=state)
+        report = pb2.CollectiveReport(job=self.job, rank=self.rank, state=state)
+        # Our process, so the daemon can tell a stopped rank from a gone one
+        # (messages from an older proto have no such fields).
+        pid, start = _process_identity()
+        if pid and "pid" in pb2.CollectiveReport.DESCRIPTOR.fields_by_name:
+            report.pid, report.start_time_ticks = pid, start
+        return report
 
     def _send(self, items, collective=None):
         """Sends one batch; returns (accepted, rejected, dropped)."""

@@ -1,12 +1,16 @@
 #include "client/job_view.h"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/failure.h"
 #include "common/proto_time.h"
+#include "common/user_text.h"
 
 namespace gloowatch::client {
 namespace {
@@ -17,15 +21,79 @@ std::string RankList(const std::vector<int>& ranks) {
   return absl::StrCat(ranks.size() == 1 ? "rank " : "ranks ", absl::StrJoin(ranks, ", "));
 }
 
+bool Suspect(const RankView& r) {
+  return r.state == RankState::kSilent || r.state == RankState::kGone ||
+         r.state == RankState::kNotEntered;
+}
+
 // Why a rank that is not waiting keeps the waiting ones waiting.
 std::string Reason(const RankView& r, const JobView& v) {
   const std::string last = r.op.empty() ? absl::StrCat("its last reported call #", r.seq)
                                         : absl::StrCat("last reported inside ", Call(r.op, r.seq));
-  if (r.state == RankState::kSilent) {
-    return absl::StrFormat("not heard from for %.1f s (%s): stopped, hung or gone",
+  if (r.state == RankState::kGone) {
+    return absl::StrFormat("process gone (exited or killed), not heard from for %.1f s (%s)",
                            r.silent_seconds, last);
   }
+  if (r.state == RankState::kSilent) {
+    if (r.process != "stopped") {
+      return absl::StrFormat("not heard from for %.1f s (%s): stopped, hung or gone",
+                             r.silent_seconds, last);
+    }
+    std::string out =
+        absl::StrFormat("process stopped (SIGSTOP or a debugger), not heard from for %.1f s (%s)",
+                        r.silent_seconds, last);
+    if (v.hung() && (r.op.empty() || r.seq < v.waiting_seq)) {
+      absl::StrAppend(&out, ", has not entered ", Call(v.waiting_op, v.waiting_seq));
+    }
+    return out;
+  }
   return absl::StrFormat("has not entered %s (%s)", Call(v.waiting_op, v.waiting_seq), last);
+}
+
+// The probes between the nodes that hold ranks: every link that is not up.
+void AddLinks(const std::vector<FetchResult>& fetched, JobView& v) {
+  std::map<std::string, std::vector<int>> ranks_on;
+  for (const RankView& r : v.ranks) ranks_on[r.node].push_back(r.rank);
+  for (const FetchResult& f : fetched) {
+    if (!f.status || !ranks_on.count(f.status->node())) continue;
+    const absl::Time now = FromProtoTimestamp(f.status->now());
+    for (const v1::PeerStatus& p : f.status->peers()) {
+      if (p.name() == f.status->node() || !ranks_on.count(p.name())) continue;
+      ++v.links_checked;
+      if (p.state() == v1::PEER_STATE_UP) continue;
+      JobLink l;
+      l.node = f.status->node();
+      l.peer = p.name();
+      l.state = p.state() == v1::PEER_STATE_DOWN ? "down" : "connecting";
+      if (p.has_last_failure() && p.last_failure().reason() != v1::FAILURE_REASON_UNSPECIFIED) {
+        l.reason = std::string(ReasonName(p.last_failure().reason()));
+        l.message = p.last_failure().message();
+        if (p.last_failure().has_time()) {
+          l.last_failure_seconds = std::max(
+              0.0, absl::ToDoubleSeconds(now - FromProtoTimestamp(p.last_failure().time())));
+        }
+      }
+      l.node_ranks = ranks_on[l.node];
+      l.peer_ranks = ranks_on[l.peer];
+      v.links.push_back(std::move(l));
+    }
+  }
+  std::sort(v.links.begin(), v.links.end(), [](const JobLink& a, const JobLink& b) {
+    return std::tie(a.node, a.peer) < std::tie(b.node, b.peer);
+  });
+}
+
+std::string LinkText(const JobLink& l) {
+  std::string out = absl::StrCat("link ", l.node, " -> ", l.peer, " ", l.state);
+  std::vector<std::string> details;
+  if (!l.reason.empty()) details.push_back(l.reason);
+  if (l.last_failure_seconds) {
+    details.push_back(absl::StrFormat("last failure %.1f s ago", *l.last_failure_seconds));
+  }
+  if (!details.empty()) absl::StrAppend(&out, " (", absl::StrJoin(details, ", "), ")");
+  absl::StrAppend(&out, " between ", RankList(l.node_ranks), " and ", RankList(l.peer_ranks));
+  if (!l.message.empty()) absl::StrAppend(&out, ": ", Clip(l.message));
+  return out;
 }
 
 }  // namespace
@@ -40,6 +108,8 @@ const char* RankStateName(RankState state) {
       return "not_entered";
     case RankState::kSilent:
       return "silent";
+    case RankState::kGone:
+      return "gone";
     case RankState::kUnknown:
       break;
   }
@@ -48,9 +118,10 @@ const char* RankStateName(RankState state) {
 
 int JobView::ExitCode() const {
   if (hung()) return 2;
-  const bool silent = std::any_of(ranks.begin(), ranks.end(),
-                                  [](const RankView& r) { return r.state == RankState::kSilent; });
-  return silent || !unreachable.empty() ? 1 : 0;
+  const bool silent = std::any_of(ranks.begin(), ranks.end(), [](const RankView& r) {
+    return r.state == RankState::kSilent || r.state == RankState::kGone;
+  });
+  return silent || !unreachable.empty() || !links.empty() ? 1 : 0;
 }
 
 absl::StatusOr<JobView> BuildJobView(const std::vector<FetchResult>& fetched,
@@ -68,6 +139,7 @@ absl::StatusOr<JobView> BuildJobView(const std::vector<FetchResult>& fetched,
       RankView r;
       r.node = f.status->node();
       r.rank = t.rank();
+      r.process = t.process();
       r.silent_seconds =
           std::max(0.0, absl::ToDoubleSeconds(now - FromProtoTimestamp(t.last_report())));
       if (t.has_collective()) {
@@ -80,7 +152,7 @@ absl::StatusOr<JobView> BuildJobView(const std::vector<FetchResult>& fetched,
         r.state = RankState::kRunning;
       }
       if (r.silent_seconds >= absl::ToDoubleSeconds(kSilentAfter)) {
-        r.state = RankState::kSilent;
+        r.state = r.process == "gone" ? RankState::kGone : RankState::kSilent;
       } else if (!r.op.empty() && r.inside_seconds >= absl::ToDoubleSeconds(kWaitingAfter)) {
         r.state = RankState::kWaiting;
       }
@@ -108,6 +180,7 @@ absl::StatusOr<JobView> BuildJobView(const std::vector<FetchResult>& fetched,
       r.state = RankState::kNotEntered;
     }
   }
+  AddLinks(fetched, v);
   return v;
 }
 
@@ -116,9 +189,7 @@ std::string RenderJobText(const JobView& v) {
   std::vector<int> waiting, culprits;
   for (const RankView& r : v.ranks) {
     if (r.state == RankState::kWaiting) waiting.push_back(r.rank);
-    if (r.state == RankState::kSilent || r.state == RankState::kNotEntered) {
-      culprits.push_back(r.rank);
-    }
+    if (Suspect(r)) culprits.push_back(r.rank);
   }
   if (v.hung()) {
     absl::StrAppendFormat(&out, "job %s: HUNG: %s wait in %s (group %s) for up to %.1f s\n", v.job,
@@ -137,12 +208,19 @@ std::string RenderJobText(const JobView& v) {
                           RankStateName(r.state), call, r.inside_seconds, r.silent_seconds);
   }
   for (const RankView& r : v.ranks) {
-    if (r.state == RankState::kSilent || r.state == RankState::kNotEntered) {
-      absl::StrAppend(&out, "rank ", r.rank, " (", r.node, "): ", Reason(r, v), "\n");
-    }
+    if (Suspect(r)) absl::StrAppend(&out, "rank ", r.rank, " (", r.node, "): ", Reason(r, v), "\n");
   }
   for (const std::string& u : v.unreachable) absl::StrAppend(&out, "daemon unreachable: ", u, "\n");
-  if (v.hung() && culprits.empty()) {
+  // A hung collective over a link that is down: that link is the likely reason.
+  for (const JobLink& l : v.links) {
+    absl::StrAppend(&out, v.hung() && l.state == "down" ? "likely reason: " : "", LinkText(l),
+                    "\n");
+  }
+  if (v.links_checked > 0) {
+    absl::StrAppend(&out, "links between the job's nodes: ", v.links.size(), " of ",
+                    v.links_checked, " not up\n");
+  }
+  if (v.hung() && culprits.empty() && v.links.empty()) {
     absl::StrAppend(&out,
                     "every rank that reports is inside the call: look for ranks that never "
                     "reported (not instrumented, or on a host not asked)\n");
@@ -177,16 +255,32 @@ nlohmann::json JobToJson(const JobView& v) {
                         {"group", r.group},
                         {"bytes", r.bytes},
                         {"inside_seconds", r.inside_seconds},
-                        {"silent_seconds", r.silent_seconds}};
-    if (r.state == RankState::kSilent || r.state == RankState::kNotEntered) {
+                        {"silent_seconds", r.silent_seconds},
+                        {"process", r.process}};
+    if (Suspect(r)) {
       j["suspects"].push_back({{"rank", r.rank},
                                {"node", r.node},
                                {"state", RankStateName(r.state)},
                                {"reason", Reason(r, v)},
                                {"seq", r.seq},
-                               {"silent_seconds", r.silent_seconds}});
+                               {"silent_seconds", r.silent_seconds},
+                               {"process", r.process}});
     }
     j["ranks"].push_back(std::move(x));
+  }
+  j["links_checked"] = v.links_checked;
+  j["links"] = nlohmann::json::array();
+  for (const JobLink& l : v.links) {
+    nlohmann::json x = {{"node", l.node},
+                        {"peer", l.peer},
+                        {"state", l.state},
+                        {"reason", l.reason},
+                        {"message", l.message},
+                        {"node_ranks", l.node_ranks},
+                        {"peer_ranks", l.peer_ranks}};
+    x["last_failure_seconds"] =
+        l.last_failure_seconds ? nlohmann::json(*l.last_failure_seconds) : nlohmann::json();
+    j["links"].push_back(std::move(x));
   }
   return j;
 }

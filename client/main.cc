@@ -29,6 +29,7 @@
 #include "client/explain_log.h"
 #include "client/fetch.h"
 #include "client/html_page.h"
+#include "client/job_prometheus.h"
 #include "client/job_view.h"
 #include "client/log_input.h"
 #include "client/prometheus_source.h"
@@ -492,12 +493,17 @@ int RunReportStep(const std::vector<std::string>& args) {
 
 int RunJob(const std::vector<std::string>& args) {
   if (args.size() != 1) return Usage("job takes one training job name");
-  auto targets = DaemonTargets(true);
-  if (!targets.ok()) return InputError(targets.status());
-  auto credentials = Credentials();
-  if (!credentials.ok()) return InputError(credentials.status());
-  absl::StatusOr<JobView> view =
-      BuildJobView(FetchAll(*targets, absl::GetFlag(FLAGS_deadline), *credentials), args[0]);
+  int exit = kExitUsage;
+  std::optional<ClusterSource> source = SourceFromFlags(&exit);
+  if (!source) return exit;
+  absl::StatusOr<std::vector<FetchResult>> nodes =
+      source->prometheus ? FetchJobFromPrometheus(*source->prometheus, args[0])
+                         : FetchAll(source->targets, source->deadline, source->credentials);
+  if (!nodes.ok()) {
+    std::cerr << "gloowatch job: " << nodes.status().message() << "\n";
+    return absl::IsInvalidArgument(nodes.status()) ? kExitUsage : kExitUnavailable;
+  }
+  absl::StatusOr<JobView> view = BuildJobView(*nodes, args[0]);
   if (!view.ok()) {
     std::cerr << "gloowatch job: " << view.status().message() << "\n";
     return kExitNoInput;
@@ -548,9 +554,11 @@ const std::vector<Command>& Commands() {
        RunExplainLog,
        {"json", "prometheus", "prometheus_job", "prometheus_selector",
         "prometheus_bearer_token_file", "prometheus_header", "deadline", "tls_ca"}},
-      {"job", "job NAME (--daemons A,B | --config FILE | --cluster FILE) [--json]",
-       "which ranks of a training job wait in which collective, and for whom", RunJob,
-       With(kDaemonFlags, {"json"})},
+      {"job",
+       "job NAME (--daemons A,B | --config FILE | --cluster FILE | --prometheus URL) [--json]",
+       "which ranks of a training job wait in which collective, and for whom, and the links "
+       "between them",
+       RunJob, With(kSourceFlags, {"json"})},
       {"report-step",
        "report-step --job J --rank R --step N --step-seconds S --comm-seconds C [flags]",
        "send one training-step report to the local daemon",

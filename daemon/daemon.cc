@@ -322,10 +322,12 @@ void Daemon::Tick() {
   // A stopped rank sends nothing: its time inside grows here, not by reports.
   // Gauges of series gone since the last tick (expired, evicted) go too.
   std::set<TrainingReports::Key> with_collective;
+  const absl::Time now = clock_->Now();
   for (const v1::TrainingJobStatus& t : training_->Snapshot()) {
     if (!t.has_collective()) continue;
-    metrics_->SetTrainingCollective(t.job(), t.rank(), t.collective().inside_seconds(),
-                                    t.collective().seq());
+    metrics_->SetTrainingCollective(
+        t.job(), t.rank(), t.collective().inside_seconds(), t.collective().seq(),
+        std::max(0.0, absl::ToDoubleSeconds(now - FromProtoTimestamp(t.last_report()))));
     with_collective.emplace(t.job(), t.rank());
   }
   for (const TrainingReports::Key& key : collective_series_) {

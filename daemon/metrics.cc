@@ -78,6 +78,12 @@ Metrics::Metrics(Identity identity)
                        .Name("gloowatch_training_collective_seq")
                        .Help("Sequence number of the rank's current or last collective")
                        .Register(r);
+  training_report_age_ = &BuildGauge()
+                              .Name("gloowatch_training_report_age_seconds")
+                              .Help(
+                                  "Time since the rank's last report (steps or heartbeat); grows "
+                                  "while the rank is stopped, hung or gone")
+                              .Register(r);
   auto threshold = [&](const char* name, const char* help) {
     return &BuildGauge().Name(name).Help(help).Register(r).Add({{"node", identity_.node}});
   };
@@ -162,11 +168,12 @@ void Metrics::RecordTrainingStep(const std::string& job, int rank, double step_s
 }
 
 void Metrics::SetTrainingCollective(const std::string& job, int rank, double inside_seconds,
-                                    uint64_t seq) {
+                                    uint64_t seq, double report_age_seconds) {
   const prometheus::Labels labels = {
       {"node", identity_.node}, {"training_job", job}, {"rank", absl::StrCat(rank)}};
   training_inside_->Add(labels).Set(inside_seconds);
   training_seq_->Add(labels).Set(static_cast<double>(seq));
+  training_report_age_->Add(labels).Set(report_age_seconds);
 }
 
 void Metrics::RemoveTrainingSeries(const std::string& job, int rank) {
@@ -182,7 +189,9 @@ void Metrics::RemoveTrainingSeries(const std::string& job, int rank) {
 void Metrics::RemoveTrainingCollective(const std::string& job, int rank) {
   const prometheus::Labels labels = {
       {"node", identity_.node}, {"training_job", job}, {"rank", absl::StrCat(rank)}};
-  for (auto* family : {training_inside_, training_seq_}) family->Remove(&family->Add(labels));
+  for (auto* family : {training_inside_, training_seq_, training_report_age_}) {
+    family->Remove(&family->Add(labels));
+  }
 }
 
 }  // namespace gloowatch

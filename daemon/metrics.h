@@ -57,7 +57,9 @@ class Metrics {
   void RecordTrainingStep(const std::string& job, int rank, double step_seconds,
                           double communication_seconds);
   // Where the rank stands in its collectives (hang attribution).
-  void SetTrainingCollective(const std::string& job, int rank, double inside_seconds, uint64_t seq);
+  // `report_age_seconds`: since its last report (a stopped rank's grows).
+  void SetTrainingCollective(const std::string& job, int rank, double inside_seconds, uint64_t seq,
+                             double report_age_seconds);
   void RemoveTrainingCollective(const std::string& job, int rank);
   void RemoveTrainingSeries(const std::string& job, int rank);
   void CountTransportRestart() { transport_restarts_->Increment(); }
@@ -88,6 +90,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* training_steps_;
   prometheus::Family<prometheus::Gauge>* training_inside_;
   prometheus::Family<prometheus::Gauge>* training_seq_;
+  prometheus::Family<prometheus::Gauge>* training_report_age_;
   prometheus::Counter* transport_restarts_;
   prometheus::Counter* bandwidth_transfer_;
   prometheus::Gauge* threshold_latency_;

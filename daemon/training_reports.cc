@@ -142,12 +142,20 @@ absl::Status TrainingReports::ReportCollective(const v1::CollectiveReport& r,
   if (c.op().empty() && inside > 0) {
     return absl::InvalidArgumentError("inside_seconds: > 0 but no op (not inside a collective)");
   }
+  // A process that is reporting runs: if /proc does not show it so, the pid
+  // means nothing here (another PID namespace, a remote reporter).
+  RankProcess process;
+  if (client.empty() && r.pid() != 0) {
+    const RankProcess reported{r.pid(), r.start_time_ticks()};
+    if (RankProcessStateOf(reported) == RankProcessState::kRunning) process = reported;
+  }
   const absl::Time now = clock_->Now();
   absl::MutexLock lock(&mu_);
   absl::StatusOr<Series*> found = FindOrAddLocked(Key(r.job(), r.rank()), now, evicted, client);
   if (!found.ok()) return found.status();
   Series& s = **found;
   s.collective = c;
+  s.process = process;
   s.inside_since = now - absl::Seconds(inside);
   s.last_report = now;
   return absl::OkStatus();
@@ -158,10 +166,22 @@ void TrainingReports::PruneLocked(Series& s, absl::Time now) const {
 }
 
 std::vector<v1::TrainingJobStatus> TrainingReports::Snapshot() const {
+  std::vector<RankProcess> processes;
+  std::vector<v1::TrainingJobStatus> out = SnapshotWithoutProcess(processes);
+  // /proc is read outside the lock: reports need not wait for it.
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].set_process(RankProcessStateName(RankProcessStateOf(processes[i])));
+  }
+  return out;
+}
+
+std::vector<v1::TrainingJobStatus> TrainingReports::SnapshotWithoutProcess(
+    std::vector<RankProcess>& processes) const {
   const absl::Time now = clock_->Now();
   absl::MutexLock lock(&mu_);
   std::vector<v1::TrainingJobStatus> out;
   for (auto& [key, s] : series_) {
+    processes.push_back(s.process);
     PruneLocked(s, now);
     v1::TrainingJobStatus j;
     j.set_job(key.first);

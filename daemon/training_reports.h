@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "daemon/rank_process.h"
 #include "proto/gloowatch.pb.h"
 
 namespace gloowatch {
@@ -41,12 +42,16 @@ class TrainingReports {
                       const std::string& client = "");
 
   // Where a rank stands in its collectives (a heartbeat too: it keeps the
-  // series alive). Same validation and cap as Report. Thread-safe.
+  // series alive). Same validation and cap as Report. Thread-safe. The
+  // report's pid is kept only from a process on this host that this daemon
+  // sees in /proc (same PID namespace), so that Snapshot can say whether a
+  // silent rank is stopped or gone.
   absl::Status ReportCollective(const v1::CollectiveReport& report,
                                 std::optional<Key>* evicted = nullptr,
                                 const std::string& client = "");
 
-  // One entry per live series, sorted by (job, rank).
+  // One entry per live series, sorted by (job, rank); `process` read from
+  // /proc now.
   std::vector<v1::TrainingJobStatus> Snapshot() const;
 
   // Drops series without a report for `expiry`; returns their keys so the
@@ -71,6 +76,8 @@ class TrainingReports {
     std::optional<v1::CollectiveState> collective;
     std::string client;       // who added it ("" = this host)
     absl::Time inside_since;  // when it entered collective->op
+    // The rank's process, when it reported one that this daemon could see.
+    RankProcess process;
   };
 
   // The series of `key`, added if the cap (or an eviction) allows.
@@ -79,6 +86,9 @@ class TrainingReports {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void PruneLocked(Series& s, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Snapshot without `process`, and each entry's process to read.
+  std::vector<v1::TrainingJobStatus> SnapshotWithoutProcess(
+      std::vector<RankProcess>& processes) const ABSL_LOCKS_EXCLUDED(mu_);
 
   const Clock* clock_;
   const absl::Duration expiry_;

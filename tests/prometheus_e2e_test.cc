@@ -21,8 +21,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
+#include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "proto/gloowatch.grpc.pb.h"
 #include "tests/support/daemon_process.h"
 #include "yaml-cpp/yaml.h"
 
@@ -250,6 +252,34 @@ class PrometheusE2ETest : public ::testing::Test {
     return all_ok;
   }
 
+  // Where each rank stands in its collectives, as gloowatch_report.instrument
+  // sends it with every batch, so gloowatch_training_collective_* exist.
+  bool ReportCollectives(uint64_t seq, std::string* output) {
+    for (int rank = 0; rank < 2; ++rank) {
+      auto stub = v1::Status::NewStub(
+          grpc::CreateChannel(cluster_.grpc(rank), grpc::InsecureChannelCredentials()));
+      v1::ReportStepsRequest request;
+      v1::CollectiveReport* c = request.mutable_collective();
+      c->set_job("e2e-llm");
+      c->set_rank(rank);
+      c->mutable_state()->set_op("all_reduce");
+      c->mutable_state()->set_seq(seq);
+      c->mutable_state()->set_group("world");
+      c->mutable_state()->set_bytes(1024);
+      c->mutable_state()->set_inside_seconds(0.01);
+      grpc::ClientContext context;
+      context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+      v1::ReportStepsResponse response;
+      grpc::Status s = stub->ReportSteps(&context, request, &response);
+      if (!s.ok() || !response.collective_error().empty()) {
+        *output = absl::StrCat("ReportSteps with a collective: ", s.error_message(),
+                               response.collective_error());
+        return false;
+      }
+    }
+    return true;
+  }
+
   TempDir dir_;
   LoopbackCluster cluster_;
   int prom_port_;
@@ -261,7 +291,7 @@ TEST_F(PrometheusE2ETest, EveryRuleAndPanelExpressionHasDataAndAKilledDaemonAler
   std::vector<Expression> expressions = RuleExpressions();
   ASSERT_EQ(std::count_if(expressions.begin(), expressions.end(),
                           [](const Expression& e) { return absl::StartsWith(e.where, "alert "); }),
-            9)
+            10)
       << "the alert set changed: update this test and the docs";
   const std::vector<Expression> dashboard = DashboardExpressions();
   ASSERT_GE(dashboard.size(), 15u);
@@ -276,7 +306,7 @@ TEST_F(PrometheusE2ETest, EveryRuleAndPanelExpressionHasDataAndAKilledDaemonAler
   // Training reports (Status.ReportStep through the CLI), one step per
   // rank about every second, so that the training counters have rates.
   std::string report_error;
-  bool reports_work = ReportSteps(0, &report_error);
+  bool reports_work = ReportSteps(0, &report_error) && ReportCollectives(1, &report_error);
   bool skip_training = false;
   if (!reports_work) {
     if (absl::StrContains(report_error, "UNIMPLEMENTED") ||
@@ -300,7 +330,10 @@ TEST_F(PrometheusE2ETest, EveryRuleAndPanelExpressionHasDataAndAKilledDaemonAler
   int64_t step = 1;
   const absl::Time deadline = absl::Now() + absl::Seconds(45);
   while (!missing.empty() && absl::Now() < deadline) {
-    if (reports_work) ReportSteps(step++, &report_error);
+    if (reports_work) {
+      ReportSteps(step, &report_error);
+      ReportCollectives(static_cast<uint64_t>(++step), &report_error);
+    }
     for (auto it = missing.begin(); it != missing.end();) {
       const Expression& e = expressions[*it];
       std::string error;
@@ -339,7 +372,7 @@ TEST_F(PrometheusE2ETest, EveryRuleAndPanelExpressionHasDataAndAKilledDaemonAler
       EXPECT_EQ(rule.value("health", ""), "ok") << rule.dump();
     }
   }
-  EXPECT_EQ(rule_count, 9);
+  EXPECT_EQ(rule_count, 10);
 
   // Kill node-c: Prometheus fails to scrape it at once, and
   // GloowatchDaemonDown goes pending at the next rule evaluation, naming the

@@ -1,10 +1,17 @@
 #include "daemon/training_reports.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <limits>
 #include <optional>
 #include <thread>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "daemon/proc_fs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -231,6 +238,58 @@ TEST(TrainingReportsConcurrency, ParallelReporters) {
     EXPECT_EQ(j.steps(), 1000u);
     EXPECT_DOUBLE_EQ(j.communication_share(), 0.25);
   }
+}
+
+// The start time (field 22) of /proc/PID/stat.
+uint64_t StartTicks(pid_t pid) {
+  auto stat = ReadProcFile(absl::StrCat("/proc/", pid, "/stat"));
+  if (!stat.ok()) return 0;
+  std::vector<std::string> f =
+      absl::StrSplit(stat->substr(stat->rfind(')') + 1), ' ', absl::SkipEmpty());
+  uint64_t ticks = 0;
+  return f.size() > 19 && absl::SimpleAtoi(f[19], &ticks) ? ticks : 0;
+}
+
+// The process a rank reports is judged from /proc at each snapshot: running,
+// stopped (SIGSTOP), gone (killed and reaped); a pid from a remote reporter,
+// one this daemon cannot see, or with another start time is not kept.
+TEST_F(TrainingReportsTest, ProcessOfTheRankRunningStoppedGone) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  auto report = [&](int rank, pid_t pid, uint64_t start, const std::string& client = "") {
+    v1::CollectiveReport r = Coll("j", rank, "", 3, 0);
+    r.set_pid(static_cast<uint32_t>(pid));
+    r.set_start_time_ticks(start);
+    return reports_.ReportCollective(r, nullptr, client);
+  };
+  const uint64_t start = StartTicks(child);
+  ASSERT_GT(start, 0u);
+  ASSERT_TRUE(report(0, child, start).ok());
+  ASSERT_TRUE(report(1, child, start + 1).ok());                 // another process now
+  ASSERT_TRUE(report(2, child, start, "ipv4:10.0.0.9:1").ok());  // remote: its pid means nothing
+  auto process = [&](int rank) {
+    for (const auto& t : reports_.Snapshot()) {
+      if (t.rank() == rank) return t.process();
+    }
+    return std::string("(no series)");
+  };
+  EXPECT_EQ(process(0), "running");
+  EXPECT_EQ(process(1), "");
+  EXPECT_EQ(process(2), "");
+  ASSERT_EQ(kill(child, SIGSTOP), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, WUNTRACED), child);
+  EXPECT_EQ(process(0), "stopped");
+  ASSERT_EQ(kill(child, SIGKILL), 0);
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_EQ(process(0), "gone");
+  // A report without a pid forgets it.
+  ASSERT_TRUE(reports_.ReportCollective(Coll("j", 0, "", 4, 0)).ok());
+  EXPECT_EQ(process(0), "");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "client/job_view.h"
 
+#include "client/job_prometheus.h"
 #include "common/proto_time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -98,6 +99,157 @@ TEST(JobView, SilentJobWithoutWaitersIsDegradedAndUnknownJobNotFound) {
   auto missing = BuildJobView({Node("a", {Rank("llm", 0, 0.1)}), down}, "nope");
   EXPECT_TRUE(absl::IsNotFound(missing.status()));
   EXPECT_THAT(std::string(missing.status().message()), HasSubstr("'nope' (some did not answer)"));
+}
+
+TEST(JobView, TheDaemonSaysWhetherASilentRankIsStoppedOrGone) {
+  // Ranks 0 and 1 wait in all_reduce #41; rank 2's process is stopped at
+  // #40; rank 3's process is gone (killed) at #41.
+  v1::TrainingJobStatus stopped = Rank("llm", 2, 7, "", 40);
+  stopped.set_process("stopped");
+  v1::TrainingJobStatus gone = Rank("llm", 3, 7, "all_reduce", 41, 7);
+  gone.set_process("gone");
+  v1::TrainingJobStatus waiting = Rank("llm", 0, 0.1, "all_reduce", 41, 7);
+  waiting.set_process("running");
+  auto v = BuildJobView(
+      {Node("a", {waiting, Rank("llm", 1, 0.1, "all_reduce", 41, 7)}), Node("b", {stopped, gone})},
+      "llm");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->ExitCode(), 2);
+  EXPECT_EQ(v->ranks[2].state, RankState::kSilent);
+  EXPECT_EQ(v->ranks[3].state, RankState::kGone);
+  const std::string text = RenderJobText(*v);
+  EXPECT_THAT(text, HasSubstr("rank 2 (b): process stopped (SIGSTOP or a debugger), not heard from "
+                              "for 7.0 s (its last reported call #40), has not entered "
+                              "all_reduce #41\n"));
+  EXPECT_THAT(text, HasSubstr("rank 3 (b): process gone (exited or killed), not heard from for "
+                              "7.0 s (last reported inside all_reduce #41)\n"));
+  const nlohmann::json j = JobToJson(*v);
+  ASSERT_EQ(j["suspects"].size(), 2u);
+  EXPECT_EQ(j["suspects"][0]["process"], "stopped");
+  EXPECT_EQ(j["suspects"][1]["state"], "gone");
+  EXPECT_EQ(j["ranks"][0]["process"], "running");
+  EXPECT_EQ(j["ranks"][1]["process"], "");
+
+  // Gone without a hang: the job is degraded.
+  auto quiet = BuildJobView({Node("a", {Rank("llm", 0, 0.1, "", 9)}), Node("b", {gone})}, "llm");
+  ASSERT_TRUE(quiet.ok());
+  EXPECT_EQ(quiet->ExitCode(), 1);
+  EXPECT_EQ(JobToJson(*quiet)["verdict"], "degraded");
+}
+
+v1::PeerStatus Peer(const std::string& name, v1::PeerState state,
+                    v1::FailureReason reason = v1::FAILURE_REASON_UNSPECIFIED,
+                    double failed_ago = 0) {
+  v1::PeerStatus p;
+  p.set_name(name);
+  p.set_state(state);
+  if (reason != v1::FAILURE_REASON_UNSPECIFIED) {
+    p.mutable_last_failure()->set_reason(reason);
+    p.mutable_last_failure()->set_message(
+        "Timed out waiting 2000ms for recv operation to complete");
+    *p.mutable_last_failure()->mutable_time() = ToProtoTimestamp(kNow - absl::Seconds(failed_ago));
+  }
+  return p;
+}
+
+TEST(JobView, DownLinkBetweenTheJobsNodesIsTheLikelyReasonOfTheHang) {
+  // Ranks 0-2 on a, b, c all wait in the same call (nobody silent); b and c
+  // cannot reach each other; d holds no rank, so its down link is not named.
+  FetchResult a = Node("a", {Rank("llm", 0, 0.1, "all_reduce", 7, 9)});
+  FetchResult b = Node("b", {Rank("llm", 1, 0.1, "all_reduce", 7, 9)});
+  FetchResult c = Node("c", {Rank("llm", 2, 0.1, "all_reduce", 7, 9)});
+  *a.status->add_peers() = Peer("b", v1::PEER_STATE_UP);
+  *a.status->add_peers() = Peer("c", v1::PEER_STATE_UP);
+  *a.status->add_peers() = Peer("d", v1::PEER_STATE_DOWN, v1::FAILURE_REASON_REFUSED, 1);
+  *b.status->add_peers() = Peer("a", v1::PEER_STATE_UP);
+  *b.status->add_peers() = Peer("c", v1::PEER_STATE_DOWN, v1::FAILURE_REASON_TIMEOUT, 1.5);
+  *c.status->add_peers() = Peer("a", v1::PEER_STATE_UP);
+  *c.status->add_peers() = Peer("b", v1::PEER_STATE_CONNECTING);
+  auto v = BuildJobView({a, b, c}, "llm");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->ExitCode(), 2);
+  EXPECT_EQ(v->links_checked, 6);
+  ASSERT_EQ(v->links.size(), 2u);
+  EXPECT_EQ(v->links[0].node, "b");
+  EXPECT_EQ(v->links[0].peer, "c");
+  EXPECT_EQ(v->links[0].state, "down");
+  EXPECT_EQ(v->links[0].reason, "timeout");
+  EXPECT_EQ(v->links[1].state, "connecting");
+  const std::string text = RenderJobText(*v);
+  EXPECT_THAT(text, HasSubstr("likely reason: link b -> c down (timeout, last failure 1.5 s ago) "
+                              "between rank 1 and rank 2: Timed out waiting"));
+  EXPECT_THAT(text, HasSubstr("\nlink c -> b connecting between rank 2 and rank 1\n"));
+  EXPECT_THAT(text, HasSubstr("links between the job's nodes: 2 of 6 not up"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("every rank that reports is inside")));
+  const nlohmann::json j = JobToJson(*v);
+  ASSERT_EQ(j["links"].size(), 2u);
+  EXPECT_EQ(j["links"][0]["reason"], "timeout");
+  EXPECT_EQ(j["links"][0]["node_ranks"], nlohmann::json({1}));
+  EXPECT_DOUBLE_EQ(j["links"][0]["last_failure_seconds"].get<double>(), 1.5);
+  EXPECT_TRUE(j["links"][1]["last_failure_seconds"].is_null());
+  EXPECT_EQ(j["links_checked"], 6);
+
+  // Without a hang a down link still degrades the job.
+  FetchResult quiet_b = Node("b", {Rank("llm", 1, 0.1, "", 7)});
+  *quiet_b.status->add_peers() = Peer("a", v1::PEER_STATE_DOWN, v1::FAILURE_REASON_REFUSED, 2);
+  auto q = BuildJobView({Node("a", {Rank("llm", 0, 0.1, "", 7)}), quiet_b}, "llm");
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->ExitCode(), 1);
+  EXPECT_THAT(RenderJobText(*q), HasSubstr("\nlink b -> a down (refused, last failure 2.0 s ago)"));
+}
+
+nlohmann::json Series(const std::string& name, const std::string& node, int rank, double value) {
+  return {{"metric",
+           {{"__name__", name},
+            {"node", node},
+            {"training_job", "llm"},
+            {"rank", std::to_string(rank)}}},
+          {"value", {1.8e9, std::to_string(value)}}};
+}
+
+TEST(JobPrometheus, CollectiveSeriesMakeTheSameView) {
+  PrometheusOptions o;
+  o.job = "gw";
+  EXPECT_EQ(CollectiveQuery(o, "l\"m"),
+            "{__name__=~\"gloowatch_training_(collective_seconds|collective_seq|report_age_"
+            "seconds)\",training_job=\"l\\\"m\",job=\"gw\"}");
+  // Ranks 0 and 1 wait in call #12 for 8 s; rank 2 is between calls at #11;
+  // rank 3 has not reported for 9 s (its report age); a node Prometheus does
+  // not scrape now is skipped, other jobs are not read.
+  std::vector<FetchResult> nodes = {Node("a", {}), Node("b", {})};
+  const nlohmann::json result = {
+      Series("gloowatch_training_collective_seconds", "a", 0, 8),
+      Series("gloowatch_training_collective_seq", "a", 0, 12),
+      Series("gloowatch_training_collective_seconds", "a", 1, 7.5),
+      Series("gloowatch_training_collective_seq", "a", 1, 12),
+      Series("gloowatch_training_collective_seconds", "b", 2, 0),
+      Series("gloowatch_training_collective_seq", "b", 2, 11),
+      Series("gloowatch_training_report_age_seconds", "b", 2, 0.4),
+      Series("gloowatch_training_report_age_seconds", "b", 3, 9),
+      Series("gloowatch_training_collective_seq", "b", 3, 10),
+      Series("gloowatch_training_collective_seconds", "b", 3, 0),
+      Series("gloowatch_training_collective_seq", "gone", 4, 2),
+  };
+  ASSERT_TRUE(AddCollectives(result, "llm", nodes).ok());
+  auto v = BuildJobView(nodes, "llm");
+  ASSERT_TRUE(v.ok()) << v.status();
+  ASSERT_EQ(v->ranks.size(), 4u);
+  EXPECT_EQ(v->ExitCode(), 2);
+  EXPECT_EQ(v->waiting_op, kPrometheusCallName);
+  EXPECT_EQ(v->waiting_seq, 12u);
+  EXPECT_EQ(v->ranks[0].state, RankState::kWaiting);
+  EXPECT_EQ(v->ranks[1].state, RankState::kWaiting);
+  EXPECT_EQ(v->ranks[2].state, RankState::kNotEntered);
+  EXPECT_EQ(v->ranks[2].seq, 11u);
+  EXPECT_DOUBLE_EQ(v->ranks[2].silent_seconds, 0.4);
+  EXPECT_DOUBLE_EQ(v->ranks[0].silent_seconds, 0);  // no report age: heard from now
+  EXPECT_EQ(v->ranks[3].state, RankState::kSilent);
+  EXPECT_DOUBLE_EQ(v->ranks[3].silent_seconds, 9);
+  EXPECT_THAT(RenderJobText(*v), HasSubstr("rank 3 (b): not heard from for 9.0 s (its last "
+                                           "reported call #10): stopped, hung or gone"));
+  EXPECT_TRUE(absl::IsInvalidArgument(AddCollectives(nlohmann::json::object(), "llm", nodes)));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      AddCollectives(nlohmann::json::array({{{"metric", 1}}}), "llm", nodes)));
 }
 
 }  // namespace

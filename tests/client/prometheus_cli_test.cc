@@ -187,5 +187,31 @@ TEST(PrometheusCli, EmptyPrometheusHasNoGloowatchSeries) {
   EXPECT_THAT(r.err, HasSubstr("--prometheus_job"));
 }
 
+// `gloowatch job NAME --prometheus` takes the same flags and fails the same way.
+TEST(PrometheusCli, JobFromPrometheusHasTheSameErrors) {
+  auto job = [](std::vector<std::string> args) {
+    args.insert(args.begin(), {CliPath(), "job", "llm"});
+    return RunProcess(args, std::nullopt, "", absl::Seconds(20));
+  };
+  ProcessResult r = job({"--prometheus", "prom:9090"});
+  EXPECT_EQ(r.exit_code, 64) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--prometheus: 'prom:9090'"));
+  r = job({"--prometheus", "http://127.0.0.1:9090", "--cluster", "c.yaml"});
+  EXPECT_EQ(r.exit_code, 64) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("either --prometheus or one of --daemons"));
+  int port = 0;
+  const int fd = Listen(&port);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  const std::string url = absl::StrCat("http://127.0.0.1:", port);
+  r = job({"--prometheus", url});
+  EXPECT_EQ(r.exit_code, 69) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("gloowatch job: cannot reach Prometheus at " + url));
+  CannedHttpServer web(Response("200 OK", "text/html", "<html>hello</html>"));
+  r = job({"--prometheus", web.Url()});
+  EXPECT_EQ(r.exit_code, 69) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("is this a Prometheus server?"));
+}
+
 }  // namespace
 }  // namespace gloowatch::testing

@@ -85,6 +85,11 @@ cases = {
                            node="node-c", peer="node-a"), False),
     "a's job": (alert("GloowatchCommunicationShareHigh", cluster="c1", instance="a:10025",
                       node="node-a", training_job="llm"), False),
+    # A hung job is never held back: a link down between its hosts is its
+    # likely cause, not a reason to stay quiet about it.
+    "a's job hung, a->c down": (alert("GloowatchTrainingJobHung", cluster="c1",
+                                      instance="a:10025", node="node-a", training_job="llm",
+                                      severity="critical"), False),
     "d overloaded": (alert("GloowatchHostOverloaded", cluster="c1", instance="d:10025",
                            node="node-d", severity="warning"), False),
     "d->a lossy, d overloaded": (alert("GloowatchPacketLoss", cluster="c1", instance="d:10025",

@@ -25,7 +25,8 @@ rules = yaml.safe_load(open(f"{src}/deploy/prometheus/gloowatch-alerts.yml"))
 alerts = {r["alert"]: r for g in rules["groups"] for r in g["rules"] if "alert" in r}
 expected = {"GloowatchPeerDown", "GloowatchLatencyHigh", "GloowatchBandwidthLow",
             "GloowatchClockSkew", "GloowatchPacketLoss", "GloowatchProbeFailuresRising",
-            "GloowatchCommunicationShareHigh", "GloowatchDaemonDown", "GloowatchHostOverloaded"}
+            "GloowatchCommunicationShareHigh", "GloowatchDaemonDown", "GloowatchHostOverloaded",
+            "GloowatchTrainingJobHung"}
 if set(alerts) != expected:
     fail(f"alerts {sorted(alerts)} != {sorted(expected)}")
 

@@ -25,7 +25,8 @@ REASONS = ["refused", "unreachable", "timeout", "reset", "protocol", "wrong_inte
 BACKOFF_INITIAL, BACKOFF_MAX = 0.5, 30.0
 ALERTS = ["GloowatchPeerDown", "GloowatchLatencyHigh", "GloowatchBandwidthLow",
           "GloowatchPacketLoss", "GloowatchClockSkew", "GloowatchProbeFailuresRising",
-          "GloowatchCommunicationShareHigh", "GloowatchDaemonDown", "GloowatchHostOverloaded"]
+          "GloowatchCommunicationShareHigh", "GloowatchDaemonDown", "GloowatchHostOverloaded",
+          "GloowatchTrainingJobHung"]
 
 
 def instance(node):

@@ -396,12 +396,14 @@ class HangAttributionTest(DaemonCase):
         self.assertEqual([s["rank"] for s in view["suspects"]], [2], view)
         suspect = view["suspects"][0]
         self.assertEqual(suspect["state"], "silent")
+        self.assertEqual(suspect["process"], "stopped")  # the daemon sees it in state T
         self.assertGreaterEqual(suspect["silent_seconds"], 5.0)
         # It stopped before (or inside) the call the others wait in; its last
         # heartbeat (every 0.2 s, >= 20 ms a call) is at most ~10 calls older.
         self.assertLessEqual(suspect["seq"], w["seq"], view)
         self.assertGreaterEqual(suspect["seq"], w["seq"] - 12, view)
-        self.assertIn("not heard from for", suspect["reason"])
+        self.assertIn("process stopped (SIGSTOP or a debugger), not heard from for",
+                      suspect["reason"])
         for r in view["ranks"][:2]:
             self.assertEqual((r["op"], r["seq"], r["bytes"]), ("all_reduce", w["seq"], 256 * 4))
         # The daemon's gauge says the same.
@@ -409,6 +411,12 @@ class HangAttributionTest(DaemonCase):
         self.assertGreaterEqual(inside, 5.0)
         self.assertEqual(self.daemon.training("gloowatch_training_collective_seq", "hangjob", 1),
                          w["seq"])
+        # How long since it was heard from, for `job --prometheus` and alerts.
+        age = self.daemon.training("gloowatch_training_report_age_seconds", "hangjob", 2)
+        self.assertGreaterEqual(age, 4.0)
+        self.assertLessEqual(age, time.monotonic() - stopped + 1.5)
+        self.assertLess(self.daemon.training("gloowatch_training_report_age_seconds", "hangjob", 0),
+                        2.0)
 
 
 if __name__ == "__main__":
