@@ -137,6 +137,31 @@ PreflightReport RunPreflight(const PreflightOptions& o) {
   return BuildPreflightReport(std::move(in));
 }
 
+std::vector<PreflightHost> ResolveOnly(
+    const std::vector<DaemonTarget>& targets, const std::string& socket_ifname,
+    absl::Duration deadline, const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
+  std::vector<PreflightHost> hosts(targets.size());
+  ForEachHost(targets.size(), [&](size_t i) {
+    PreflightHost& h = hosts[i];
+    h.target = targets[i];
+    v1::PreflightResolveRequest request;
+    request.set_socket_ifname(socket_ifname);
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, deadline);
+    v1::PreflightResolveResponse response;
+    grpc::Status s = MakeStub(h.target.endpoint, credentials)->Resolve(&ctx, request, &response);
+    if (!s.ok()) {
+      h.resolve_error = Describe(s);
+      return;
+    }
+    if (h.target.name == h.target.endpoint.ToString() && !response.node().empty()) {
+      h.target.name = response.node();
+    }
+    h.resolved = std::move(response);
+  });
+  return hosts;
+}
+
 absl::StatusOr<std::vector<DaemonTarget>> ParsePreflightHosts(const std::vector<std::string>& lines,
                                                               uint16_t default_port) {
   std::vector<DaemonTarget> out;

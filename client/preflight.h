@@ -30,6 +30,12 @@ struct PreflightOptions {
 
 PreflightReport RunPreflight(const PreflightOptions& options);
 
+// Phase 1 only, without a mesh: every daemon resolves the job's Gloo address
+// for `socket_ifname` (diagnose's per-host checks). In target order.
+std::vector<PreflightHost> ResolveOnly(
+    const std::vector<DaemonTarget>& targets, const std::string& socket_ifname,
+    absl::Duration deadline, const std::shared_ptr<grpc::ChannelCredentials>& credentials);
+
 // Hosts from a list ("a,b:7602,node[01-04]"), one entry per host; a host
 // without a port gets `default_port`. Duplicates are an error.
 absl::StatusOr<std::vector<DaemonTarget>> ParsePreflightHosts(const std::vector<std::string>& lines,

@@ -149,7 +149,8 @@ void CrossHostFindings(PreflightReport& r) {
     for (const auto& [family, names] : by_family) {
       parts.push_back(absl::StrCat("IPv", family, ": ", absl::StrJoin(names, ",")));
     }
-    Add(r, "warn", "address_family",
+    // connectFullMesh fails: "ss1.ss_family == ss2.ss_family. 2 vs 10".
+    Add(r, "fail", "address_family",
         absl::StrCat("the hosts' Gloo addresses mix address families (", absl::StrJoin(parts, "; "),
                      "): a pair between families cannot connect"));
   }
