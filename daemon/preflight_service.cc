@@ -1,9 +1,11 @@
 #include "daemon/preflight_service.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/user_text.h"
 #include "daemon/services.h"
 
@@ -154,8 +156,14 @@ grpc::ServerUnaryReactor* PreflightService::Resolve(grpc::CallbackServerContext*
     reactor->Finish(Busy());
     return reactor;
   }
+  // The transport gets as long as the caller waits (a big mesh on a loaded
+  // host takes a while to open its pairs), within bounds.
+  const absl::Duration caller_waits =
+      absl::FromChrono(context->deadline()) - absl::Now() - absl::Milliseconds(200);
+  const absl::Duration prepare_deadline =
+      std::clamp(caller_waits, absl::Seconds(1), absl::Seconds(60));
   // getaddrinfo may wait for DNS: not on a gRPC thread.
-  std::thread([this, reactor, request, response] {
+  std::thread([this, reactor, request, response, prepare_deadline] {
     *response = ResolveForJob(request->socket_ifname(), *system_);
     response->set_node(node_);
     if (request->hosts() == 0 || !response->error().empty()) {
@@ -171,7 +179,7 @@ grpc::ServerUnaryReactor* PreflightService::Resolve(grpc::CallbackServerContext*
     prepare->set_hosts(request->hosts());
     prepare->set_timeout_ms(request->timeout_ms());
     transport_->StartPreflight(
-        std::move(step), absl::Seconds(10),
+        std::move(step), prepare_deadline,
         [this, reactor, response](absl::StatusOr<transport::v1::PreflightReply> reply) {
           Release();
           if (!reply.ok()) {

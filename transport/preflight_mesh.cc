@@ -178,13 +178,18 @@ struct PairOutcome {
 };
 
 // Connects every pair (a bounded pool of threads: a connect may wait a whole
-// timeout), then sends one message each way over every connected pair, all
-// in flight at once.
+// timeout) and, as soon as a pair is connected, posts one message each way
+// over it: the other side posts when the same pair connects on its side,
+// whatever its other pairs are doing. Then waits for every message, each
+// within a timeout of its post.
 std::vector<PairOutcome> RunMesh(PreflightMeshes::Mesh& mesh,
                                  const v1::PreflightConnectRequest& request, const Clock* clock) {
   const int hosts = static_cast<int>(mesh.hosts);
   const int self = static_cast<int>(mesh.rank);
   std::vector<PairOutcome> out(hosts);
+  std::vector<uint64_t> sent(hosts, static_cast<uint64_t>(self)), got(hosts, ~uint64_t{0});
+  std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> sends(hosts), recvs(hosts);
+  std::vector<absl::Duration> posted(hosts);
   std::atomic<int> next{0};
   auto worker = [&] {
     for (int r; (r = next.fetch_add(1)) < hosts;) {
@@ -203,6 +208,15 @@ std::vector<PairOutcome> RunMesh(PreflightMeshes::Mesh& mesh,
         return absl::OkStatus();
       });
       o.connect_time = clock->Monotonic() - start;
+      if (!o.status.ok()) continue;
+      posted[r] = clock->Monotonic();
+      o.status = Guard("post", [&] {
+        sends[r] = mesh.context->createUnboundBuffer(&sent[r], sizeof(uint64_t));
+        recvs[r] = mesh.context->createUnboundBuffer(&got[r], sizeof(uint64_t));
+        recvs[r]->recv(r, kSlotPreflight);
+        sends[r]->send(r, kSlotPreflight);
+        return absl::OkStatus();
+      });
     }
   };
   const size_t threads =
@@ -211,25 +225,10 @@ std::vector<PairOutcome> RunMesh(PreflightMeshes::Mesh& mesh,
   for (size_t i = 0; i < threads; ++i) pool.emplace_back(worker);
   for (std::thread& t : pool) t.join();
 
-  // One message each way: the pair carries data, not only a handshake.
-  std::vector<uint64_t> sent(hosts, static_cast<uint64_t>(self)), got(hosts, ~uint64_t{0});
-  std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> sends(hosts), recvs(hosts);
-  const absl::Duration exchange_start = clock->Monotonic();
   for (int r = 0; r < hosts; ++r) {
     PairOutcome& o = out[r];
     if (!o.tried || !o.status.ok()) continue;
-    o.status = Guard("post", [&] {
-      sends[r] = mesh.context->createUnboundBuffer(&sent[r], sizeof(uint64_t));
-      recvs[r] = mesh.context->createUnboundBuffer(&got[r], sizeof(uint64_t));
-      recvs[r]->recv(r, kSlotPreflight);
-      sends[r]->send(r, kSlotPreflight);
-      return absl::OkStatus();
-    });
-  }
-  const absl::Duration deadline = exchange_start + mesh.timeout;
-  for (int r = 0; r < hosts; ++r) {
-    PairOutcome& o = out[r];
-    if (!o.tried || !o.status.ok()) continue;
+    const absl::Duration deadline = posted[r] + mesh.timeout;
     o.status = Guard("exchange", [&] {
       if (!recvs[r]->waitRecv(Millis(deadline - clock->Monotonic()))) {
         return absl::AbortedError("receive aborted");
@@ -242,7 +241,7 @@ std::vector<PairOutcome> RunMesh(PreflightMeshes::Mesh& mesh,
       }
       return absl::OkStatus();
     });
-    o.exchange_time = clock->Monotonic() - exchange_start;
+    o.exchange_time = clock->Monotonic() - posted[r];
   }
   return out;
 }
