@@ -21,6 +21,7 @@
 #include "gloo/transport/device.h"
 #include "gloo/transport/pair.h"
 #include "gloo/transport/tcp/address.h"
+#include "gloo/transport/tcp/device.h"
 #include "gloo/transport/unbound_buffer.h"
 #include "transport/probe_link.h"
 
@@ -49,6 +50,21 @@ absl::Status Guard(absl::string_view what, Fn&& fn) {
 
 std::chrono::milliseconds Millis(absl::Duration d) {
   return absl::ToChronoMilliseconds(std::max(d, absl::Milliseconds(1)));
+}
+
+// Without CreateGlooDevice's timer slack: the probing device's loop may
+// defer idle ticks by 100 ms to save CPU, but a connect waits for one (the
+// listening socket leaves the loop), and a mesh lives for seconds.
+absl::StatusOr<std::shared_ptr<gloo::transport::Device>> CreateMeshDevice(
+    const std::string& address) {
+  try {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = address;
+    return gloo::transport::tcp::CreateDevice(attr);
+  } catch (const std::exception& e) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create a Gloo device on ", address, ": ", e.what()));
+  }
 }
 
 }  // namespace
@@ -129,7 +145,7 @@ void PreflightMeshes::Prepare(uint64_t id, const std::string& session,
   std::thread([this, id, session, mesh, address = prepare.address()] {
     PreflightReply reply;
     reply.set_id(id);
-    absl::StatusOr<std::shared_ptr<gloo::transport::Device>> device = CreateGlooDevice(address);
+    absl::StatusOr<std::shared_ptr<gloo::transport::Device>> device = CreateMeshDevice(address);
     absl::Status status = device.status();
     if (status.ok()) {
       mesh->device = *device;
