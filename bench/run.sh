@@ -27,6 +27,7 @@ run() {
 run accuracy bash bench/accuracy.sh "$build"
 run overhead bash bench/overhead.sh "$build"
 run aggregation bash bench/aggregation.sh "$build"
+run preflight bash bench/preflight.sh "$build"
 run topology "$build/bench/topology_sim"
 run explain_log "$build/bench/explain_log_bench"
 run localise "$build/bench/localise_bench"

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "client/preflight.h"
 #include "common/net.h"
 #include "yaml-cpp/yaml.h"
 
@@ -463,6 +464,76 @@ Check CheckMasterAddr(const std::map<std::string, std::string>& env, bool remote
   return c;
 }
 
+Check CheckJobResolution(const std::vector<PreflightHost>& hosts, const std::string& ifname) {
+  Check c = Make("job_resolution");
+  const std::string setting =
+      ifname.empty() ? "GLOO_SOCKET_IFNAME unset" : absl::StrCat("GLOO_SOCKET_IFNAME=", ifname);
+  std::map<std::string, std::vector<std::string>> by_family;
+  std::vector<std::string> loopback, remote, failed;
+  int resolved = 0;
+  for (const PreflightHost& h : hosts) {
+    if (!h.resolve_error.empty()) {
+      // Unreachable daemons are the "daemons" check's; an older daemon has
+      // no Preflight service.
+      c.evidence.push_back(absl::StrCat(h.target.name, ": not asked (", h.resolve_error, ")"));
+      continue;
+    }
+    const v1::PreflightResolveResponse& r = *h.resolved;
+    if (!r.error().empty()) {
+      Raise(c, Severity::kFail);
+      failed.push_back(h.target.name);
+      c.evidence.push_back(absl::StrCat(h.target.name, ": ", r.error()));
+      continue;
+    }
+    ++resolved;
+    const std::string& address = r.gloo().address();
+    c.evidence.push_back(absl::StrCat(h.target.name, ": ", address,
+                                      r.gloo().interface().empty() ? "" : " on ",
+                                      r.gloo().interface(), " (", r.gloo().source(), ")"));
+    by_family[address.find(':') == std::string::npos ? "IPv4" : "IPv6"].push_back(h.target.name);
+    (IsLoopbackHost(address) ? loopback : remote).push_back(h.target.name);
+    if (!r.gloo().warning().empty()) {
+      Raise(c, Severity::kWarn);
+      c.evidence.push_back(absl::StrCat(h.target.name, ": ", r.gloo().warning()));
+    }
+  }
+  std::vector<std::string> problems;
+  if (!failed.empty()) {
+    problems.push_back(absl::StrCat("no Gloo address on ", absl::StrJoin(failed, ", ")));
+  }
+  if (by_family.size() > 1) {
+    Raise(c, Severity::kFail);
+    problems.push_back("IPv4 and IPv6 mixed");
+    for (const auto& [family, nodes] : by_family) {
+      c.evidence.push_back(absl::StrCat(family, ": ", absl::StrJoin(nodes, ", ")));
+    }
+  }
+  if (!loopback.empty() && !remote.empty()) {
+    Raise(c, Severity::kFail);
+    problems.push_back(absl::StrCat("loopback on ", absl::StrJoin(loopback, ", ")));
+  }
+  if (ifname.size() <= 1 && !remote.empty()) {
+    for (const PreflightHost& h : hosts) {
+      if (!h.resolved || h.resolved->hostname_addresses().empty()) continue;
+      if (!IsLoopbackHost(h.resolved->hostname_addresses(0))) continue;
+      Raise(c, Severity::kWarn);
+      problems.push_back(absl::StrCat("host name of ", h.target.name, " resolves to loopback"));
+      c.evidence.push_back(absl::StrCat(h.target.name, ": host name '", h.resolved->hostname(),
+                                        "' resolves first to ", h.resolved->hostname_addresses(0)));
+    }
+  }
+  c.summary = problems.empty() ? absl::StrCat("the job's Gloo address resolves on ", resolved,
+                                              " host", resolved == 1 ? "" : "s", " (", setting, ")")
+                               : absl::StrCat(setting, ": ", absl::StrJoin(problems, "; "));
+  if (c.status != Severity::kPass) {
+    c.remediation =
+        "Set GLOO_SOCKET_IFNAME to an interface with a routable address of one family that exists "
+        "on every host (or fix /etc/hosts so each host name maps to that address first); "
+        "`gloowatch preflight` then checks the whole mesh.";
+  }
+  return c;
+}
+
 Check CheckTrainingConfig(const std::string& path, const std::vector<FetchResult>& daemons) {
   Check c = Make("training_config");
   YAML::Node root;
@@ -572,6 +643,8 @@ DiagnoseReport RunDiagnose(const DiagnoseOptions& o) {
     checks.push_back(CheckMtu(daemons));
     checks.push_back(CheckThresholds(daemons));
     checks.push_back(CheckConsistency(daemons));
+    checks.push_back(
+        CheckJobResolution(ResolveOnly(o.daemons, ifname, o.deadline, o.credentials), ifname));
   }
   checks.push_back(CheckEnvironment(AuditEnvironment(o.env)));
   checks.push_back(CheckMasterAddr(o.env, remote));

@@ -13,6 +13,7 @@
 #include "client/fetch.h"
 #include "client/netcheck.h"
 #include "client/port_scan.h"
+#include "client/preflight_report.h"
 #include "nlohmann/json.hpp"
 
 namespace gloowatch::client {
@@ -50,6 +51,11 @@ Check CheckConsistency(const std::vector<FetchResult>& daemons);
 // in the address, a port that is no number, a name that does not resolve, or
 // loopback while the peers are remote.
 Check CheckMasterAddr(const std::map<std::string, std::string>& env, bool remote_peers);
+// The job's Gloo address on every daemon's host, resolved by the daemon as
+// ProcessGroupGloo would for `ifname` (Preflight.Resolve): a host where it
+// fails, an IPv4/IPv6 mix, a loopback address while other hosts are remote,
+// and (when the host name decides) a host name that resolves to loopback.
+Check CheckJobResolution(const std::vector<PreflightHost>& hosts, const std::string& ifname);
 Check CheckTrainingConfig(const std::string& path, const std::vector<FetchResult>& daemons);
 
 struct DiagnoseOptions {

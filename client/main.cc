@@ -32,6 +32,7 @@
 #include "client/job_prometheus.h"
 #include "client/job_view.h"
 #include "client/log_input.h"
+#include "client/preflight.h"
 #include "client/prometheus_source.h"
 #include "client/render.h"
 #include "client/serve.h"
@@ -75,7 +76,22 @@ ABSL_FLAG(int, watch_count, 0, "Stop --watch after N rounds; 0 = until interrupt
 ABSL_FLAG(std::string, report_path, "", "diagnose: where to write the JSON report (required).");
 ABSL_FLAG(std::string, ports, "29500-29600", "diagnose: port range to scan on each peer host.");
 ABSL_FLAG(std::string, ifname, "",
-          "diagnose: Gloo interface(s) to check (default: GLOO_SOCKET_IFNAME).");
+          "diagnose, preflight: the job's Gloo interface(s), comma-separated (default: "
+          "GLOO_SOCKET_IFNAME).");
+ABSL_FLAG(std::string, hosts, "",
+          "preflight: the job's hosts, comma-separated, Slurm ranges allowed (node[01-04]); "
+          "host:port for a daemon on another port.");
+ABSL_FLAG(std::string, hostfile, "",
+          "preflight: file with one host per line (Slurm ranges, '#' comments, 'host slots=N').");
+ABSL_FLAG(std::string, nodelist, "",
+          "preflight: a Slurm node list (default: SLURM_JOB_NODELIST when no other host list is "
+          "given).");
+ABSL_FLAG(int, daemon_port, 7601, "preflight: the daemons' gRPC port for hosts given without one.");
+ABSL_FLAG(int, world_size, 0, "preflight: the job's world size (ranks); 0 = not checked.");
+ABSL_FLAG(std::string, master, "",
+          "preflight: the rendezvous store ADDR:PORT (default: MASTER_ADDR:MASTER_PORT).");
+ABSL_FLAG(absl::Duration, timeout, absl::Seconds(10),
+          "preflight: the job's Gloo timeout; pairs that do not connect within it fail.");
 ABSL_FLAG(std::vector<std::string>, target, {}, "diagnose: extra host to scan (repeatable).");
 ABSL_FLAG(std::string, training_config, "", "diagnose: training config YAML to audit.");
 ABSL_FLAG(absl::Duration, connect_timeout, absl::Seconds(1), "diagnose: per-port connect timeout.");
@@ -512,6 +528,102 @@ int RunJob(const std::vector<std::string>& args) {
   return view->ExitCode();
 }
 
+// The preflight's hosts, from exactly one of its sources.
+absl::StatusOr<std::vector<DaemonTarget>> PreflightHosts() {
+  const std::string hosts = absl::GetFlag(FLAGS_hosts);
+  const std::string hostfile = absl::GetFlag(FLAGS_hostfile);
+  std::string nodelist = absl::GetFlag(FLAGS_nodelist);
+  auto daemons = DaemonTargets(false);
+  if (!daemons.ok()) return daemons.status();
+  const int given = !hosts.empty() + !hostfile.empty() + !nodelist.empty() + !daemons->empty();
+  if (given > 1) {
+    return absl::InvalidArgumentError(
+        "give only one of --hosts, --hostfile, --nodelist, --daemons, --config, --cluster");
+  }
+  if (!daemons->empty()) return daemons;
+  const int port = absl::GetFlag(FLAGS_daemon_port);
+  if (port < 1 || port > 65535) return absl::InvalidArgumentError("--daemon_port must be 1..65535");
+  std::vector<std::string> lines;
+  if (!hostfile.empty()) {
+    auto read = ReadHostfile(hostfile);
+    if (!read.ok()) return read.status();
+    lines = *std::move(read);
+  } else {
+    if (given == 0) {
+      const char* env = std::getenv("SLURM_JOB_NODELIST");
+      if (env == nullptr || *env == '\0') {
+        return absl::InvalidArgumentError(
+            "preflight needs the job's hosts: --hosts, --hostfile, --nodelist (or "
+            "SLURM_JOB_NODELIST), --daemons, --config or --cluster");
+      }
+      nodelist = env;
+    }
+    lines.push_back(hosts.empty() ? nodelist : hosts);
+  }
+  auto parsed = ParsePreflightHosts(lines, static_cast<uint16_t>(port));
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--hosts: ", parsed.status().message()));
+  }
+  return parsed;
+}
+
+int RunPreflightCommand(const std::vector<std::string>& args) {
+  if (!args.empty())
+    return Usage(absl::StrCat("preflight takes no arguments, got '", args[0], "'"));
+  PreflightOptions o;
+  auto hosts = PreflightHosts();
+  if (!hosts.ok()) {
+    if (absl::IsNotFound(hosts.status())) return InputError(hosts.status());
+    return Usage(std::string(hosts.status().message()));
+  }
+  o.hosts = *std::move(hosts);
+  if (o.hosts.size() < 2) return Usage("preflight needs at least two hosts");
+  o.world_size = absl::GetFlag(FLAGS_world_size);
+  if (o.world_size < 0 || (o.world_size > 0 && o.world_size < static_cast<int>(o.hosts.size()))) {
+    return Usage(
+        absl::StrCat("--world_size ", o.world_size, " is below the ", o.hosts.size(), " hosts"));
+  }
+  o.socket_ifname = absl::GetFlag(FLAGS_ifname);
+  if (o.socket_ifname.empty()) {
+    if (const char* env = std::getenv("GLOO_SOCKET_IFNAME")) o.socket_ifname = env;
+  }
+  std::string master = absl::GetFlag(FLAGS_master);
+  if (master.empty()) {
+    const char* addr = std::getenv("MASTER_ADDR");
+    const char* port = std::getenv("MASTER_PORT");
+    const bool have_addr = addr != nullptr && *addr != '\0';
+    const bool have_port = port != nullptr && *port != '\0';
+    if (have_addr != have_port) {
+      return Usage(absl::StrCat(have_addr ? "MASTER_ADDR" : "MASTER_PORT", " is set but ",
+                                have_addr ? "MASTER_PORT" : "MASTER_ADDR",
+                                " is not; give --master ADDR:PORT"));
+    }
+    if (have_addr) {
+      master = std::string(addr).find(':') != std::string::npos
+                   ? absl::StrCat("[", addr, "]:", port)
+                   : absl::StrCat(addr, ":", port);
+    }
+  }
+  if (!master.empty()) {
+    auto ep = ParseEndpoint(master);
+    if (!ep.ok()) return Usage(absl::StrCat("--master: ", ep.status().message()));
+    o.master_addr = ep->host;
+    o.master_port = ep->port;
+  }
+  o.timeout = absl::GetFlag(FLAGS_timeout);
+  if (o.timeout < absl::Milliseconds(1) || o.timeout > absl::Hours(1)) {
+    return Usage("--timeout must be in [1ms, 1h]");
+  }
+  o.deadline = std::max(absl::GetFlag(FLAGS_deadline), absl::Seconds(10));
+  auto credentials = Credentials();
+  if (!credentials.ok()) return InputError(credentials.status());
+  o.credentials = *credentials;
+  PreflightReport report = RunPreflight(o);
+  std::cout << (absl::GetFlag(FLAGS_json) ? PreflightToJson(report).dump(2) + "\n"
+                                          : RenderPreflightText(report));
+  return report.exit_code;
+}
+
 struct Command {
   const char* name;
   const char* usage;  // after "gloowatch "
@@ -548,6 +660,14 @@ const std::vector<Command>& Commands() {
        "connectivity and environment checks of a Gloo setup", RunDiagnoseCommand,
        With(kDaemonFlags, {"color", "report_path", "ports", "ifname", "target", "training_config",
                            "connect_timeout", "scan_timeout", "scan_concurrency"})},
+      {"preflight",
+       "preflight (--hosts A,B | --hostfile F | --nodelist node[01-04] | --daemons A,B | ...) "
+       "[--world_size N] [--ifname IF] [--master ADDR:PORT] [--timeout 10s] [--json]",
+       "before a job: each host's Gloo address, a real Gloo full mesh at the job's timeout, "
+       "and the store; exit 0 go, 1 degraded, 2 do not start",
+       RunPreflightCommand,
+       With(kDaemonFlags, {"json", "hosts", "hostfile", "nodelist", "daemon_port", "world_size",
+                           "ifname", "master", "timeout"})},
       {"explain-log",
        "explain-log [--json] [--prometheus URL] FILE|DIR|- [FILE|DIR ...]",
        "explain Gloo / PyTorch failures in logs (.gz and .zst too)",

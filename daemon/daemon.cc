@@ -160,6 +160,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
   d->transport_ = std::make_unique<TransportSupervisor>(std::move(transport), clock);
   d->peer_service_ =
       std::make_unique<PeerService>(c.node, GLOOWATCH_VERSION, peer_names, d->transport_.get());
+  d->preflight_service_ =
+      std::make_unique<PreflightService>(c.node, &RealSystem(), d->transport_.get());
   absl::StatusOr<TlsMaterial> tls = LoadTls(c.tls);
   if (!tls.ok()) return tls.status();
   d->report_admission_ = std::make_unique<ReportAdmission>(&RealSystem(), clock, tls->enabled);
@@ -175,6 +177,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
   builder.AddListeningPort(c.grpc_listen.ToString(), MakeServerCredentials(*tls), &selected_port);
   builder.RegisterService(d->status_service_.get());
   builder.RegisterService(d->peer_service_.get());
+  builder.RegisterService(d->preflight_service_.get());
   // Without SO_REUSEPORT a second daemon on the same port fails to bind
   // instead of silently sharing it.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);

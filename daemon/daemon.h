@@ -15,6 +15,7 @@
 #include "daemon/host_load.h"
 #include "daemon/metrics.h"
 #include "daemon/peer_tracker.h"
+#include "daemon/preflight_service.h"
 #include "daemon/report_admission.h"
 #include "daemon/services.h"
 #include "daemon/topology.h"
@@ -101,6 +102,7 @@ class Daemon {
   std::unique_ptr<TransportSupervisor> transport_;
   std::unique_ptr<StatusService> status_service_;
   std::unique_ptr<PeerService> peer_service_;
+  std::unique_ptr<PreflightService> preflight_service_;
   std::unique_ptr<grpc::Server> server_;
   bool shut_down_ = false;
 };

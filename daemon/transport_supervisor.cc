@@ -77,13 +77,16 @@ absl::Status TransportSupervisor::AwaitStarted(absl::Duration timeout) {
 
 void TransportSupervisor::Stop() {
   std::vector<Pending> waiting;
+  std::vector<PendingPreflight> preflights;
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
+    preflights = TakePreflights(/*expired_only=*/false);
     waiting = TakePending();
     if (channel_) channel_->Shutdown();
   }
   Fail(std::move(waiting), absl::UnavailableError("this node is shutting down"));
+  FailPreflights(std::move(preflights), absl::UnavailableError("this node is shutting down"));
   if (thread_.joinable()) thread_.join();
 }
 
@@ -116,6 +119,47 @@ std::vector<TransportSupervisor::Pending> TransportSupervisor::TakeExpired() {
 
 void TransportSupervisor::Fail(std::vector<Pending> opens, const absl::Status& status) {
   for (Pending& open : opens) open.done(status);
+}
+
+std::vector<TransportSupervisor::PendingPreflight> TransportSupervisor::TakePreflights(
+    bool expired_only) {
+  std::vector<PendingPreflight> taken;
+  const absl::Duration now = clock_->Monotonic();
+  for (auto it = preflights_.begin(); it != preflights_.end();) {
+    if (expired_only && it->second.deadline > now) {
+      ++it;
+      continue;
+    }
+    const uint64_t id = it->first;
+    outbox_.erase(std::remove_if(outbox_.begin(), outbox_.end(),
+                                 [id](const ToTransport& m) {
+                                   return m.has_preflight() && m.preflight().id() == id;
+                                 }),
+                  outbox_.end());
+    taken.push_back(std::move(it->second));
+    it = preflights_.erase(it);
+  }
+  return taken;
+}
+
+void TransportSupervisor::FailPreflights(std::vector<PendingPreflight> steps,
+                                         const absl::Status& status) {
+  for (PendingPreflight& step : steps) step.done(status);
+}
+
+void TransportSupervisor::StartPreflight(transport::v1::PreflightStep step, absl::Duration timeout,
+                                         PreflightDone done) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (channel_ && !stopping_) {
+      const uint64_t id = ++next_id_;
+      step.set_id(id);
+      preflights_[id] = PendingPreflight{std::move(done), clock_->Monotonic() + timeout};
+      *outbox_.emplace_back().mutable_preflight() = std::move(step);
+      return;
+    }
+  }
+  done(absl::UnavailableError("probe transport restarting; retry"));
 }
 
 pid_t TransportSupervisor::Spawn(int fd) {
@@ -200,6 +244,7 @@ std::string TransportSupervisor::RunOnce(pid_t pid,
     if (received == MessageChannel::Received::kClosed) break;
     if (received == MessageChannel::Received::kMessage) Dispatch(message);
     std::vector<Pending> expired;
+    std::vector<PendingPreflight> expired_preflights;
     {
       absl::MutexLock lock(&mu_);
       const absl::Duration now = clock_->Monotonic();
@@ -212,26 +257,35 @@ std::string TransportSupervisor::RunOnce(pid_t pid,
         break;
       }
       expired = TakeExpired();
+      expired_preflights = TakePreflights(/*expired_only=*/true);
       // While opens wait, wake often enough to keep their deadline to a
       // tenth of open_timeout.
       tick = pending_.empty() ? absl::Seconds(1)
                               : std::min(absl::Seconds(1), options_.open_timeout / 10);
+      if (!preflights_.empty()) tick = std::min(tick, absl::Milliseconds(100));
     }
     Fail(std::move(expired), absl::DeadlineExceededError("probe transport did not answer in time"));
+    FailPreflights(std::move(expired_preflights),
+                   absl::DeadlineExceededError("probe transport did not finish the preflight step "
+                                               "in time"));
   }
   // The transport ended, is stopped or hung: nothing it had open stays.
   bool stopping;
   std::vector<Pending> waiting;
+  std::vector<PendingPreflight> preflights;
   {
     absl::MutexLock lock(&mu_);
     channel_.reset();
     pid_ = -1;
     stopping = stopping_;
+    preflights = TakePreflights(/*expired_only=*/false);
     waiting = TakePending();
   }
   if (options_.on_pid) options_.on_pid(-1);
-  Fail(std::move(waiting), absl::UnavailableError(stopping ? "this node is shutting down"
-                                                           : "probe transport restarting; retry"));
+  const absl::Status gone = absl::UnavailableError(stopping ? "this node is shutting down"
+                                                            : "probe transport restarting; retry");
+  Fail(std::move(waiting), gone);
+  FailPreflights(std::move(preflights), gone);
   channel->Shutdown();  // wakes the writer if it is blocked in send
   int status = 0;
   if (pid > 0) {
@@ -319,6 +373,23 @@ void TransportSupervisor::Dispatch(const FromTransport& message) {
         first_start_ = started;
       } else if (!started.ok()) {
         GW_LOG(kError, "probe transport: %s", started.message());
+      }
+      break;
+    }
+    case FromTransport::kPreflight: {
+      std::optional<PendingPreflight> answered;
+      {
+        absl::MutexLock lock(&mu_);
+        auto it = preflights_.find(message.preflight().id());
+        if (it == preflights_.end()) break;  // it expired
+        answered = std::move(it->second);
+        preflights_.erase(it);
+      }
+      const transport::v1::PreflightReply& reply = message.preflight();
+      if (reply.code() != 0) {
+        answered->done(absl::Status(static_cast<absl::StatusCode>(reply.code()), reply.message()));
+      } else {
+        answered->done(reply);
       }
       break;
     }

@@ -88,6 +88,13 @@ class TransportSupervisor final : public ResponderOpener {
   // open_timeout passes or when it dies, on the supervising thread.
   void StartOpen(const v1::OpenProbePairRequest& request, Done done) override;
 
+  // Queues one preflight step (its id is set here); `done` runs with the
+  // transport's reply, or an error when `timeout` passes or the transport
+  // dies, on the supervising thread. Never blocks.
+  using PreflightDone = std::function<void(absl::StatusOr<transport::v1::PreflightReply>)>;
+  void StartPreflight(transport::v1::PreflightStep step, absl::Duration timeout,
+                      PreflightDone done);
+
   // False when the transport is running but its heartbeats stopped or it
   // reports a stalled prober, or when supervision itself stopped making
   // progress. Restarting after a crash counts as healthy.
@@ -100,6 +107,11 @@ class TransportSupervisor final : public ResponderOpener {
     Done done;
     absl::Duration deadline;  // on clock_->Monotonic()
     OpenAdmission::Ticket ticket;
+  };
+
+  struct PendingPreflight {
+    PreflightDone done;
+    absl::Duration deadline;
   };
 
   void Supervise();
@@ -115,6 +127,10 @@ class TransportSupervisor final : public ResponderOpener {
   std::vector<Pending> TakePending() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes out the opens whose deadline passed.
   std::vector<Pending> TakeExpired() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The same for preflight steps.
+  std::vector<PendingPreflight> TakePreflights(bool expired_only)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static void FailPreflights(std::vector<PendingPreflight> steps, const absl::Status& status);
   static void Fail(std::vector<Pending> opens, const absl::Status& status);
 
   const Options options_;
@@ -137,6 +153,7 @@ class TransportSupervisor final : public ResponderOpener {
   std::optional<absl::Status> first_start_ ABSL_GUARDED_BY(mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, PendingPreflight> preflights_ ABSL_GUARDED_BY(mu_);
   transport::v1::ToTransport configure_ ABSL_GUARDED_BY(mu_);
   // configure_ has not been sent to the running transport yet.
   bool configure_unsent_ ABSL_GUARDED_BY(mu_) = false;

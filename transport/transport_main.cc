@@ -21,6 +21,7 @@
 #include "common/version.h"
 #include "gloo/transport/tcp/device.h"
 #include "transport/peer_prober.h"
+#include "transport/preflight_mesh.h"
 #include "transport/probe_link.h"
 #include "transport/responder_registry.h"
 #include "transport/tcp_stats.h"
@@ -244,6 +245,13 @@ int RunTransport(const std::string& gloo_address, int fd) {
   auto* probers = new ProberSet(context, channel);
   probers->Apply(ProbedOnly(*config, message.configure()));
   liveness->Set(probers, gate);
+  // Preflight meshes answer from their own threads: a mesh waiting out the
+  // job's timeout never holds up this loop.
+  auto* meshes = new PreflightMeshes(clock, [channel](const transport::v1::PreflightReply& r) {
+    FromTransport reply;
+    *reply.mutable_preflight() = r;
+    channel->Send(reply);
+  });
   if (!channel->Send(Started(absl::OkStatus()))) ExitTransport(kExitOk);
 
   while (channel->Receive(&message) == MessageChannel::Received::kMessage) {
@@ -261,6 +269,10 @@ int RunTransport(const std::string& gloo_address, int fd) {
       message.Clear();
       // A reload to a smaller config gives the memory of the larger back.
       malloc_trim(0);
+      continue;
+    }
+    if (message.has_preflight()) {
+      meshes->Handle(message.preflight());
       continue;
     }
     if (!message.has_open()) continue;

@@ -254,5 +254,67 @@ TEST(Report, ExitCodeAndJson) {
   EXPECT_EQ(j["exit_code"], 1);
 }
 
+PreflightHost Resolved(const std::string& name, const std::string& address,
+                       const std::string& hostname_address) {
+  PreflightHost h;
+  h.target.name = name;
+  v1::PreflightResolveResponse r;
+  r.set_node(name);
+  r.set_hostname(name);
+  r.mutable_gloo()->set_address(address);
+  r.mutable_gloo()->set_interface("eth0");
+  r.mutable_gloo()->set_source("hostname");
+  r.add_hostname_addresses(hostname_address);
+  h.resolved = r;
+  return h;
+}
+
+TEST(CheckJobResolution, PassesWhenEveryHostResolves) {
+  Check c = CheckJobResolution(
+      {Resolved("a", "10.0.0.1", "10.0.0.1"), Resolved("b", "10.0.0.2", "10.0.0.2")}, "");
+  EXPECT_EQ(c.status, Severity::kPass);
+  EXPECT_EQ(c.id, "job_resolution");
+  EXPECT_THAT(c.summary, HasSubstr("resolves on 2 hosts (GLOO_SOCKET_IFNAME unset)"));
+  EXPECT_THAT(c.evidence, Contains("a: 10.0.0.1 on eth0 (hostname)"));
+}
+
+TEST(CheckJobResolution, FailureMixLoopbackAndHostName) {
+  PreflightHost missing = Resolved("c", "", "");
+  missing.resolved->clear_gloo();
+  missing.resolved->set_error("interface eth1 (from GLOO_SOCKET_IFNAME) does not exist");
+  Check failed = CheckJobResolution({Resolved("a", "10.0.0.1", "10.0.0.1"), missing}, "eth1");
+  EXPECT_EQ(failed.status, Severity::kFail);
+  EXPECT_THAT(failed.summary, HasSubstr("GLOO_SOCKET_IFNAME=eth1: no Gloo address on c"));
+
+  Check mixed = CheckJobResolution(
+      {Resolved("a", "10.0.0.1", "10.0.0.1"), Resolved("b", "fd00::2", "fd00::2")}, "");
+  EXPECT_EQ(mixed.status, Severity::kFail);
+  EXPECT_THAT(mixed.summary, HasSubstr("IPv4 and IPv6 mixed"));
+
+  Check loop = CheckJobResolution(
+      {Resolved("a", "10.0.0.1", "10.0.0.1"), Resolved("b", "127.0.1.1", "127.0.1.1")}, "");
+  EXPECT_EQ(loop.status, Severity::kFail);
+  EXPECT_THAT(loop.summary, HasSubstr("loopback on b"));
+  EXPECT_THAT(loop.summary, HasSubstr("host name of b resolves to loopback"));
+
+  // The host name only matters when GLOO_SOCKET_IFNAME does not decide.
+  Check named = CheckJobResolution(
+      {Resolved("a", "10.0.0.1", "127.0.1.1"), Resolved("b", "10.0.0.2", "10.0.0.2")}, "");
+  EXPECT_EQ(named.status, Severity::kWarn);
+  EXPECT_EQ(
+      CheckJobResolution(
+          {Resolved("a", "10.0.0.1", "127.0.1.1"), Resolved("b", "10.0.0.2", "10.0.0.2")}, "eth0")
+          .status,
+      Severity::kPass);
+
+  // An unreachable daemon is the "daemons" check's business.
+  PreflightHost down;
+  down.target.name = "d";
+  down.resolve_error = "unavailable: Connection refused";
+  Check quiet = CheckJobResolution({Resolved("a", "10.0.0.1", "10.0.0.1"), down}, "");
+  EXPECT_EQ(quiet.status, Severity::kPass);
+  EXPECT_THAT(quiet.evidence, Contains(HasSubstr("d: not asked")));
+}
+
 }  // namespace
 }  // namespace gloowatch::client
