@@ -39,6 +39,14 @@ bool LossCounts(const v1::PeerStatus& p, const EffectiveThresholds& t) {
 }
 
 // Judges one direction; problems are phrased "A->B: ...".
+// "N failures", naming the latency probes lost among them (each one ended
+// its session as a timeout).
+std::string FailuresText(const v1::PeerStatus& p) {
+  const uint64_t lost = p.latency().lost_probes_in_window();
+  return absl::StrCat(p.failures_in_window(), " failures",
+                      lost > 0 ? absl::StrCat(" (", lost, " lost latency probes)") : "");
+}
+
 void JudgeView(const std::string& from, const std::string& to, const v1::PeerStatus& p,
                const EffectiveThresholds& t, LinkReport& link) {
   const std::string who = absl::StrCat(from, "->", to, ": ");
@@ -75,7 +83,7 @@ void JudgeView(const std::string& from, const std::string& to, const v1::PeerSta
   }
   if (p.failures_in_window() > 0) {
     Worsen(link.health, Health::kDegraded);
-    link.problems.push_back(absl::StrCat(who, p.failures_in_window(), " failures in window"));
+    link.problems.push_back(absl::StrCat(who, FailuresText(p), " in window"));
   }
   if (LossCounts(p, t)) {
     Worsen(link.health, Health::kDegraded);
@@ -92,7 +100,7 @@ std::string BadDirection(const std::string& from, const std::string& to, const v
   const std::string who = absl::StrCat(from, "->", to, ": ");
   std::vector<std::string> why;
   if (p.state() == v1::PEER_STATE_DOWN) why.push_back("down");
-  if (p.failures_in_window() > 0) why.push_back(absl::StrCat(p.failures_in_window(), " failures"));
+  if (p.failures_in_window() > 0) why.push_back(FailuresText(p));
   if (LossCounts(p, t)) {
     why.push_back(absl::StrFormat("TCP loss %.2f%%", p.tcp().loss_ratio() * 100));
   }
