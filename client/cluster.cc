@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/failure.h"
 
 namespace gloowatch::client {
 namespace {
@@ -99,8 +100,15 @@ std::string BadDirection(const std::string& from, const std::string& to, const v
                          const EffectiveThresholds& t) {
   const std::string who = absl::StrCat(from, "->", to, ": ");
   std::vector<std::string> why;
-  if (p.state() == v1::PEER_STATE_DOWN) why.push_back("down");
-  if (p.failures_in_window() > 0) why.push_back(FailuresText(p));
+  // The last failure's reason says what kind of fault: refused (a firewall's
+  // reject, nothing listening), timeout (drops), reset...
+  const v1::FailureReason last = p.last_failure().reason();
+  const std::string reason =
+      last == v1::FAILURE_REASON_UNSPECIFIED ? "" : absl::StrCat(" (last: ", ReasonName(last), ")");
+  if (p.state() == v1::PEER_STATE_DOWN) why.push_back(absl::StrCat("down", reason));
+  if (p.failures_in_window() > 0) {
+    why.push_back(absl::StrCat(FailuresText(p), p.state() == v1::PEER_STATE_DOWN ? "" : reason));
+  }
   if (LossCounts(p, t)) {
     why.push_back(absl::StrFormat("TCP loss %.2f%%", p.tcp().loss_ratio() * 100));
   }

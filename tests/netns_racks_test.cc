@@ -4,6 +4,7 @@
 // `gloowatch health --json` inside h1's namespace and asserts the suspect it
 // names, that nothing else is blamed, and that the measured loss tracks the
 // injected rate. Needs root; skips otherwise. See docs/testing.md.
+#include <arpa/inet.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -20,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/netns_cluster.h"
@@ -111,9 +113,11 @@ class CpuHog {
   std::vector<pid_t> loops_;
 };
 
-struct Blame {
-  std::string kind, name;
-};
+uint32_t IpValue(const std::string& ip) {
+  in_addr a{};
+  inet_pton(AF_INET, ip.c_str(), &a);
+  return ntohl(a.s_addr);
+}
 
 class NetnsRacksTest : public ::testing::Test {
  protected:
@@ -356,6 +360,38 @@ TEST_F(NetnsRacksTest, LossOnOneLinkNamesThatLink) {
   EXPECT_EQ(Suspects(j), std::vector<std::string>{"link:h3 <-> h4"});
   ExpectLoss(j, 0.05,
              [](const std::string& a, const std::string& b) { return a == "h4" && b == "h3"; });
+}
+
+// h6's host firewall lets in its gRPC port and what it connected itself,
+// and rejects the rest: the ephemeral ports its Gloo pairs listen on. Pairs
+// it opens work; pairs others open to it are refused although its gRPC
+// answers. The node is to blame, and the evidence says why.
+TEST_F(NetnsRacksTest, FirewallOnOneHostsEphemeralPortsNamesThatNode) {
+  // Of a pair, Gloo's lower address listens and the higher one connects
+  // (gloo/transport/tcp/pair.cc): the lowest host's listeners serve all its
+  // pairs, so a firewall there breaks every link of that host.
+  int victim = 0;
+  for (int i = 1; i < kHosts; ++i) {
+    if (IpValue(cluster_->ip(i)) < IpValue(cluster_->ip(victim))) victim = i;
+  }
+  const std::string v = cluster_->name(victim);
+  absl::Status s =
+      cluster_->Nft(victim,
+                    "add table inet gwfault\n"
+                    "add chain inet gwfault input { type filter hook input priority -10 ; policy "
+                    "accept ; }\n"
+                    "add rule inet gwfault input ct state established,related accept\n"
+                    "add rule inet gwfault input tcp dport 7601 accept\n"
+                    "add rule inet gwfault input tcp dport 1024-65535 reject with tcp reset\n");
+  ASSERT_TRUE(s.ok()) << s;
+  cluster_->StartAll();
+  absl::SleepFor(absl::Seconds(20));
+  const nlohmann::json j = Ask();
+  ASSERT_EQ(Suspects(j), std::vector<std::string>{absl::StrCat("node:", v)});
+  EXPECT_GE(j["suspects"][0]["bad_links"].get<int>(), 4) << j["suspects"][0];
+  EXPECT_EQ(j["suspects"][0]["fine_links"], 0) << j["suspects"][0];
+  // What the peers saw: refused (the reject), not a timeout or reset.
+  EXPECT_THAT(j["suspects"][0]["evidence"].dump(), ::testing::HasSubstr("(last: refused)"));
 }
 
 // A declared link speed of 400 Mb/s (50 MB/s), of which the unshaped veths
