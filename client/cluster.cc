@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/failure.h"
 
 namespace gloowatch::client {
 namespace {
@@ -39,6 +40,14 @@ bool LossCounts(const v1::PeerStatus& p, const EffectiveThresholds& t) {
 }
 
 // Judges one direction; problems are phrased "A->B: ...".
+// "N failures", naming the latency probes lost among them (each one ended
+// its session as a timeout).
+std::string FailuresText(const v1::PeerStatus& p) {
+  const uint64_t lost = p.latency().lost_probes_in_window();
+  return absl::StrCat(p.failures_in_window(), " failures",
+                      lost > 0 ? absl::StrCat(" (", lost, " lost latency probes)") : "");
+}
+
 void JudgeView(const std::string& from, const std::string& to, const v1::PeerStatus& p,
                const EffectiveThresholds& t, LinkReport& link) {
   const std::string who = absl::StrCat(from, "->", to, ": ");
@@ -75,7 +84,7 @@ void JudgeView(const std::string& from, const std::string& to, const v1::PeerSta
   }
   if (p.failures_in_window() > 0) {
     Worsen(link.health, Health::kDegraded);
-    link.problems.push_back(absl::StrCat(who, p.failures_in_window(), " failures in window"));
+    link.problems.push_back(absl::StrCat(who, FailuresText(p), " in window"));
   }
   if (LossCounts(p, t)) {
     Worsen(link.health, Health::kDegraded);
@@ -91,8 +100,15 @@ std::string BadDirection(const std::string& from, const std::string& to, const v
                          const EffectiveThresholds& t) {
   const std::string who = absl::StrCat(from, "->", to, ": ");
   std::vector<std::string> why;
-  if (p.state() == v1::PEER_STATE_DOWN) why.push_back("down");
-  if (p.failures_in_window() > 0) why.push_back(absl::StrCat(p.failures_in_window(), " failures"));
+  // The last failure's reason says what kind of fault: refused (a firewall's
+  // reject, nothing listening), timeout (drops), reset...
+  const v1::FailureReason last = p.last_failure().reason();
+  const std::string reason =
+      last == v1::FAILURE_REASON_UNSPECIFIED ? "" : absl::StrCat(" (last: ", ReasonName(last), ")");
+  if (p.state() == v1::PEER_STATE_DOWN) why.push_back(absl::StrCat("down", reason));
+  if (p.failures_in_window() > 0) {
+    why.push_back(absl::StrCat(FailuresText(p), p.state() == v1::PEER_STATE_DOWN ? "" : reason));
+  }
   if (LossCounts(p, t)) {
     why.push_back(absl::StrFormat("TCP loss %.2f%%", p.tcp().loss_ratio() * 100));
   }

@@ -4,7 +4,6 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <optional>
 #include <set>
 
@@ -14,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "common/failure.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace gloowatch::client {
@@ -223,15 +223,8 @@ v1::PeerStatus ToPeerStatus(const std::string& name, const PeerSeries& p,
   if (window_total > 0) {
     s.mutable_last_failure()->set_message(absl::StrCat(
         "failures in the last ", WindowText(window_seconds), ": ", absl::StrJoin(parts, ", ")));
-    const v1::FailureReason kReasons[] = {
-        v1::FAILURE_REASON_REFUSED,  v1::FAILURE_REASON_UNREACHABLE,
-        v1::FAILURE_REASON_TIMEOUT,  v1::FAILURE_REASON_RESET,
-        v1::FAILURE_REASON_PROTOCOL, v1::FAILURE_REASON_WRONG_INTERFACE,
-        v1::FAILURE_REASON_OTHER};
-    for (v1::FailureReason r : kReasons) {
-      std::string lower = v1::FailureReason_Name(r).substr(strlen("FAILURE_REASON_"));
-      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (lower == worst) s.mutable_last_failure()->set_reason(r);
+    for (v1::FailureReason r : kFailureReasons) {
+      if (ReasonName(r) == worst) s.mutable_last_failure()->set_reason(r);
     }
   }
   return s;
@@ -244,8 +237,28 @@ struct Target {
   bool current = false;  // gloowatch_build_info has a sample now
   bool recent = false;   // ... within the lookback
   std::string version, gloo_version;
-  std::string group;  // gloowatch_build_info's `group` label
+  std::string group;                               // gloowatch_build_info's `group` label
+  std::map<std::string, std::string> info_labels;  // every label of gloowatch_build_info
+  std::map<std::string, std::string> up_labels;    // every label of `up`: the target's
 };
+
+// The node's topology labels: what gloowatch_build_info carries beyond the
+// target's own labels (those Prometheus puts on every series, so on `up`
+// too) and its fixed ones. A topology label that clashed with a target label
+// is kept by Prometheus as exported_<name>.
+std::map<std::string, std::string> TopologyLabelsOf(const Target& t) {
+  static const std::set<std::string> kFixed = {"__name__", "node", "version", "gloo_version",
+                                               "group"};
+  std::map<std::string, std::string> out;
+  if (t.up_labels.empty()) return out;  // cannot tell them from the target's
+  for (const auto& [name, value] : t.info_labels) {
+    const bool renamed = absl::StartsWith(name, "exported_") && t.up_labels.count(name.substr(9));
+    const std::string key = renamed ? name.substr(9) : name;
+    if (kFixed.count(key) || (!renamed && t.up_labels.count(key))) continue;
+    out[key] = value;
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -360,6 +373,7 @@ absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnaps
     t.version = s.Label("version");
     t.gloo_version = s.Label("gloo_version");
     t.group = s.Label("group");
+    t.info_labels = s.labels;
   }
   for (const Sample& s : *now) {
     Target& t = targets[s.Label("instance")];
@@ -368,10 +382,12 @@ absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnaps
     t.version = s.Label("version");
     t.gloo_version = s.Label("gloo_version");
     t.group = s.Label("group");
+    t.info_labels = s.labels;
   }
   for (const Sample& s : *up) {
     Target& t = targets[s.Label("instance")];
     t.up = s.value;
+    t.up_labels = s.labels;
     if (t.node.empty()) t.node = s.Label("node");  // a target label, if the config sets one
   }
   if (targets.empty()) {
@@ -489,6 +505,7 @@ absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnaps
     s.set_version(t.version);
     s.set_gloo_version(t.gloo_version);
     s.mutable_topology()->set_group(t.group);
+    for (const auto& [name, value] : TopologyLabelsOf(t)) (*s.mutable_labels())[name] = value;
     *s.mutable_now() = google::protobuf::util::TimeUtil::NanosecondsToTimestamp(
         static_cast<int64_t>(snap.time * 1e9));
     NodeSeries empty;

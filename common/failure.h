@@ -12,6 +12,14 @@ namespace gloowatch {
 
 using v1::FailureReason;
 
+// Every reason a failure can have (not UNSPECIFIED), in the order of the
+// `reason` label's series.
+inline constexpr FailureReason kFailureReasons[] = {
+    v1::FAILURE_REASON_REFUSED, v1::FAILURE_REASON_UNREACHABLE, v1::FAILURE_REASON_TIMEOUT,
+    v1::FAILURE_REASON_RESET,   v1::FAILURE_REASON_PROTOCOL,    v1::FAILURE_REASON_WRONG_INTERFACE,
+    v1::FAILURE_REASON_OTHER,
+};
+
 // Lower-case short name used as the Prometheus `reason` label and JSON value:
 // refused, unreachable, timeout, reset, protocol, wrong_interface, other.
 absl::string_view ReasonName(FailureReason reason);

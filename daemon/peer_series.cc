@@ -14,14 +14,6 @@ using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
 
-// Every reason has a series from the start, so rate() and increase() see the
-// first failure.
-constexpr v1::FailureReason kReasons[] = {
-    v1::FAILURE_REASON_REFUSED, v1::FAILURE_REASON_UNREACHABLE, v1::FAILURE_REASON_TIMEOUT,
-    v1::FAILURE_REASON_RESET,   v1::FAILURE_REASON_PROTOCOL,    v1::FAILURE_REASON_WRONG_INTERFACE,
-    v1::FAILURE_REASON_OTHER,
-};
-
 ClientMetric RttHistogram(const PeerSnapshot& peer, std::vector<ClientMetric::Label> labels) {
   const std::vector<double>& bounds = RttBucketBounds();
   ClientMetric metric;
@@ -141,7 +133,9 @@ std::vector<MetricFamily> PeerSeries::Collect() const {
     if (clock.has_offset_seconds()) Add(offset, labels(), clock.offset_seconds());
     if (clock.has_error_seconds()) Add(offset_error, labels(), clock.error_seconds());
 
-    for (v1::FailureReason reason : kReasons) {
+    // Every reason has a series from the start, so rate() and increase() see
+    // the first failure.
+    for (v1::FailureReason reason : kFailureReasons) {
       const std::string name(ReasonName(reason));
       const auto it = status.failures_by_reason().find(name);
       Add(failures, labels("reason", name.c_str()),

@@ -397,7 +397,11 @@ void PeerProber::Run() {
       }
     }
     if (stopping) break;
-    Fail(session.status());
+    // A busy answer right after a failure of ours is that failure's echo:
+    // the peer's responders for our failed pairs wait out their Gloo
+    // timeout. The failure that caused it stays the one reported.
+    const bool echo = absl::IsResourceExhausted(session.status()) && backoff.failures() > 0;
+    if (!echo) Fail(session.status());
     // A busy peer frees its slots within a Gloo timeout (its stale
     // responders time out): retry then, so that once nothing is wrong every
     // peer is up within backoff_max plus two Gloo timeouts.

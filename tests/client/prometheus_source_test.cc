@@ -100,6 +100,39 @@ const FetchResult* Find(const std::vector<FetchResult>& r, const std::string& na
   return nullptr;
 }
 
+// build_info's labels beyond the target's (those `up` has too) are the
+// node's topology labels; one that clashed with a target label arrives as
+// exported_<name> and is the node's own.
+TEST(PrometheusSource, TopologyLabelsAreBuildInfoLabelsTheTargetDoesNotHave) {
+  PrometheusSnapshot snap = Healthy();
+  for (json* results : {&snap.build_info, &snap.build_info_recent}) {
+    for (json& info : *results) {
+      if (info["metric"]["node"] != "b") continue;
+      info["metric"]["rack"] = "r7";
+      info["metric"]["datacenter"] = "east";  // a relabelled target label
+      info["metric"]["exported_zone"] = "z2";
+      info["metric"]["zone"] = "from-the-target";
+    }
+  }
+  for (json& up : snap.up) {
+    if (up["metric"]["instance"] != "h-b:7610") continue;
+    up["metric"]["datacenter"] = "east";
+    up["metric"]["zone"] = "from-the-target";
+  }
+  auto nodes = NodesFromSnapshot(snap, PrometheusOptions{});
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  const FetchResult* b = Find(*nodes, "b");
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(b->status.has_value());
+  const std::map<std::string, std::string> labels(b->status->labels().begin(),
+                                                  b->status->labels().end());
+  EXPECT_EQ(labels, (std::map<std::string, std::string>{{"rack", "r7"}, {"zone", "z2"}}));
+  const FetchResult* a = Find(*nodes, "a");
+  ASSERT_NE(a, nullptr);
+  ASSERT_TRUE(a->status.has_value());
+  EXPECT_TRUE(a->status->labels().empty());
+}
+
 TEST(PrometheusSource, HostLoadAndItsThresholdsReachTheNodeStatus) {
   PrometheusSnapshot snap = Healthy();
   snap.series.push_back(NodeSeries("gloowatch_host_scheduling_delay_seconds", "b", "0.05"));

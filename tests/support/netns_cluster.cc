@@ -177,6 +177,13 @@ absl::Status CommandStatus(const std::vector<std::string>& argv, const CommandRe
                                           r.exit_code, "): ", r.output));
 }
 
+absl::Status Tbf(const std::string& ns, const std::string& dev, const std::string& rate) {
+  const std::vector<std::string> argv = {"ip",      "netns", "exec",  ns,        "tc",  "qdisc",
+                                         "replace", "dev",   dev,     "root",    "tbf", "rate",
+                                         rate,      "burst", "256kb", "latency", "50ms"};
+  return CommandStatus(argv, RunCommand(argv));
+}
+
 }  // namespace
 
 // --- free functions ----------------------------------------------------------
@@ -708,20 +715,17 @@ absl::Status NetnsCluster::ClearNetworkNft() const {
 }
 
 absl::Status NetnsCluster::Shape(int host, const std::string& rate, ShapeSide side) const {
-  const std::vector<std::string> tbf = {"tbf", "rate", rate, "burst", "256kb", "latency", "50ms"};
-  auto run = [&](const std::string& in_ns, const std::string& dev) {
-    std::vector<std::string> argv = {"ip",    "netns",   "exec", in_ns, "tc",
-                                     "qdisc", "replace", "dev",  dev,   "root"};
-    argv.insert(argv.end(), tbf.begin(), tbf.end());
-    return CommandStatus(argv, RunCommand(argv));
-  };
   if (side != ShapeSide::kSwitch) {
-    if (absl::Status s = run(ns(host), "eth0"); !s.ok()) return s;
+    if (absl::Status s = Tbf(ns(host), "eth0", rate); !s.ok()) return s;
   }
-  if (side != ShapeSide::kHost) {
-    if (absl::Status s = run(SwitchOf(host), switch_port(host)); !s.ok()) return s;
-  }
+  if (side != ShapeSide::kHost) return Tbf(SwitchOf(host), switch_port(host), rate);
   return absl::OkStatus();
+}
+
+absl::Status NetnsCluster::ShapeUplink(int rack, const std::string& rate) const {
+  if (router_ns_.empty()) return absl::FailedPreconditionError("one rack: no uplink to shape");
+  if (absl::Status s = Tbf(router_ns_, router_port(rack), rate); !s.ok()) return s;
+  return Tbf(rack_switch_ns_[rack], "uplink", rate);
 }
 
 absl::Status NetnsCluster::Unshape(int host) const {

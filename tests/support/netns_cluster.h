@@ -183,6 +183,9 @@ class NetnsCluster {
   // tbf at `rate` (tc syntax, "200mbit"); tbf shapes egress only.
   absl::Status Shape(int host, const std::string& rate, ShapeSide side) const;
   absl::Status Unshape(int host) const;
+  // tbf at `rate` on a rack's uplink (racks > 1), both ways: the router's
+  // port towards the rack and the switch's port towards the router.
+  absl::Status ShapeUplink(int rack, const std::string& rate) const;
   // ip link set eth0 up/down in the host's namespace.
   absl::Status SetLink(int host, bool up) const;
 
