@@ -111,9 +111,10 @@ TEST_F(NetnsLossTest, RandomDropOnOneLinkShowsAsItsTcpLossRatio) {
       ASSERT_TRUE(f.loss_ratio.has_value());
       const double sent = f.sent - start[self][peer].sent;
       if (self == kFrom && peer == kTo) {
-        // Enough segments in the window for a binomial 5% to be within a few
-        // percent of itself (sd of the ratio at 50,000: 0.1 points).
-        EXPECT_GT(sent, 50000) << "too little traffic in " << measured;
+        // Enough segments in the window for a binomial 5% to sit well inside
+        // the tolerance of 1.5 points (sd of the ratio at 20,000: 0.15 points;
+        // a loaded machine has carried as few as 50,000 in the minute).
+        EXPECT_GT(sent, 20000) << "too little traffic in " << measured;
         EXPECT_NEAR(*f.loss_ratio, kDrop, 0.3 * kDrop);
         const double lost = (f.retransmitted - start[self][peer].retransmitted) -
                             (f.spurious - start[self][peer].spurious);
