@@ -54,7 +54,7 @@ class HostLoad {
   // every thread's schedstat costs about as much CPU as the daemon's own
   // work, so /proc is read at most once per `interval`.
   HostLoad(std::string proc_root, pid_t self, const Clock* clock,
-           absl::Duration window = absl::Seconds(10), absl::Duration interval = absl::Seconds(2));
+           absl::Duration window = absl::Seconds(10), absl::Duration interval = absl::Seconds(5));
 
   // The transport child's pid, or -1 while none runs.
   void SetTransportPid(pid_t pid) { transport_pid_.store(pid); }

@@ -1,20 +1,32 @@
 #include "daemon/proc_fs.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
 
-#include <fstream>
-#include <sstream>
+#include <cerrno>
 
 #include "absl/strings/str_cat.h"
 
 namespace gloowatch {
 
 absl::StatusOr<std::string> ReadProcFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream content;
-  content << in.rdbuf();
-  return content.str();
+  // Plain read(2) rather than an ifstream: host load reads ~90 of these every
+  // 2 s, and a stream's buffers and locale cost more than the read itself.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::string content;
+  char buffer[4096];
+  while (true) {
+    const ssize_t n = read(fd, buffer, sizeof buffer);
+    if (n > 0) {
+      content.append(buffer, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  close(fd);
+  return content;
 }
 
 absl::StatusOr<std::vector<std::string>> ListProcDir(const std::string& dir) {
