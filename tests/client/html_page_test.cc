@@ -1,7 +1,7 @@
 // The heatmap page as text: its sections, one row per node in every matrix,
 // the cell kinds (value bands, down, pending, not measured), and that hostile
 // node names are escaped everywhere. Chromium's view of it is in
-// tests/serve_chromium_test.cc.
+// tests/loopback/serve_chromium_test.cc.
 #include "client/html_page.h"
 
 #include "absl/strings/str_cat.h"

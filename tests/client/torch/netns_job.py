@@ -1,5 +1,5 @@
 """One rank of a three-host torch.distributed (gloo) job for the netns hang
-tests (tests/netns_job_test.cc). It knows nothing of gloowatch: the test runs
+tests (tests/netns/netns_job_test.cc). It knows nothing of gloowatch: the test runs
 it under `gloowatch_report.py run`, which instruments its calls.
 
 A training loop in miniature: 20 ms of "compute" (sleep), then an

@@ -153,7 +153,7 @@ class TorchrunEnvironmentTest(DaemonCase):
 
 def _make_pki(directory):
     """A CA and a certificate for 127.0.0.1 it signed (openssl), as
-    tests/daemon_tls_test.cc makes them; returns (ca, cert, key)."""
+    tests/loopback/daemon_tls_test.cc makes them; returns (ca, cert, key)."""
     p = os.path.join(directory, "cluster")
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
     with open(p + ".ext", "w") as f:
