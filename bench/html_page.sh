@@ -19,7 +19,7 @@ runs=${PAGE_RUNS:-5}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# As the tests run it (tests/client/chromium.cc): headless, root, a fresh
+# As the tests run it (tests/support/chromium.cc): headless, root, a fresh
 # profile, no background services, no name resolution, a dead loopback
 # proxy: it loads files only and reaches no address.
 chrome() {

@@ -38,7 +38,7 @@
 #include "absl/strings/str_split.h"
 #include "client/explain_log.h"
 #include "gtest/gtest.h"
-#include "tests/client/subprocess.h"
+#include "tests/support/subprocess.h"
 
 namespace gloowatch::client {
 namespace {

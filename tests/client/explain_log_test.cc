@@ -13,7 +13,7 @@
 #include "client/log_input.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/client/subprocess.h"
+#include "tests/support/subprocess.h"
 
 namespace gloowatch::client {
 namespace {

@@ -1,8 +1,6 @@
 // Provokes real torch.distributed Gloo failures (tests/client/torch/
 // gloo_failure.py, two ranks on 127.0.0.1) and checks that explain-log names
 // the cause from the surviving rank's stderr.
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -12,29 +10,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tests/client/subprocess.h"
+#include "tests/support/free_port.h"
+#include "tests/support/subprocess.h"
 
 extern char** environ;
 
 namespace gloowatch::testing {
 namespace {
-
-std::string Python() {
-  const char* p = std::getenv("GLOOWATCH_PYTHON");
-  return p ? p : "/usr/bin/python3";
-}
-
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
 std::map<std::string, std::string> Env(const std::map<std::string, std::string>& extra) {
   std::map<std::string, std::string> env;
@@ -53,11 +35,12 @@ std::map<std::string, std::string> Env(const std::map<std::string, std::string>&
 class TorchGlooFailure : public ::testing::Test {
  protected:
   void SetUp() override {
-    ProcessResult probe = RunProcess({Python(), "-c",
+    ProcessResult probe = RunProcess({PythonPath(), "-c",
                                       "import torch.distributed as d; "
                                       "assert d.is_gloo_available()"},
                                      std::nullopt, "", absl::Seconds(60));
-    if (probe.exit_code != 0) GTEST_SKIP() << Python() << " has no torch with gloo: " << probe.err;
+    if (probe.exit_code != 0)
+      GTEST_SKIP() << PythonPath() << " has no torch with gloo: " << probe.err;
   }
 
   // Runs both ranks of `scenario`; returns rank 0's stderr.
@@ -68,7 +51,7 @@ class TorchGlooFailure : public ::testing::Test {
     const auto env = Env(extra_env);
     const std::string script = SourceDir() + "/tests/client/torch/gloo_failure.py";
     auto run = [&](int rank) {
-      return RunProcess({Python(), script, scenario, std::to_string(rank), "2"}, env, "",
+      return RunProcess({PythonPath(), script, scenario, std::to_string(rank), "2"}, env, "",
                         absl::Seconds(90));
     };
     auto rank1 = std::async(std::launch::async, run, 1);

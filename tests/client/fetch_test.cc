@@ -3,14 +3,12 @@
 #include "client/fetch.h"
 
 #include <grpcpp/grpcpp.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/gloowatch.grpc.pb.h"
+#include "tests/support/free_port.h"
 
 namespace gloowatch::client {
 namespace {
@@ -52,24 +50,12 @@ struct TestServer {
   std::unique_ptr<grpc::Server> server;
 };
 
-uint16_t ClosedPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);  // bound then closed: nothing listens there
-  return ntohs(a.sin_port);
-}
-
 TEST(FetchAll, ParallelOkSlowAndRefused) {
   TestServer fast("node-fast", absl::ZeroDuration());
   TestServer slow("node-slow", absl::Seconds(5));
   ASSERT_GT(fast.port, 0);
   ASSERT_GT(slow.port, 0);
-  DaemonTarget refused{"r", {"127.0.0.1", ClosedPort()}};
+  DaemonTarget refused{"r", {"127.0.0.1", static_cast<uint16_t>(gloowatch::testing::FreePort())}};
   const absl::Duration deadline = absl::Milliseconds(700);
   const absl::Time start = absl::Now();
   auto r = FetchAll({fast.Target(), slow.Target(), refused, slow.Target()}, deadline);

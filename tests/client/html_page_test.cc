@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/client/chromium.h"
+#include "tests/support/chromium.h"
 
 namespace gloowatch::client {
 namespace {

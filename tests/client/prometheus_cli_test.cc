@@ -16,7 +16,8 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/client/subprocess.h"
+#include "tests/support/free_port.h"
+#include "tests/support/subprocess.h"
 
 namespace gloowatch::testing {
 namespace {
@@ -123,11 +124,7 @@ TEST(PrometheusCli, MissingFilesExit66) {
 }
 
 TEST(PrometheusCli, ConnectionRefusedNamesTheServer) {
-  int port = 0;
-  const int fd = Listen(&port);
-  ASSERT_GE(fd, 0);
-  close(fd);  // nothing listens there now
-  const std::string url = absl::StrCat("http://127.0.0.1:", port);
+  const std::string url = absl::StrCat("http://127.0.0.1:", FreePort());  // nothing listens
   ProcessResult r = Cli({"--prometheus", url});
   EXPECT_EQ(r.exit_code, 69) << r.err;
   EXPECT_THAT(r.err, HasSubstr("cannot reach Prometheus at " + url));

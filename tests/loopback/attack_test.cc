@@ -28,6 +28,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/metrics_text.h"
 
 namespace gloowatch::testing {
 namespace {
@@ -47,10 +48,6 @@ std::optional<v1::PeerStatus> Peer(const std::string& daemon, const std::string&
   if (p == nullptr) return std::nullopt;
   return *p;
 }
-bool PeerUp(const std::string& daemon, const std::string& peer) {
-  auto p = Peer(daemon, peer);
-  return p && p->state() == v1::PEER_STATE_UP;
-}
 uint64_t ProbesOk(const std::string& daemon, const std::string& peer) {
   auto p = Peer(daemon, peer);
   return p ? p->probes_ok() : 0;
@@ -59,16 +56,6 @@ double Metric(int port, const std::string& name, const std::map<std::string, std
   auto body = HttpGet(port, "/metrics");
   if (!body.ok()) return -1;
   return FindMetric(ParseMetrics(*body), name, labels).value_or(-1);
-}
-
-// Every daemon of `cluster` sees every other up.
-bool MeshUp(LoopbackCluster& cluster) {
-  for (int i = 0; i < cluster.size(); ++i) {
-    for (int j = 0; j < cluster.size(); ++j) {
-      if (i != j && !PeerUp(cluster.grpc(i), cluster.node(j).name)) return false;
-    }
-  }
-  return true;
 }
 
 // The checks after every attack: the daemon runs, answers GetStatus and a
@@ -81,7 +68,8 @@ void ExpectRecovered(LoopbackCluster& cluster, absl::Duration within = absl::Sec
     ASSERT_TRUE(body.ok()) << body.status();
     EXPECT_TRUE(absl::StrContains(*body, "gloowatch_peer_up")) << cluster.node(i).name;
   }
-  EXPECT_TRUE(WaitFor([&] { return MeshUp(cluster); }, within));
+  absl::Status up = cluster.WaitAllUp(within);
+  EXPECT_TRUE(up.ok()) << up;
 }
 
 // ---- the attacker's tools ----
@@ -200,7 +188,8 @@ class AttackTest : public ::testing::Test {
   void StartCluster(int nodes, const std::string& yaml = FastLoopbackYaml()) {
     cluster_ = std::make_unique<LoopbackCluster>(nodes, yaml);
     for (int i = 0; i < nodes; ++i) cluster_->Start(i);
-    ASSERT_TRUE(WaitFor([&] { return MeshUp(*cluster_); }, absl::Seconds(30)));
+    absl::Status up = cluster_->WaitAllUp(absl::Seconds(30));
+    ASSERT_TRUE(up.ok()) << up;
     absl::SleepFor(absl::Seconds(1));  // let thread pools settle for the baselines
   }
   LoopbackCluster& cluster() { return *cluster_; }

@@ -8,6 +8,7 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/metrics_text.h"
 
 namespace gloowatch::testing {
 namespace {

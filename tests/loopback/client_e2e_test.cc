@@ -16,8 +16,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tests/client/subprocess.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/free_port.h"
+#include "tests/support/metrics_text.h"
+#include "tests/support/subprocess.h"
 
 extern char** environ;
 
@@ -46,32 +48,6 @@ std::string Describe(const ProcessResult& r) {
 json ParseJson(const std::string& text) { return json::parse(text, nullptr, false); }
 
 std::string Join(const std::vector<std::string>& v) { return absl::StrJoin(v, ","); }
-
-bool FullyMeasured(const v1::PeerStatus& p) {
-  return p.state() == v1::PEER_STATE_UP && p.latency().has_p50_seconds() &&
-         p.latency().p50_seconds() > 0 && p.bandwidth().has_tx_bytes_per_second() &&
-         p.bandwidth().has_rx_bytes_per_second() && p.clock().has_offset_seconds();
-}
-
-bool LatencyMeasured(const v1::PeerStatus& p) {
-  return p.state() == v1::PEER_STATE_UP && p.latency().has_p50_seconds() &&
-         p.latency().p50_seconds() > 0;
-}
-
-// Every node sees every other node satisfying `ok`.
-bool ClusterReady(const LoopbackCluster& cluster,
-                  const std::function<bool(const v1::PeerStatus&)>& ok) {
-  for (int i = 0; i < cluster.size(); ++i) {
-    auto s = GetStatus(cluster.grpc(i));
-    if (!s.ok()) return false;
-    for (int j = 0; j < cluster.size(); ++j) {
-      if (i == j) continue;
-      const v1::PeerStatus* p = FindPeer(*s, cluster.node(j).name);
-      if (p == nullptr || !ok(*p)) return false;
-    }
-  }
-  return true;
-}
 
 std::string Logs(LoopbackCluster& cluster) {
   std::string out;
@@ -325,7 +301,7 @@ class HealthyClusterTest : public ::testing::Test {
     cluster_ = new LoopbackCluster(3, FastLoopbackYaml());
     for (int i = 0; i < 3; ++i) cluster_->Start(i);
     // First bandwidth transfers are serialised per node: allow for that.
-    ready_ = WaitFor([] { return ClusterReady(*cluster_, FullyMeasured); }, absl::Seconds(90));
+    ready_ = cluster_->WaitAllUp(absl::Seconds(90), FullyMeasured).ok();
   }
   static void TearDownTestSuite() {
     delete cluster_;
@@ -379,9 +355,8 @@ class BrokenClusterTest : public ::testing::Test {
   BrokenClusterTest() : cluster_(3, FastLoopbackYaml()) {}
   void SetUp() override {
     for (int i = 0; i < 3; ++i) cluster_.Start(i);
-    ASSERT_TRUE(WaitFor([&] { return ClusterReady(cluster_, LatencyMeasured); }, absl::Seconds(60)))
-        << "cluster never came up\n"
-        << Logs(cluster_);
+    absl::Status up = cluster_.WaitAllUp(absl::Seconds(60), LatencyMeasured);
+    ASSERT_TRUE(up.ok()) << up << "\n" << Logs(cluster_);
   }
   std::vector<std::string> Daemons() const {
     return {cluster_.grpc(0), cluster_.grpc(1), cluster_.grpc(2)};
@@ -507,8 +482,8 @@ TEST_F(BrokenClusterTest, HungDaemonTimesOutWithinTheDeadline) {
 TEST(DegradedClusterTest, LatencyOverThresholdNamesEveryOffendingLink) {
   LoopbackCluster cluster(3, absl::StrCat(FastLoopbackYaml(), "thresholds:\n  latency: 1us\n"));
   for (int i = 0; i < 3; ++i) cluster.Start(i);
-  ASSERT_TRUE(WaitFor([&] { return ClusterReady(cluster, LatencyMeasured); }, absl::Seconds(60)))
-      << Logs(cluster);
+  absl::Status up = cluster.WaitAllUp(absl::Seconds(60), LatencyMeasured);
+  ASSERT_TRUE(up.ok()) << up << "\n" << Logs(cluster);
   const std::string daemons = Join({cluster.grpc(0), cluster.grpc(1), cluster.grpc(2)});
   ProcessResult r = Cli({"health", "--json", "--daemons", daemons});
   EXPECT_EQ(r.exit_code, 1) << Describe(r);
@@ -717,17 +692,12 @@ TEST_F(ReportStepTest, TotalsInMetricsStatusAndHealth) {
 
 // --- a real torch.distributed job reporting through StepReporter -----------
 
-std::string Python() {
-  const char* p = std::getenv("GLOOWATCH_PYTHON");
-  return p ? p : "/usr/bin/python3";
-}
-
 TEST(TorchJobTest, DaemonTotalsMatchTheJobsOwnTiming) {
   ProcessResult probe = RunProcess(
-      {Python(), "-c", "import torch.distributed as d, grpc; assert d.is_gloo_available()"},
+      {PythonPath(), "-c", "import torch.distributed as d, grpc; assert d.is_gloo_available()"},
       std::nullopt, "", absl::Seconds(120));
   if (probe.exit_code != 0) {
-    GTEST_SKIP() << Python() << " lacks torch with gloo or grpc: " << probe.err;
+    GTEST_SKIP() << PythonPath() << " lacks torch with gloo or grpc: " << probe.err;
   }
   LoopbackCluster cluster(1);
   cluster.Start(0);
@@ -741,7 +711,7 @@ TEST(TorchJobTest, DaemonTotalsMatchTheJobsOwnTiming) {
                                 {"PYTHONUNBUFFERED", "1"}});
   const std::string script = SourceDir() + "/tests/client/torch/e2e_train.py";
   auto run = [&](int rank) {
-    return RunProcess({Python(), script, "--daemon", cluster.grpc(0), "--job", job, "--rank",
+    return RunProcess({PythonPath(), script, "--daemon", cluster.grpc(0), "--job", job, "--rank",
                        std::to_string(rank), "--world", "2", "--steps", std::to_string(kSteps)},
                       env, "", absl::Seconds(240));
   };

@@ -12,25 +12,10 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/metrics_text.h"
 
 namespace gloowatch::testing {
 namespace {
-
-bool FullyMeasured(const v1::PeerStatus& p) {
-  return p.state() == v1::PEER_STATE_UP && p.latency().p50_seconds() > 0 &&
-         p.bandwidth().has_tx_bytes_per_second() && p.bandwidth().has_rx_bytes_per_second() &&
-         p.clock().has_offset_seconds();
-}
-
-bool AllUp(const LoopbackCluster& cluster, int node, const std::vector<std::string>& peers) {
-  auto status = GetStatus(cluster.grpc(node));
-  if (!status.ok()) return false;
-  for (const std::string& peer : peers) {
-    const v1::PeerStatus* p = FindPeer(*status, peer);
-    if (p == nullptr || !FullyMeasured(*p)) return false;
-  }
-  return true;
-}
 
 class DaemonClusterTest : public ::testing::Test {
  protected:
@@ -56,11 +41,9 @@ class DaemonClusterTest : public ::testing::Test {
 };
 
 TEST_F(DaemonClusterTest, EveryDaemonMeasuresEveryPeerAndMetricsAgree) {
-  for (int i = 0; i < 3; ++i) {
-    if (!WaitFor([&] { return AllUp(cluster_, i, PeersOf(i)); }, absl::Seconds(30))) {
-      Dump();
-      FAIL() << cluster_.node(i).name << " did not measure all peers in time";
-    }
+  if (absl::Status up = cluster_.WaitAllUp(absl::Seconds(60), FullyMeasured); !up.ok()) {
+    Dump();
+    FAIL() << up;
   }
   for (int i = 0; i < 3; ++i) {
     // Read the status twice around one scrape: whatever did not change in
@@ -120,10 +103,8 @@ TEST_F(DaemonClusterTest, EveryDaemonMeasuresEveryPeerAndMetricsAgree) {
 }
 
 TEST_F(DaemonClusterTest, KilledPeerIsReportedDownAndComesBackAfterRestart) {
-  for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(WaitFor([&] { return AllUp(cluster_, i, PeersOf(i)); }, absl::Seconds(30)))
-        << cluster_.node(i).name << " not up";
-  }
+  absl::Status up = cluster_.WaitAllUp(absl::Seconds(60), FullyMeasured);
+  ASSERT_TRUE(up.ok()) << up;
   cluster_.Kill(2, SIGKILL);
   const absl::Time killed = absl::Now();
   for (int i = 0; i < 2; ++i) {
@@ -172,11 +153,9 @@ TEST_F(DaemonClusterTest, KilledPeerIsReportedDownAndComesBackAfterRestart) {
       absl::Seconds(10)));
 
   cluster_.Start(2);
-  for (int i = 0; i < 3; ++i) {
-    if (!WaitFor([&] { return AllUp(cluster_, i, PeersOf(i)); }, absl::Seconds(30))) {
-      Dump();
-      FAIL() << cluster_.node(i).name << " did not see everyone up after the restart";
-    }
+  if (absl::Status up = cluster_.WaitAllUp(absl::Seconds(60), FullyMeasured); !up.ok()) {
+    Dump();
+    FAIL() << "after the restart: " << up;
   }
 }
 

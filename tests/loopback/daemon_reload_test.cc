@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/free_port.h"
+#include "tests/support/metrics_text.h"
 
 namespace gloowatch::testing {
 namespace {

@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/free_port.h"
 
 namespace gloowatch::testing {
 namespace {

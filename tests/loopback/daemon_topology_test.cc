@@ -16,6 +16,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/free_port.h"
+#include "tests/support/metrics_text.h"
 
 namespace gloowatch::testing {
 namespace {
@@ -216,17 +218,8 @@ TEST_F(DaemonTopologyTest, EachDaemonProbesItsSelectionAndTheSampleRotates) {
 TEST(DaemonTopologyFullMeshTest, SmallClustersStayAFullMesh) {
   LoopbackCluster cluster(3, FastLoopbackYaml());
   for (int i = 0; i < 3; ++i) cluster.Start(i);
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        auto s = GetStatus(cluster.grpc(1));
-        if (!s.ok() || s->peers_size() != 2) return false;
-        for (const auto& p : s->peers()) {
-          if (p.state() != v1::PEER_STATE_UP) return false;
-        }
-        return true;
-      },
-      absl::Seconds(20)))
-      << cluster.process(1)->Log();
+  absl::Status up = cluster.WaitAllUp(absl::Seconds(20));
+  ASSERT_TRUE(up.ok()) << up << "\n" << cluster.process(1)->Log();
   auto s = GetStatus(cluster.grpc(1));
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->topology().mode(), "full_mesh");

@@ -2,7 +2,6 @@
 // gloowatch_* and process_* family in a /metrics scrape (its # TYPE line) is
 // in the doc's table with the same type and labels, and every family in the
 // table is in the scrape.
-#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -20,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "proto/gloowatch.grpc.pb.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/metrics_text.h"
 
 namespace gloowatch::testing {
 namespace {
@@ -67,17 +67,11 @@ std::map<std::string, Family> DocumentedFamilies(std::string* error) {
 // # TYPE lines and the label names of each family's samples.
 std::map<std::string, Family> ScrapedFamilies(const std::string& text) {
   std::map<std::string, Family> out;
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    if (absl::ConsumePrefix(&line, "# TYPE ")) {
-      std::vector<std::string> parts = absl::StrSplit(line, ' ');
-      if (parts.size() == 2 && OurFamily(parts[0])) {
-        out[parts[0]].type = parts[1];
-      }
-      continue;
-    }
-    if (line.empty() || line[0] == '#') continue;
-    const size_t brace = line.find('{');
-    std::string name(line.substr(0, std::min(brace, line.find(' '))));
+  for (const auto& [name, type] : MetricTypes(text)) {
+    if (OurFamily(name)) out[name].type = type;
+  }
+  for (const MetricSample& sample : ParseSamples(text)) {
+    std::string name = sample.name;
     if (out.count(name) == 0) {
       for (const char* suffix : {"_bucket", "_sum", "_count"}) {
         if (absl::EndsWith(name, suffix)) {
@@ -89,13 +83,8 @@ std::map<std::string, Family> ScrapedFamilies(const std::string& text) {
     auto it = out.find(name);
     if (it == out.end()) continue;
     ++it->second.samples;
-    if (brace == absl::string_view::npos) continue;
-    const absl::string_view labels = line.substr(brace + 1, line.rfind('}') - brace - 1);
-    // name="value",... ; values never contain '=' followed by '"' at a label
-    // boundary in our output, so splitting on '",' is enough.
-    for (absl::string_view pair : absl::StrSplit(labels, absl::ByString("\","))) {
-      const std::string key(pair.substr(0, pair.find('=')));
-      if (!key.empty() && key != "le") it->second.labels.insert(key);
+    for (const auto& [key, value] : sample.labels) {
+      if (key != "le") it->second.labels.insert(key);
     }
   }
   return out;

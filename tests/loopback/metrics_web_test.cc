@@ -13,6 +13,8 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/daemon_process.h"
+#include "tests/support/free_port.h"
+#include "tests/support/prometheus.h"
 
 namespace gloowatch::testing {
 namespace {

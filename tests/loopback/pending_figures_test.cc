@@ -12,8 +12,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tests/client/subprocess.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/subprocess.h"
 
 namespace gloowatch::testing {
 namespace {
@@ -36,7 +36,8 @@ TEST(PendingFigures, BandwidthDueTimesAreReportedAndKept) {
   for (int i = 0; i < 3; ++i) cluster.Start(i);
   const std::string daemons =
       absl::StrJoin({cluster.grpc(0), cluster.grpc(1), cluster.grpc(2)}, ",");
-  ASSERT_TRUE(WaitFor([&] { return MeshUpWithLatency(cluster); }, absl::Seconds(30)));
+  absl::Status up = cluster.WaitAllUp(absl::Seconds(30), LatencyMeasured);
+  ASSERT_TRUE(up.ok()) << up;
   ProcessResult r = RunProcess({CliPath(), "health", "--daemons", daemons, "--json"}, std::nullopt,
                                "", absl::Seconds(30));
   const absl::Time asked = absl::Now();

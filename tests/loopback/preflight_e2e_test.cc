@@ -19,8 +19,9 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "proto/gloowatch.grpc.pb.h"
-#include "tests/client/subprocess.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/free_port.h"
+#include "tests/support/subprocess.h"
 
 namespace gloowatch::testing {
 namespace {

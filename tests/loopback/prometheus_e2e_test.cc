@@ -26,6 +26,8 @@
 #include "nlohmann/json.hpp"
 #include "proto/gloowatch.grpc.pb.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/free_port.h"
+#include "tests/support/prometheus.h"
 #include "yaml-cpp/yaml.h"
 
 namespace gloowatch::testing {
@@ -189,11 +191,11 @@ class PrometheusE2ETest : public ::testing::Test {
   void SetUp() override {
     if (access(kPrometheus, X_OK) != 0) GTEST_SKIP() << kPrometheus << " is not installed";
     for (int i = 0; i < 3; ++i) cluster_.Start(i);
-    const std::string config =
-        dir_.Write("prometheus.yml",
-                   PrometheusYaml({cluster_.node(0).metrics_port, cluster_.node(1).metrics_port,
-                                   cluster_.node(2).metrics_port},
-                                  SourcePath("deploy/prometheus/gloowatch-*.yml")));
+    const std::string config = dir_.Write(
+        "prometheus.yml", PrometheusYaml(LoopbackTargets({cluster_.node(0).metrics_port,
+                                                          cluster_.node(1).metrics_port,
+                                                          cluster_.node(2).metrics_port}),
+                                         SourcePath("deploy/prometheus/gloowatch-*.yml")));
     prometheus_ = StartPrometheus(config, dir_.path(), prom_port_);
     ASSERT_TRUE(WaitFor(
         [&] {

@@ -20,8 +20,10 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tests/client/subprocess.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/free_port.h"
+#include "tests/support/prometheus.h"
+#include "tests/support/subprocess.h"
 
 namespace gloowatch::testing {
 namespace {
@@ -125,10 +127,10 @@ class PrometheusHealthTest : public ::testing::Test {
 
   void SetUp() override {
     if (access(kPrometheus, X_OK) != 0) GTEST_SKIP() << kPrometheus << " is not installed";
-    const std::string config =
-        dir_.Write("prometheus.yml",
-                   PrometheusYaml({cluster_.node(0).metrics_port, cluster_.node(1).metrics_port,
-                                   cluster_.node(2).metrics_port}));
+    const std::string config = dir_.Write(
+        "prometheus.yml", PrometheusYaml(LoopbackTargets({cluster_.node(0).metrics_port,
+                                                          cluster_.node(1).metrics_port,
+                                                          cluster_.node(2).metrics_port})));
     prometheus_ = StartPrometheus(config, dir_.path(), prom_port_);
     // Prometheus watches the targets before the daemons start (up == 0 for
     // all three), then the daemons start 2 s apart: the first ones count
@@ -391,8 +393,9 @@ TEST(PrometheusHealthTlsTest, HttpsWithTheServersCa) {
                                         "\n  key_file: ", pki->key, "\n"));
   const std::string config = dir.Write("prometheus.yml", "global:\n  scrape_interval: 1s\n");
   const int port = FreePort();
-  std::unique_ptr<Process> prometheus =
-      StartPrometheus(config, dir.path(), port, {"--web.config.file=" + web});
+  PrometheusOptions options;
+  options.extra_flags = {"--web.config.file=" + web};
+  std::unique_ptr<Process> prometheus = StartPrometheus(config, dir.path(), port, options);
   const std::string url = absl::StrCat("https://127.0.0.1:", port);
   ProcessResult r;
   const bool answered = WaitFor(

@@ -14,9 +14,10 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/client/chromium.h"
-#include "tests/client/subprocess.h"
+#include "tests/support/chromium.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/free_port.h"
+#include "tests/support/subprocess.h"
 
 namespace gloowatch::testing {
 namespace {
@@ -56,8 +57,8 @@ TEST(ServeChromium, LivePageAndFileShowEveryNodeAndTheDownOne) {
   for (int i = 0; i < 3; ++i) cluster.Start(i);
   const std::string daemons =
       absl::StrJoin({cluster.grpc(0), cluster.grpc(1), cluster.grpc(2)}, ",");
-  ASSERT_TRUE(WaitFor([&] { return MeshUpWithLatency(cluster); }, absl::Seconds(30)))
-      << "cluster not up";
+  absl::Status up = cluster.WaitAllUp(absl::Seconds(30), LatencyMeasured);
+  ASSERT_TRUE(up.ok()) << up;
   cluster.Kill(2, SIGKILL);
   // Both survivors notice within the Gloo timeout (2 s) and a reconnect.
   ASSERT_TRUE(WaitFor(

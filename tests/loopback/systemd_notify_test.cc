@@ -1,7 +1,5 @@
 // gloowatchd speaks the sd_notify protocol: a unix datagram socket stands in
 // for systemd's NOTIFY_SOCKET and records what the daemon sends.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -17,19 +15,15 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/free_port.h"
 
 namespace gloowatch::testing {
 namespace {
 
 bool Accepts(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
-  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  close(fd);
-  return ok;
+  const int fd = ConnectLoopback(port);
+  if (fd >= 0) close(fd);
+  return fd >= 0;
 }
 
 // The NOTIFY_SOCKET end: a bound unix datagram socket.

@@ -14,6 +14,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/metrics_text.h"
 
 namespace gloowatch::testing {
 namespace {

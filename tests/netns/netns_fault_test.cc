@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "tests/support/metrics_text.h"
 #include "tests/support/netns_cluster.h"
 
 namespace gloowatch::testing {

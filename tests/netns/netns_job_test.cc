@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/netns_cluster.h"
+#include "tests/support/prometheus.h"
 
 namespace gloowatch::testing {
 namespace {
@@ -150,22 +151,13 @@ class NetnsJobTest : public ::testing::Test {
   void StartPrometheus() {
     std::vector<std::string> targets;
     for (int i = 0; i < kRanks; ++i) {
-      targets.push_back(absl::StrCat("'", cluster_->ip(i), ":", NetnsCluster::kMetricsPort, "'"));
+      targets.push_back(absl::StrCat(cluster_->ip(i), ":", NetnsCluster::kMetricsPort));
     }
-    const std::string config = cluster_->dir().Write(
-        "prometheus.yml",
-        absl::StrCat("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
-                     "  evaluation_interval: 1s\n"
-                     "scrape_configs:\n  - job_name: gloowatch\n    static_configs:\n"
-                     "      - targets: [",
-                     absl::StrJoin(targets, ", "), "]\n"));
-    const std::string dir = cluster_->dir().path();
-    prometheus_ = std::make_unique<Process>(
-        std::vector<std::string>{"ip", "netns", "exec", cluster_->ns(0), kPrometheus,
-                                 "--config.file=" + config, "--storage.tsdb.path=" + dir + "/tsdb",
-                                 absl::StrCat("--web.listen-address=127.0.0.1:", kPrometheusPort),
-                                 "--log.level=warn"},
-        dir + "/prometheus.log");
+    PrometheusOptions options;
+    options.wrapper = {"ip", "netns", "exec", cluster_->ns(0)};
+    prometheus_ = gloowatch::testing::StartPrometheus(
+        cluster_->dir().Write("prometheus.yml", PrometheusYaml(targets)), cluster_->dir().path(),
+        kPrometheusPort, options);
   }
 
   std::string PrometheusUrl() const { return absl::StrCat("http://127.0.0.1:", kPrometheusPort); }

@@ -10,6 +10,7 @@
 #include "grpcpp/create_channel_posix.h"
 #include "gtest/gtest.h"
 #include "proto/gloowatch.grpc.pb.h"
+#include "tests/support/metrics_text.h"
 #include "tests/support/netns_cluster.h"
 
 namespace gloowatch::testing {

@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/metrics_text.h"
 
 namespace gloowatch::testing {
 namespace {
@@ -63,19 +64,10 @@ TEST(SoakTest, HealthyLinksNeverFailAndResourcesStayFlat) {
     (void)absl::SimpleAtoi(env, &seconds);
   LoopbackCluster cluster(4, kSchedule);
   for (int i = 0; i < 4; ++i) cluster.Start(i);
-  auto all_up = [&] {
-    for (int i = 0; i < 4; ++i) {
-      auto s = GetStatus(cluster.grpc(i));
-      if (!s.ok()) return false;
-      for (const auto& p : s->peers()) {
-        if (p.state() != v1::PEER_STATE_UP || !p.bandwidth().has_rx_bytes_per_second()) {
-          return false;
-        }
-      }
-    }
-    return true;
-  };
-  ASSERT_TRUE(WaitFor(all_up, absl::Seconds(30)));
+  absl::Status up = cluster.WaitAllUp(absl::Seconds(30), [](const v1::PeerStatus& p) {
+    return PeerUp(p) && p.bandwidth().has_rx_bytes_per_second();
+  });
+  ASSERT_TRUE(up.ok()) << up;
   // Failures so far, per node: peer -> probes_failed, and the failure series.
   std::vector<std::map<std::string, uint64_t>> failed_at_start(4);
   std::vector<std::map<std::string, double>> failure_series_at_start(4);

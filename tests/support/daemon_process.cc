@@ -13,50 +13,17 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <set>
 #include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "gloo/transport/tcp/address.h"
 #include "grpcpp/grpcpp.h"
+#include "tests/support/free_port.h"
 
 namespace gloowatch::testing {
-
-namespace {
-
-int KernelPickedPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-}  // namespace
-
-int FreePort() {
-  // The kernel may pick a just-closed port again: a cluster whose daemons
-  // were handed the same port twice never comes up. Never repeat one.
-  static absl::Mutex mu;
-  static auto* handed_out = new std::set<int>;
-  absl::MutexLock lock(&mu);
-  int port = KernelPickedPort();
-  for (int tries = 0; tries < 1000 && handed_out->count(port) > 0; ++tries) {
-    port = KernelPickedPort();
-  }
-  handed_out->insert(port);
-  return port;
-}
 
 TempDir::TempDir() {
   const char* base = std::getenv("TMPDIR");
@@ -91,16 +58,6 @@ absl::StatusOr<Pki> MakePki(const TempDir& dir, const std::string& name) {
                        "-ca.key -CAcreateserial -days 2 -out ", p, ".pem -extfile ", p, ".ext"));
   if (!ok) return absl::InternalError(absl::StrCat("openssl failed making the test PKI ", name));
   return Pki{p + "-ca.pem", p + ".pem", p + ".key"};
-}
-
-std::string BinaryPath(const std::string& name) {
-  const char* dir = std::getenv("GLOOWATCH_BIN_DIR");
-  return absl::StrCat(dir ? dir : ".", "/", name);
-}
-
-std::string SourcePath(const std::string& relative) {
-  const char* dir = std::getenv("GLOOWATCH_SOURCE_DIR");
-  return absl::StrCat(dir ? dir : ".", "/", relative);
 }
 
 Process::Process(std::vector<std::string> argv, std::string log_path,
@@ -281,53 +238,6 @@ std::string UrlEncode(const std::string& s) {
   return out;
 }
 
-std::string PrometheusYaml(const std::vector<int>& metrics_ports, const std::string& rule_file) {
-  std::vector<std::string> targets;
-  for (int port : metrics_ports) targets.push_back(absl::StrCat("'127.0.0.1:", port, "'"));
-  return absl::StrCat(
-      "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n  evaluation_interval: 1s\n",
-      rule_file.empty() ? "" : absl::StrCat("rule_files:\n  - ", rule_file, "\n"),
-      "scrape_configs:\n  - job_name: gloowatch\n    static_configs:\n      - targets: [",
-      absl::StrJoin(targets, ", "), "]\n");
-}
-
-std::unique_ptr<Process> StartPrometheus(const std::string& config, const std::string& dir,
-                                         int port, const std::vector<std::string>& extra_flags) {
-  std::vector<std::string> argv = {
-      kPrometheus, "--config.file=" + config, "--storage.tsdb.path=" + dir + "/tsdb",
-      absl::StrCat("--web.listen-address=127.0.0.1:", port), "--log.level=warn"};
-  argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
-  return std::make_unique<Process>(std::move(argv), dir + "/prometheus.log");
-}
-
-std::map<std::string, double> ParseMetrics(const std::string& text) {
-  std::map<std::string, double> out;
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t space = line.rfind(' ');
-    if (space == absl::string_view::npos) continue;
-    double value;
-    if (!absl::SimpleAtod(line.substr(space + 1), &value)) continue;
-    out[std::string(line.substr(0, space))] = value;
-  }
-  return out;
-}
-
-std::optional<double> FindMetric(const std::map<std::string, double>& metrics,
-                                 const std::string& name,
-                                 const std::map<std::string, std::string>& labels) {
-  for (const auto& [series, value] : metrics) {
-    if (series.compare(0, name.size(), name) != 0) continue;
-    if (series.size() > name.size() && series[name.size()] != '{') continue;
-    bool all = true;
-    for (const auto& [k, v] : labels) {
-      if (series.find(absl::StrCat(k, "=\"", v, "\"")) == std::string::npos) all = false;
-    }
-    if (all) return value;
-  }
-  return std::nullopt;
-}
-
 std::string FastLoopbackYaml(const std::string& link_speed) {
   return absl::StrCat("gloo:\n  address: 127.0.0.1\n  timeout: 2s\n",
                       link_speed.empty() ? "" : absl::StrCat("  link_speed: ", link_speed, "\n"),
@@ -385,15 +295,49 @@ const v1::PeerStatus* FindPeer(const v1::NodeStatus& status, const std::string& 
   return nullptr;
 }
 
-bool MeshUpWithLatency(const LoopbackCluster& cluster) {
-  for (int i = 0; i < cluster.size(); ++i) {
-    auto s = GetStatus(cluster.grpc(i));
-    if (!s.ok() || s->peers_size() != cluster.size() - 1) return false;
-    for (const auto& p : s->peers()) {
-      if (p.state() != v1::PEER_STATE_UP || !p.latency().has_p50_seconds()) return false;
+bool PeerUp(const v1::PeerStatus& p) { return p.state() == v1::PEER_STATE_UP; }
+
+bool LatencyMeasured(const v1::PeerStatus& p) {
+  return PeerUp(p) && p.latency().has_p50_seconds() && p.latency().p50_seconds() > 0;
+}
+
+bool FullyMeasured(const v1::PeerStatus& p) {
+  return LatencyMeasured(p) && p.bandwidth().has_tx_bytes_per_second() &&
+         p.bandwidth().has_rx_bytes_per_second() && p.clock().has_offset_seconds();
+}
+
+absl::Status LoopbackCluster::WaitAllUp(absl::Duration timeout, const PeerCondition& ready,
+                                        std::shared_ptr<grpc::ChannelCredentials> credentials) const {
+  const absl::Time deadline = absl::Now() + timeout;
+  for (int i = 0; i < size(); ++i) {
+    if (processes_[i] == nullptr) continue;
+    // The last thing seen missing, for the error.
+    std::string missing;
+    const bool up = WaitFor(
+        [&] {
+          auto status = GetStatus(grpc(i), absl::Seconds(2), credentials);
+          if (!status.ok()) {
+            missing = "its status: " + status.status().ToString();
+            return false;
+          }
+          for (int j = 0; j < size(); ++j) {
+            if (j == i || processes_[j] == nullptr) continue;
+            const v1::PeerStatus* p = FindPeer(*status, nodes_[j].name);
+            if (p == nullptr || !ready(*p)) {
+              missing = p == nullptr ? nodes_[j].name + " (absent)" : p->ShortDebugString();
+              return false;
+            }
+          }
+          return true;
+        },
+        deadline - absl::Now());
+    if (!up) {
+      return absl::DeadlineExceededError(
+          absl::StrCat(nodes_[i].name, " did not see every peer ready within ",
+                       absl::FormatDuration(timeout), "; last missing: ", missing));
     }
   }
-  return true;
+  return absl::OkStatus();
 }
 
 }  // namespace gloowatch::testing

@@ -11,15 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grpcpp/security/credentials.h"
 #include "proto/gloowatch.grpc.pb.h"
+#include "tests/support/paths.h"
 
 namespace gloowatch::testing {
-
-// A port on 127.0.0.1 nobody listened on a moment ago.
-int FreePort();
 
 // A fresh directory under $TMPDIR, removed by the destructor.
 class TempDir {
@@ -40,14 +39,6 @@ struct Pki {
   std::string ca, cert, key;
 };
 absl::StatusOr<Pki> MakePki(const TempDir& dir, const std::string& name);
-
-// Path of a binary built by this project (env GLOOWATCH_BIN_DIR).
-std::string BinaryPath(const std::string& name);
-
-// Absolute path of a file in the source tree (env GLOOWATCH_SOURCE_DIR, set
-// by ctest): __FILE__ may be relative, and a path handed to another program
-// (a Prometheus config's rule_files) must not depend on our working directory.
-std::string SourcePath(const std::string& relative);
 
 // A child process, killed with SIGKILL by the destructor if still running.
 class Process {
@@ -108,26 +99,6 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path);
 // `s` %-encoded for a URL query (PromQL in /api/v1/query?query=...).
 std::string UrlEncode(const std::string& s);
 
-// The Debian package's Prometheus server.
-inline constexpr char kPrometheus[] = "/usr/bin/prometheus";
-// A prometheus.yml that scrapes 127.0.0.1:<port> of every `metrics_ports`
-// every second as job "gloowatch" (and evaluates `rule_file`, if given).
-std::string PrometheusYaml(const std::vector<int>& metrics_ports,
-                           const std::string& rule_file = "");
-// Starts kPrometheus on 127.0.0.1:port with `config`, its TSDB and log in
-// `dir`; `extra_flags` are appended (e.g. --web.config.file=...).
-std::unique_ptr<Process> StartPrometheus(const std::string& config, const std::string& dir,
-                                         int port,
-                                         const std::vector<std::string>& extra_flags = {});
-
-// Prometheus text format -> {"name{a=\"x\",b=\"y\"}" -> value}; labels are
-// kept in the order written, which for prometheus-cpp is sorted by name.
-std::map<std::string, double> ParseMetrics(const std::string& text);
-// The value of `name` whose labels include every pair of `labels`.
-std::optional<double> FindMetric(const std::map<std::string, double>& metrics,
-                                 const std::string& name,
-                                 const std::map<std::string, std::string>& labels);
-
 // Config keys for daemons on loopback with short schedules, so a test sees
 // every kind of probe within seconds; `link_speed` (e.g. "10Gbps") makes link
 // ratios appear.
@@ -142,6 +113,15 @@ struct NodeSpec {
 std::string LoopbackConfig(const NodeSpec& self, const std::vector<NodeSpec>& peers,
                            const std::string& extra_yaml = "");
 
+// How far a daemon has come with one peer, for LoopbackCluster::WaitAllUp.
+using PeerCondition = std::function<bool(const v1::PeerStatus&)>;
+// The peer is up.
+bool PeerUp(const v1::PeerStatus& p);
+// ... and has a latency figure above zero.
+bool LatencyMeasured(const v1::PeerStatus& p);
+// ... and a bandwidth figure both ways and a clock offset.
+bool FullyMeasured(const v1::PeerStatus& p);
+
 // N daemons configured as a full mesh on loopback.
 class LoopbackCluster {
  public:
@@ -155,6 +135,11 @@ class LoopbackCluster {
   Process* process(int index) { return processes_[index].get(); }
   std::string config_path(int index) const { return configs_[index]; }
   const TempDir& dir() const { return dir_; }
+  // Waits until every started daemon answers (over `credentials` when
+  // given) and sees every other started one satisfy `ready`; the error names
+  // the daemon and what it lacked.
+  absl::Status WaitAllUp(absl::Duration timeout, const PeerCondition& ready = PeerUp,
+                         std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr) const;
 
  private:
   TempDir dir_;
@@ -162,10 +147,6 @@ class LoopbackCluster {
   std::vector<std::string> configs_;
   std::vector<std::unique_ptr<Process>> processes_;
 };
-
-// Every daemon of `cluster` answers and sees each other one up, with a
-// latency figure.
-bool MeshUpWithLatency(const LoopbackCluster& cluster);
 
 // Peer `peer` as seen in `status`, or nullptr.
 const v1::PeerStatus* FindPeer(const v1::NodeStatus& status, const std::string& peer);

@@ -34,6 +34,7 @@
 #include "absl/time/clock.h"
 #include "grpcpp/create_channel_posix.h"
 #include "grpcpp/grpcpp.h"
+#include "tests/support/metrics_text.h"
 
 namespace gloowatch::testing {
 namespace {

@@ -1,10 +1,10 @@
-#include "tests/client/chromium.h"
+#include "tests/support/chromium.h"
 
 #include <algorithm>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "tests/client/subprocess.h"
+#include "tests/support/subprocess.h"
 
 namespace gloowatch::testing {
 namespace {

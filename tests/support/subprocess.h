@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "tests/support/paths.h"
 
 namespace gloowatch::testing {
 
@@ -23,9 +24,5 @@ struct ProcessResult {
 ProcessResult RunProcess(const std::vector<std::string>& argv,
                          const std::optional<std::map<std::string, std::string>>& env,
                          const std::string& stdin_data, absl::Duration timeout);
-
-// Path of the gloowatch binary under test (env GLOOWATCH_CLI).
-std::string CliPath();
-std::string SourceDir();
 
 }  // namespace gloowatch::testing

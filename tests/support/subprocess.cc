@@ -1,4 +1,4 @@
-#include "tests/client/subprocess.h"
+#include "tests/support/subprocess.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -96,16 +96,6 @@ ProcessResult RunProcess(const std::vector<std::string>& argv,
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
   return r;
-}
-
-std::string CliPath() {
-  const char* p = std::getenv("GLOOWATCH_CLI");
-  return p ? p : "gloowatch";
-}
-
-std::string SourceDir() {
-  const char* p = std::getenv("GLOOWATCH_SOURCE_DIR");
-  return p ? p : ".";
 }
 
 }  // namespace gloowatch::testing
