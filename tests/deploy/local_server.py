@@ -1,13 +1,12 @@
 """Helpers of the deploy tests that start a server (Prometheus, Alertmanager)
-on loopback: a free port, and stopping it without leaving it behind."""
-import socket
+on loopback: a free port (tests/support/free_port.py), and stopping it
+without leaving it behind."""
+import os
 import subprocess
+import sys
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from free_port import free_port  # noqa: E402,F401  (the deploy tests import it from here)
 
 
 def stop(proc):

@@ -4,19 +4,19 @@ transport child together. Needs GLOOWATCH_BIN_DIR (the build directory)."""
 import os
 import re
 import signal
-import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
+from free_port import free_port, port_taken  # noqa: E402  (free_port: tests import it from here)
+
 JOB_LABEL = "training_job"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# Fresh ports this often when another process took ours between free_port()
+# and the daemon's bind.
+PORT_ATTEMPTS = 3
 
 
 class Daemon:
@@ -26,26 +26,39 @@ class Daemon:
             raise RuntimeError("GLOOWATCH_BIN_DIR is not set (the build directory)")
         self.exe = os.path.join(bin_dir, "gloowatchd")
         self.node = node
-        self.grpc_port, self.metrics_port = free_port(), free_port()
+        self.extra_yaml = extra_yaml
         self.dir = tempfile.TemporaryDirectory(prefix="gloowatchd_py_")
         self.config = os.path.join(self.dir.name, "gloowatchd.yaml")
+        self._new_ports()
+        self.log = open(os.path.join(self.dir.name, "gloowatchd.log"), "w+")
+        self.proc = None
+
+    def _new_ports(self):
+        self.grpc_port, self.metrics_port = free_port(), free_port()
         with open(self.config, "w") as f:
             f.write("node: %s\ngrpc_listen: 127.0.0.1:%d\nmetrics_listen: 127.0.0.1:%d\n"
                     "gloo:\n  address: 127.0.0.1\n  timeout: 2s\n%speers:\n"
-                    % (node, self.grpc_port, self.metrics_port, extra_yaml))
-        self.log = open(os.path.join(self.dir.name, "gloowatchd.log"), "w+")
-        self.proc = None
+                    % (self.node, self.grpc_port, self.metrics_port, self.extra_yaml))
 
     @property
     def grpc(self):
         return "127.0.0.1:%d" % self.grpc_port
 
-    def start(self, timeout=30):
+    def _spawn(self):
         self.proc = subprocess.Popen([self.exe, "--config", self.config], stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
+
+    def start(self, timeout=30):
+        self._spawn()
         deadline = time.monotonic() + timeout
+        attempts = 1
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                if attempts < PORT_ATTEMPTS and port_taken(self.logs()):
+                    attempts += 1
+                    self._new_ports()
+                    self._spawn()
+                    continue
                 raise RuntimeError("gloowatchd exited %d: %s" % (self.proc.returncode, self.logs()))
             try:
                 self.scrape()
