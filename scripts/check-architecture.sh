@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The dependency rules of the tree (docs/design.md, "Libraries"): which
-# folder's code may include which, and that only the transport includes Gloo.
+# folder's code may include which, that only the transport includes Gloo, and
+# what tests/ may include from tests/.
 # Prints every violation; exit 1 if there is one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +36,24 @@ for folder in "${!allowed[@]}"; do
     done < <(grep -n '#[[:space:]]*include' "$file" || true)
   done < <(git ls-files -- "$folder/*.cc" "$folder/*.h")
 done
+# tests/: a test takes from tests/ only the support library (no test leans on
+# another folder's test code), and the support library, which every test
+# links, client tests included, takes nothing from client/.
+while IFS= read -r file; do
+  checked=$((checked + 1))
+  while IFS=: read -r line text; do
+    if [[ $text =~ ^[[:space:]]*#[[:space:]]*include[[:space:]]*\"tests/([a-z_]+)/ ]] &&
+      [[ ${BASH_REMATCH[1]} != support ]]; then
+      echo "$file:$line: tests may include only tests/support/ from tests/"
+      status=1
+    fi
+    if [[ $file == tests/support/* ]] &&
+      [[ $text =~ ^[[:space:]]*#[[:space:]]*include[[:space:]]*\"client/ ]]; then
+      echo "$file:$line: tests/support/ may not include client/ (every test links it)"
+      status=1
+    fi
+  done < <(grep -n '#[[:space:]]*include' "$file" || true)
+done < <(git ls-files -- 'tests/*.cc' 'tests/*.h')
 if [[ $checked -eq 0 ]]; then
   echo "check-architecture: no files checked" >&2
   exit 1
