@@ -156,14 +156,11 @@ TEST_F(MetricsWebPrometheusTest, OnlyTheAuthenticatedScraperGetsTheMetrics) {
   // The metrics themselves came through TLS: the daemon's and its
   // transport's series, as scraped by job "good".
   auto has_series = [&] {
-    absl::StatusOr<std::string> body =
-        HttpGet(port, "/api/v1/query?query=" +
-                          UrlEncode("count(gloowatch_build_info{job=\"good\"}) + "
-                                    "count(process_open_fds{job=\"good\",process=\"transport\"})"));
-    if (!body.ok()) return false;
-    const json reply = json::parse(*body, nullptr, /*allow_exceptions=*/false);
-    return !reply.is_discarded() && !reply["data"]["result"].empty() &&
-           reply["data"]["result"][0]["value"][1] == "2";
+    absl::StatusOr<json> data =
+        PrometheusQuery(port,
+                        "count(gloowatch_build_info{job=\"good\"}) + "
+                        "count(process_open_fds{job=\"good\",process=\"transport\"})");
+    return data.ok() && !(*data)["result"].empty() && (*data)["result"][0]["value"][1] == "2";
   };
   EXPECT_TRUE(WaitFor(has_series, absl::Seconds(15))) << prometheus->Log();
 }

@@ -214,17 +214,12 @@ class PrometheusE2ETest : public ::testing::Test {
 
   // /api/v1/query; the "data" object, or null on an error (kept in *error).
   json Query(const std::string& promql, std::string* error) {
-    auto body = HttpGet(prom_port_, "/api/v1/query?query=" + UrlEncode(promql));
-    if (!body.ok()) {
-      *error = std::string(body.status().message());
+    absl::StatusOr<json> data = PrometheusQuery(prom_port_, promql);
+    if (!data.ok()) {
+      *error = std::string(data.status().message());
       return nullptr;
     }
-    json reply = json::parse(*body, nullptr, /*allow_exceptions=*/false);
-    if (reply.is_discarded() || reply.value("status", "") != "success") {
-      *error = *body;
-      return nullptr;
-    }
-    return reply["data"];
+    return *data;
   }
 
   static bool HasData(const json& data) {

@@ -168,11 +168,9 @@ class PrometheusHealthTest : public ::testing::Test {
 
   // The value of a PromQL expression that yields one sample, or -1.
   double Scalar(const std::string& promql) {
-    auto body = HttpGet(prom_port_, "/api/v1/query?query=" + UrlEncode(promql));
-    if (!body.ok()) return -1;
-    json reply = json::parse(*body, nullptr, false);
-    if (reply.is_discarded() || reply.value("status", "") != "success") return -1;
-    const json& result = reply["data"]["result"];
+    absl::StatusOr<json> data = PrometheusQuery(prom_port_, promql);
+    if (!data.ok()) return -1;
+    const json& result = (*data)["result"];
     if (!result.is_array() || result.size() != 1) return -1;
     return std::stod(result[0]["value"][1].get<std::string>());
   }

@@ -306,15 +306,21 @@ bool FullyMeasured(const v1::PeerStatus& p) {
          p.bandwidth().has_rx_bytes_per_second() && p.clock().has_offset_seconds();
 }
 
-absl::Status LoopbackCluster::WaitAllUp(absl::Duration timeout, const PeerCondition& ready,
-                                        std::shared_ptr<grpc::ChannelCredentials> credentials) const {
+absl::Status LoopbackCluster::WaitAllUp(
+    absl::Duration timeout, const PeerCondition& ready,
+    std::shared_ptr<grpc::ChannelCredentials> credentials) const {
   const absl::Time deadline = absl::Now() + timeout;
   for (int i = 0; i < size(); ++i) {
     if (processes_[i] == nullptr) continue;
     // The last thing seen missing, for the error.
     std::string missing;
+    bool exited = false;
     const bool up = WaitFor(
         [&] {
+          if (!processes_[i]->running()) {  // a bad config, or its port taken meanwhile
+            exited = true;
+            return true;
+          }
           auto status = GetStatus(grpc(i), absl::Seconds(2), credentials);
           if (!status.ok()) {
             missing = "its status: " + status.status().ToString();
@@ -331,6 +337,10 @@ absl::Status LoopbackCluster::WaitAllUp(absl::Duration timeout, const PeerCondit
           return true;
         },
         deadline - absl::Now());
+    if (exited) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(nodes_[i].name, " exited; its log:\n", processes_[i]->Log()));
+    }
     if (!up) {
       return absl::DeadlineExceededError(
           absl::StrCat(nodes_[i].name, " did not see every peer ready within ",

@@ -137,7 +137,7 @@ class LoopbackCluster {
   const TempDir& dir() const { return dir_; }
   // Waits until every started daemon answers (over `credentials` when
   // given) and sees every other started one satisfy `ready`; the error names
-  // the daemon and what it lacked.
+  // the daemon and what it lacked, or gives its log at once if it exited.
   absl::Status WaitAllUp(absl::Duration timeout, const PeerCondition& ready = PeerUp,
                          std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr) const;
 

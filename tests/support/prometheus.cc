@@ -31,4 +31,14 @@ std::unique_ptr<Process> StartPrometheus(const std::string& config, const std::s
   return std::make_unique<Process>(std::move(argv), dir + "/prometheus.log");
 }
 
+absl::StatusOr<nlohmann::json> PrometheusQuery(int port, const std::string& promql) {
+  absl::StatusOr<std::string> body = HttpGet(port, "/api/v1/query?query=" + UrlEncode(promql));
+  if (!body.ok()) return body.status();
+  nlohmann::json reply = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
+  if (reply.is_discarded() || reply.value("status", "") != "success") {
+    return absl::UnknownError(*body);
+  }
+  return reply["data"];
+}
+
 }  // namespace gloowatch::testing

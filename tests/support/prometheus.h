@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
 #include "tests/support/daemon_process.h"
 
 namespace gloowatch::testing {
@@ -32,5 +34,9 @@ struct PrometheusOptions {
 // `dir`.
 std::unique_ptr<Process> StartPrometheus(const std::string& config, const std::string& dir,
                                          int port, const PrometheusOptions& options = {});
+
+// An instant query (/api/v1/query) of the Prometheus on 127.0.0.1:port: the
+// answer's "data" object, or why not (no answer, or not "success": the body).
+absl::StatusOr<nlohmann::json> PrometheusQuery(int port, const std::string& promql);
 
 }  // namespace gloowatch::testing
