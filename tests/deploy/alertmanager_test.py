@@ -17,7 +17,7 @@ import urllib.request
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from local_server import free_port, stop  # noqa: E402
+from local_server import serve, stop  # noqa: E402
 
 src = sys.argv[1]
 config = f"{src}/deploy/alertmanager/gloowatch-alertmanager.yml"
@@ -99,24 +99,22 @@ cases = {
 }
 
 tmp = tempfile.mkdtemp(prefix="gloowatch-alertmanager-")
-port = free_port()
-url = f"http://127.0.0.1:{port}/api/v2/alerts"
-proc = subprocess.Popen(
-    [binary, f"--config.file={config}", f"--storage.path={tmp}",
-     f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="],
-    stdout=subprocess.DEVNULL, stderr=open(f"{tmp}/log", "w"))
+body = json.dumps([a for a, _ in cases.values()]).encode()
+
+
+def post_alerts(port):  # ready once it listens and has taken the alerts
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/api/v2/alerts", body,
+                                 {"Content-Type": "application/json"})
+    urllib.request.urlopen(req, timeout=2).read()
+
+
+proc = None
 try:
-    body = json.dumps([a for a, _ in cases.values()]).encode()
-    deadline = time.monotonic() + 30
-    while True:  # until it listens and has taken the alerts
-        try:
-            req = urllib.request.Request(url, body, {"Content-Type": "application/json"})
-            urllib.request.urlopen(req, timeout=2).read()
-            break
-        except OSError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise SystemExit(f"FAIL: Alertmanager did not take alerts: {open(tmp + '/log').read()}")
-            time.sleep(0.2)
+    proc, port = serve(lambda port: [binary, f"--config.file={config}", f"--storage.path={tmp}",
+                                     f"--web.listen-address=127.0.0.1:{port}",
+                                     "--cluster.listen-address="],
+                       f"{tmp}/log", post_alerts, 30)
+    url = f"http://127.0.0.1:{port}/api/v2/alerts"
 
     def key(labels):
         return tuple(sorted(labels.items()))
@@ -137,6 +135,7 @@ try:
         fail(f"{name}: expected {'inhibited' if inhibited else 'not inhibited'}")
     print(f"checked {len(cases)} alerts against a real Alertmanager")
 finally:
-    stop(proc)
+    if proc:
+        stop(proc)
     shutil.rmtree(tmp, ignore_errors=True)
 sys.exit(1 if failures else 0)

@@ -29,7 +29,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dashboard_series  # noqa: E402
-from local_server import free_port, stop  # noqa: E402
+from local_server import serve, stop  # noqa: E402
 
 STEP_S = 60
 
@@ -138,24 +138,17 @@ def main():
                   f"{time.monotonic() - t1:.1f} s")
         t2 = time.monotonic()
 
-        port = free_port()
         with open(f"{tmp}/prometheus.yml", "w") as f:
             f.write("global:\n  scrape_interval: 60s\n")
-        proc = subprocess.Popen(
-            [prometheus, f"--config.file={tmp}/prometheus.yml", f"--storage.tsdb.path={tsdb}",
-             f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=30d",
-             "--log.level=warn"], stdout=subprocess.DEVNULL, stderr=open(f"{tmp}/log", "w"))
+        proc, port = serve(
+            lambda port: [prometheus, f"--config.file={tmp}/prometheus.yml",
+                          f"--storage.tsdb.path={tsdb}", f"--web.listen-address=127.0.0.1:{port}",
+                          "--storage.tsdb.retention.time=30d", "--log.level=warn"],
+            f"{tmp}/log",
+            lambda port: urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready",
+                                                timeout=2).read(),
+            120)
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/-/ready", timeout=2).read()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    print(f"FAIL: Prometheus not ready: {open(tmp + '/log').read()[-2000:]}")
-                    return 1
-                time.sleep(0.5)
         print(f"Prometheus ready after {time.monotonic() - t2:.1f} s")
 
         def run(promql, instant):
