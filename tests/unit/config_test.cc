@@ -16,6 +16,7 @@
 #include "common/tls.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/paths.h"
 
 namespace gloowatch {
 namespace {
@@ -202,8 +203,7 @@ peers:
 }
 
 TEST(ConfigTest, ExampleFileIsValidAndSetsEveryKey) {
-  std::string path = __FILE__;
-  path = path.substr(0, path.rfind('/') + 1) + "../deploy/gloowatchd.example.yaml";
+  const std::string path = testing::SourcePath("deploy/gloowatchd.example.yaml");
   absl::StatusOr<Config> c = LoadConfigFile(path);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->source, path);
@@ -332,8 +332,7 @@ TEST(ConfigTest, NodeOptionLetsOneFileListEveryNode) {
 // deploy/prometheus/ use it. 10025, the port of earlier versions (Postfix's
 // re-injection port), still works when a config names it.
 TEST(ConfigTest, MetricsPortIs7610InTheExampleAndAnExplicit10025StillWorks) {
-  std::string path = __FILE__;
-  path = path.substr(0, path.rfind('/') + 1) + "../deploy/gloowatchd.example.yaml";
+  const std::string path = testing::SourcePath("deploy/gloowatchd.example.yaml");
   absl::StatusOr<Config> example = LoadConfigFile(path);
   ASSERT_TRUE(example.ok()) << example.status();
   EXPECT_EQ(example->metrics_listen.port, 7610);
@@ -561,7 +560,7 @@ struct ErrorCase {
 
 std::ostream& operator<<(std::ostream& os, const ErrorCase& c) { return os << c.name; }
 
-class ConfigErrorTest : public testing::TestWithParam<ErrorCase> {};
+class ConfigErrorTest : public ::testing::TestWithParam<ErrorCase> {};
 
 TEST_P(ConfigErrorTest, ReportsPositionKeyAndProblem) {
   const ErrorCase& c = GetParam();
@@ -875,8 +874,8 @@ const ErrorCase kErrorCases[] = {
      65, "", "nested deeper than 64 levels"},
 };
 
-INSTANTIATE_TEST_SUITE_P(Cases, ConfigErrorTest, testing::ValuesIn(kErrorCases),
-                         [](const testing::TestParamInfo<ErrorCase>& info) {
+INSTANTIATE_TEST_SUITE_P(Cases, ConfigErrorTest, ::testing::ValuesIn(kErrorCases),
+                         [](const ::testing::TestParamInfo<ErrorCase>& info) {
                            return std::string(info.param.name);
                          });
 
@@ -968,10 +967,11 @@ TEST(ConfigTest, RejectsOversizedInput) {
 
 // ---- Files -----------------------------------------------------------------
 
-class ConfigFileTest : public testing::Test {
+class ConfigFileTest : public ::testing::Test {
  protected:
   std::string Write(absl::string_view name, absl::string_view text) {
-    const std::string path = absl::StrCat(testing::TempDir(), "/config_test_", getpid(), "_", name);
+    const std::string path =
+        absl::StrCat(::testing::TempDir(), "/config_test_", getpid(), "_", name);
     std::ofstream(path, std::ios::binary) << text;
     paths_.push_back(path);
     return path;
@@ -1011,7 +1011,7 @@ TEST_F(ConfigFileTest, RelativeTlsPathsAreReadFromCredentialsDirectory) {
   config.ca_file = prefix + "ca";
   config.cert_file = prefix + "cert";
   config.key_file = key;  // absolute: not moved
-  ASSERT_EQ(setenv("CREDENTIALS_DIRECTORY", testing::TempDir().c_str(), 1), 0);
+  ASSERT_EQ(setenv("CREDENTIALS_DIRECTORY", ::testing::TempDir().c_str(), 1), 0);
   absl::StatusOr<TlsMaterial> tls = LoadTls(config);
   ASSERT_TRUE(tls.ok()) << tls.status();
   EXPECT_TRUE(tls->enabled);
@@ -1024,7 +1024,7 @@ TEST_F(ConfigFileTest, RelativeTlsPathsAreReadFromCredentialsDirectory) {
   ASSERT_FALSE(tls.ok());
   EXPECT_THAT(
       tls.status().message(),
-      AllOf(HasSubstr(absl::StrCat("tls.cert: cannot read '", testing::TempDir(), "/missing'")),
+      AllOf(HasSubstr(absl::StrCat("tls.cert: cannot read '", ::testing::TempDir(), "/missing'")),
             HasSubstr("$CREDENTIALS_DIRECTORY")));
   // Without it, relative means the working directory, as before.
   ASSERT_EQ(unsetenv("CREDENTIALS_DIRECTORY"), 0);
@@ -1036,7 +1036,7 @@ TEST_F(ConfigFileTest, RelativeTlsPathsAreReadFromCredentialsDirectory) {
 }
 
 TEST_F(ConfigFileTest, MissingFile) {
-  const std::string path = absl::StrCat(testing::TempDir(), "/no/such/gloowatchd.yaml");
+  const std::string path = absl::StrCat(::testing::TempDir(), "/no/such/gloowatchd.yaml");
   absl::StatusOr<Config> c = LoadConfigFile(path);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), absl::StatusCode::kNotFound);
@@ -1044,10 +1044,10 @@ TEST_F(ConfigFileTest, MissingFile) {
 }
 
 TEST_F(ConfigFileTest, DirectoryIsUnreadable) {
-  absl::StatusOr<Config> c = LoadConfigFile(testing::TempDir());
+  absl::StatusOr<Config> c = LoadConfigFile(::testing::TempDir());
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(),
-              AllOf(HasSubstr("cannot read config file"), HasSubstr(testing::TempDir())));
+              AllOf(HasSubstr("cannot read config file"), HasSubstr(::testing::TempDir())));
 }
 
 TEST_F(ConfigFileTest, PermissionDenied) {
