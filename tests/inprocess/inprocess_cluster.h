@@ -7,7 +7,6 @@
 // no test sleeps.
 #pragma once
 
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>

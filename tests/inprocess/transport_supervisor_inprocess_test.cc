@@ -2,6 +2,7 @@
 // processes (gloowatchd re-executed as in production): restart backoff and
 // the heartbeat deadline are asserted on simulated time, without sleeping.
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -35,13 +36,11 @@ char ProcessState(pid_t pid) {
   return paren == std::string::npos || paren + 2 >= text.size() ? '?' : text[paren + 2];
 }
 
-bool AwaitState(pid_t pid, char state) {
-  const absl::Time give_up = absl::Now() + kRealTimeout;
-  while (ProcessState(pid) != state) {
-    if (absl::Now() > give_up) return false;
-    absl::SleepFor(absl::Milliseconds(1));  // polls /proc: a stopped process tells no one
-  }
-  return true;
+// Waits until `pid`, a child of this process (the supervisor forked it), has
+// stopped; leaves the stop to be seen by others (WNOWAIT).
+bool AwaitStopped(pid_t pid) {
+  siginfo_t info{};
+  return waitid(P_PID, pid, &info, WSTOPPED | WNOWAIT) == 0 && info.si_code == CLD_STOPPED;
 }
 
 // Every start and end of a transport process, on simulated time.
@@ -162,7 +161,7 @@ TEST(TransportSupervisorInProcessTest, KillsATransportSilentForTheHeartbeatTimeo
 
   // Wedged: alive, but no heartbeat any more.
   ASSERT_EQ(kill(running->pid, SIGSTOP), 0);
-  ASSERT_TRUE(AwaitState(running->pid, 'T'));
+  ASSERT_TRUE(AwaitStopped(running->pid));
   // A heartbeat sent just before the stop may still arrive and move the
   // deadline once; each round advances to the deadline then pending.
   std::optional<Events::Exit> killed;
