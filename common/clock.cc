@@ -4,6 +4,13 @@
 
 namespace gloowatch {
 
+bool Clock::AwaitUntil(absl::Mutex& mu, const absl::Condition& condition,
+                       absl::Duration deadline) const {
+  const absl::Duration wait = deadline - Monotonic();
+  if (wait <= absl::ZeroDuration()) return condition.Eval();
+  return mu.AwaitWithTimeout(condition, wait);
+}
+
 absl::Duration RealClock::Monotonic() const {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -215,8 +215,8 @@ void TransportSupervisor::Supervise() {
     // In steps, so that Healthy() sees supervision going on.
     while (!stopping_ && clock_->Monotonic() < until) {
       last_progress_ = clock_->Monotonic();
-      mu_.AwaitWithTimeout(absl::Condition(&stopping_),
-                           std::min(absl::Seconds(1), until - clock_->Monotonic()));
+      clock_->AwaitUntil(mu_, absl::Condition(&stopping_),
+                         std::min(last_progress_ + absl::Seconds(1), until));
     }
     if (stopping_) return;
   }
@@ -237,6 +237,7 @@ std::string TransportSupervisor::RunOnce(pid_t pid,
   if (options_.on_pid) options_.on_pid(pid);
   std::thread writer([this, channel] { Write(channel); });
   std::string hung;
+  std::thread watchdog([this, pid, channel, &hung] { WatchHeartbeats(pid, channel, &hung); });
   FromTransport message;
   absl::Duration tick = absl::Seconds(1);
   while (true) {
@@ -247,15 +248,7 @@ std::string TransportSupervisor::RunOnce(pid_t pid,
     std::vector<PendingPreflight> expired_preflights;
     {
       absl::MutexLock lock(&mu_);
-      const absl::Duration now = clock_->Monotonic();
-      last_progress_ = now;
-      if (now - last_heartbeat_ > options_.heartbeat_timeout) {
-        hung =
-            absl::StrCat("probe transport process ", pid, " stopped answering (no heartbeat for ",
-                         absl::FormatDuration(absl::Trunc(now - last_heartbeat_, absl::Seconds(1))),
-                         "); killed it");
-        break;
-      }
+      last_progress_ = clock_->Monotonic();
       expired = TakeExpired();
       expired_preflights = TakePreflights(/*expired_only=*/true);
       // While opens wait, wake often enough to keep their deadline to a
@@ -293,9 +286,33 @@ std::string TransportSupervisor::RunOnce(pid_t pid,
     waitpid(pid, &status, 0);
   }
   writer.join();
+  watchdog.join();  // it saw channel_ change
   if (stopping) return "";
   if (!hung.empty()) return hung;
   return absl::StrCat("probe transport process ", pid, " ", DescribeExit(status));
+}
+
+void TransportSupervisor::WatchHeartbeats(pid_t pid, const std::shared_ptr<MessageChannel>& channel,
+                                          std::string* hung) {
+  absl::MutexLock lock(&mu_);
+  while (channel_ == channel) {
+    const absl::Duration last = last_heartbeat_;
+    auto moved_on = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return channel_ != channel || last_heartbeat_ != last;
+    };
+    // Through the clock, so that a simulated one decides when the deadline
+    // has passed.
+    if (clock_->AwaitUntil(mu_, absl::Condition(&moved_on), last + options_.heartbeat_timeout)) {
+      continue;
+    }
+    const absl::Duration silent = clock_->Monotonic() - last;
+    if (silent < options_.heartbeat_timeout) continue;  // a real wait may end early
+    *hung =
+        absl::StrCat("probe transport process ", pid, " stopped answering (no heartbeat for ",
+                     absl::FormatDuration(absl::Trunc(silent, absl::Seconds(1))), "); killed it");
+    channel->Shutdown();  // ends the reader's Receive, which kills the process
+    return;
+  }
 }
 
 void TransportSupervisor::Write(const std::shared_ptr<MessageChannel>& channel) {

@@ -118,6 +118,11 @@ class TransportSupervisor final : public ResponderOpener {
   // Runs one transport process until it ends, is stopped or stops
   // answering; returns why it ended ("" when we are stopping).
   std::string RunOnce(pid_t pid, const std::shared_ptr<MessageChannel>& channel);
+  // Kills (through the channel) a transport process that sends no heartbeat
+  // for heartbeat_timeout, saying why in `hung`; ends when the channel is no
+  // longer the running one.
+  void WatchHeartbeats(pid_t pid, const std::shared_ptr<MessageChannel>& channel,
+                       std::string* hung);
   // The writer of one transport process's channel.
   void Write(const std::shared_ptr<MessageChannel>& channel);
   pid_t Spawn(int fd);

@@ -36,15 +36,18 @@ for folder in "${!allowed[@]}"; do
     done < <(grep -n '#[[:space:]]*include' "$file" || true)
   done < <(git ls-files -- "$folder/*.cc" "$folder/*.h")
 done
-# tests/: a test takes from tests/ only the support library (no test leans on
-# another folder's test code), and the support library, which every test
-# links, client tests included, takes nothing from client/.
+# tests/: a test takes from tests/ only the support library and its own
+# folder (no test leans on another kind's test code), and the support
+# library, which every test links, client tests included, takes nothing from
+# client/.
 while IFS= read -r file; do
   checked=$((checked + 1))
+  own=${file#tests/}
+  own=${own%%/*}
   while IFS=: read -r line text; do
     if [[ $text =~ ^[[:space:]]*#[[:space:]]*include[[:space:]]*\"tests/([a-z_]+)/ ]] &&
-      [[ ${BASH_REMATCH[1]} != support ]]; then
-      echo "$file:$line: tests may include only tests/support/ from tests/"
+      [[ ${BASH_REMATCH[1]} != support && ${BASH_REMATCH[1]} != "$own" ]]; then
+      echo "$file:$line: tests/$own/ may include from tests/ only tests/support/ and its own folder"
       status=1
     fi
     if [[ $file == tests/support/* ]] &&

@@ -177,7 +177,9 @@ bool PeerProber::SleepUntil(absl::Duration at) {
   auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return stopping_ || new_schedule_.has_value();
   };
-  if (wait > absl::ZeroDuration()) mu_.AwaitWithTimeout(absl::Condition(&woken), wait);
+  // Through the clock, so that a simulated one decides when backoff and the
+  // schedule's waits end.
+  context_.clock->AwaitUntil(mu_, absl::Condition(&woken), at);
   return !stopping_;
 }
 
