@@ -45,7 +45,7 @@ class BenchPath {
 
   // Starts both daemons and waits (at most 20 s) until each sees the other up.
   absl::Status StartPair(const PairOptions& options);
-  // SIGTERM to both daemons, SIGKILL to one still running 3 s later.
+  // SIGTERM to both daemons; SIGKILL to one that does not exit in time.
   virtual void StopPair() = 0;
 
   virtual absl::StatusOr<std::map<std::string, double>> Metrics(int side) const = 0;
