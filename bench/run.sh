@@ -24,7 +24,13 @@ run() {
   local rc=${PIPESTATUS[0]}
   [ "$rc" -eq 0 ] || { echo "bench: $name exited $rc"; status=1; }
 }
-run accuracy bash bench/accuracy.sh "$build"
+if [ -x "$build/bench/accuracy_bench" ]; then
+  run accuracy "$build/bench/accuracy_bench" --build_dir="$build"
+else
+  echo
+  echo "== accuracy"
+  echo "bench: accuracy not run: $build/bench/accuracy_bench is built with the tests (GLOOWATCH_BUILD_TESTS=ON)"
+fi
 run overhead bash bench/overhead.sh "$build"
 run aggregation bash bench/aggregation.sh "$build"
 run preflight bash bench/preflight.sh "$build"

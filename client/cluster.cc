@@ -216,6 +216,98 @@ void JudgeNodes(ClusterPicture& c) {
   }
 }
 
+// One report per fetched daemon. An unreachable daemon given only by address
+// (--daemons) is named after the peer that answering daemons know at that
+// address, so it is not shown twice (once as "host:port", once as the peer
+// name). The reports point into `fetched`.
+std::vector<NodeReport> NodeReportsOf(const std::vector<FetchResult>& fetched) {
+  std::map<std::string, std::string> peer_name_at;
+  for (const auto& f : fetched) {
+    if (!f.status) continue;
+    for (const auto& p : f.status->peers()) peer_name_at.emplace(p.grpc_address(), p.name());
+  }
+  std::vector<NodeReport> reports;
+  for (const auto& f : fetched) {
+    NodeReport n;
+    n.address = f.target.endpoint.ToString();
+    n.reachable = f.status.has_value();
+    n.status = f.status ? &*f.status : nullptr;
+    n.name = f.status ? f.status->node() : f.target.name;
+    if (!f.status && f.target.name == n.address) {
+      if (auto it = peer_name_at.find(n.address); it != peer_name_at.end()) n.name = it->second;
+    }
+    if (!n.reachable) {
+      n.error = f.error;
+      n.health = Health::kFailed;
+      n.problems.push_back(absl::StrCat("unreachable at ", n.address, ": ", f.error));
+    }
+    reports.push_back(std::move(n));
+  }
+  return reports;
+}
+
+// Every node named: the reports' and their peers', sorted.
+std::vector<std::string> NodeNames(const std::vector<NodeReport>& reports) {
+  std::set<std::string> names;
+  for (const auto& n : reports) {
+    names.insert(n.name);
+    if (n.status) {
+      for (const auto& p : n.status->peers()) names.insert(p.name());
+    }
+  }
+  return {names.begin(), names.end()};
+}
+
+// Links from both ends, each end's view judged on its own.
+std::map<std::pair<std::string, std::string>, LinkReport> LinksFromBothEnds(
+    const std::vector<NodeReport>& reports) {
+  std::map<std::pair<std::string, std::string>, LinkReport> links;
+  for (const auto& n : reports) {
+    if (!n.status) continue;
+    const EffectiveThresholds t = ThresholdsOf(*n.status);
+    for (const auto& p : n.status->peers()) {
+      const bool forward = n.name < p.name();
+      auto key = forward ? std::make_pair(n.name, p.name()) : std::make_pair(p.name(), n.name);
+      LinkReport& l = links[key];
+      l.a = key.first;
+      l.b = key.second;
+      (forward ? l.ab : l.ba) = &p;
+      JudgeView(n.name, p.name(), p, t, l);
+    }
+  }
+  return links;
+}
+
+// The two ends against each other; a link only one end reports although the
+// other end answered us is a config gap in a full mesh, normal in a sampled
+// one. `report_of`: node name -> its report.
+void JudgeEnds(LinkReport& l, const std::map<std::string, const NodeReport*>& report_of) {
+  if (l.ab && l.ba) {
+    CompareEnds(l);
+    return;
+  }
+  const std::string& silent = l.ab ? l.b : l.a;
+  const std::string& other = l.ab ? l.a : l.b;
+  auto it = report_of.find(silent);
+  const NodeReport* report = it == report_of.end() ? nullptr : it->second;
+  const bool reachable = report != nullptr && report->reachable;
+  const bool sampled = report != nullptr && report->status != nullptr &&
+                       report->status->topology().mode() == "sampled";
+  if (reachable && !sampled) {
+    Worsen(l.health, Health::kDegraded);
+    l.problems.push_back(
+        absl::StrCat("one-sided: ", silent, " does not list ", other, " as a peer"));
+  }
+}
+
+void SortWorstFirst(std::vector<LinkReport>& links) {
+  std::stable_sort(links.begin(), links.end(), [](const LinkReport& x, const LinkReport& y) {
+    if (x.health != y.health) return x.health > y.health;
+    if (x.problems.size() != y.problems.size()) return x.problems.size() > y.problems.size();
+    return x.worst_p50_seconds > y.worst_p50_seconds;
+  });
+}
+
 }  // namespace
 
 const char* HealthName(Health h) {
@@ -279,87 +371,22 @@ const v1::PeerStatus* ClusterPicture::View(size_t i, size_t j) const {
 ClusterPicture BuildCluster(std::vector<FetchResult> fetched) {
   ClusterPicture c;
   c.fetched = std::move(fetched);
-  std::set<std::string> names;
-  std::map<std::string, size_t> report_of;
-  // An unreachable daemon given only by address (--daemons) is named after
-  // the peer that answering daemons know at that address, so it is not shown
-  // twice (once as "host:port", once as the peer name).
-  std::map<std::string, std::string> peer_name_at;
-  for (const auto& f : c.fetched) {
-    if (!f.status) continue;
-    for (const auto& p : f.status->peers()) peer_name_at.emplace(p.grpc_address(), p.name());
-  }
-  for (const auto& f : c.fetched) {
-    NodeReport n;
-    n.address = f.target.endpoint.ToString();
-    n.reachable = f.status.has_value();
-    n.status = f.status ? &*f.status : nullptr;
-    n.name = f.status ? f.status->node() : f.target.name;
-    if (!f.status && f.target.name == n.address) {
-      if (auto it = peer_name_at.find(n.address); it != peer_name_at.end()) n.name = it->second;
-    }
-    if (!n.reachable) {
-      n.error = f.error;
-      n.health = Health::kFailed;
-      n.problems.push_back(absl::StrCat("unreachable at ", n.address, ": ", f.error));
-    }
-    names.insert(n.name);
-    if (n.status) {
-      for (const auto& p : n.status->peers()) names.insert(p.name());
-    }
-    report_of[n.name] = c.node_reports.size();
-    c.node_reports.push_back(std::move(n));
-  }
-  c.nodes.assign(names.begin(), names.end());
+  c.node_reports = NodeReportsOf(c.fetched);
+  c.nodes = NodeNames(c.node_reports);
   // The first report of a node that lists the peer wins.
   auto index_of = [&](const std::string& name) {
     return static_cast<uint64_t>(std::lower_bound(c.nodes.begin(), c.nodes.end(), name) -
                                  c.nodes.begin());
   };
+  std::map<std::string, const NodeReport*> report_of;  // the last report of a name
   for (const auto& n : c.node_reports) {
+    report_of[n.name] = &n;
     if (!n.status) continue;
     const uint64_t row = index_of(n.name) * c.nodes.size();
     for (const auto& p : n.status->peers()) c.views_.emplace(row + index_of(p.name()), &p);
   }
-
-  // Links from both ends.
-  std::map<std::pair<std::string, std::string>, LinkReport> links;
-  for (const auto& n : c.node_reports) {
-    if (!n.status) continue;
-    const EffectiveThresholds t = ThresholdsOf(*n.status);
-    for (const auto& p : n.status->peers()) {
-      const bool forward = n.name < p.name();
-      auto key = forward ? std::make_pair(n.name, p.name()) : std::make_pair(p.name(), n.name);
-      LinkReport& l = links[key];
-      l.a = key.first;
-      l.b = key.second;
-      (forward ? l.ab : l.ba) = &p;
-      JudgeView(n.name, p.name(), p, t, l);
-    }
-  }
-  for (auto& [key, l] : links) {
-    auto reachable = [&](const std::string& name) {
-      auto it = report_of.find(name);
-      return it != report_of.end() && c.node_reports[it->second].reachable;
-    };
-    auto sampled = [&](const std::string& name) {
-      auto it = report_of.find(name);
-      return it != report_of.end() && c.node_reports[it->second].status != nullptr &&
-             c.node_reports[it->second].status->topology().mode() == "sampled";
-    };
-    if (l.ab && l.ba) {
-      CompareEnds(l);
-    } else {
-      // Only one end reports the link although the other end answered us:
-      // a config gap in a full mesh, normal in a sampled one.
-      const std::string& silent = l.ab ? l.b : l.a;
-      const std::string& other = l.ab ? l.a : l.b;
-      if (reachable(silent) && !sampled(silent)) {
-        Worsen(l.health, Health::kDegraded);
-        l.problems.push_back(
-            absl::StrCat("one-sided: ", silent, " does not list ", other, " as a peer"));
-      }
-    }
+  for (auto& [key, l] : LinksFromBothEnds(c.node_reports)) {
+    JudgeEnds(l, report_of);
     c.measured_.insert(key);
     if (l.ab && l.ba) ++c.coverage.measured_both_ways;
     c.links.push_back(l);
@@ -369,11 +396,7 @@ ClusterPicture BuildCluster(std::vector<FetchResult> fetched) {
   for (const auto& n : c.node_reports) {
     if (n.status && n.status->topology().mode() == "sampled") c.coverage.sampled = true;
   }
-  std::stable_sort(c.links.begin(), c.links.end(), [](const LinkReport& x, const LinkReport& y) {
-    if (x.health != y.health) return x.health > y.health;
-    if (x.problems.size() != y.problems.size()) return x.problems.size() > y.problems.size();
-    return x.worst_p50_seconds > y.worst_p50_seconds;
-  });
+  SortWorstFirst(c.links);
 
   JudgeNodes(c);
   c.suspects = Localise(LinkMatrixOf(c));

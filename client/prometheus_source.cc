@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <optional>
 #include <set>
+#include <tuple>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -351,75 +353,69 @@ std::vector<int64_t> FailureWindows(const json& series) {
   return {windows.begin(), windows.end()};
 }
 
-absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnapshot& snap,
-                                                           const PrometheusOptions& options) {
-  auto up = Samples(snap.up, "up");
-  if (!up.ok()) return up.status();
-  auto now = Samples(snap.build_info, "gloowatch_build_info");
-  if (!now.ok()) return now.status();
-  auto recent = Samples(snap.build_info_recent, "last_over_time(gloowatch_build_info)");
-  if (!recent.ok()) return recent.status();
-  auto series = Samples(snap.series, "gloowatch series");
-  if (!series.ok()) return series.status();
-  auto share = Samples(snap.training_share, "training share");
-  if (!share.ok()) return share.status();
+namespace {
 
-  // Targets by instance: what Prometheus scrapes, and what it last saw there.
+// (node, peer)
+using PairKey = std::pair<std::string, std::string>;
+// Failure window (seconds) -> (node, peer) -> reason -> failures in it.
+using FailuresByWindow = std::map<int64_t, std::map<PairKey, std::map<std::string, uint64_t>>>;
+
+// What gloowatch_build_info says about the target that exports it.
+void TakeBuildInfo(const Sample& s, Target& t) {
+  t.recent = true;
+  t.node = s.Label("node");
+  t.version = s.Label("version");
+  t.gloo_version = s.Label("gloo_version");
+  t.group = s.Label("group");
+  t.info_labels = s.labels;
+}
+
+// Targets by instance: what Prometheus scrapes, and what it last saw there.
+std::map<std::string, Target> TargetsByInstance(const std::vector<Sample>& up,
+                                                const std::vector<Sample>& build_info,
+                                                const std::vector<Sample>& build_info_recent) {
   std::map<std::string, Target> targets;
-  for (const Sample& s : *recent) {
+  for (const Sample& s : build_info_recent) TakeBuildInfo(s, targets[s.Label("instance")]);
+  for (const Sample& s : build_info) {
     Target& t = targets[s.Label("instance")];
-    t.recent = true;
-    t.node = s.Label("node");
-    t.version = s.Label("version");
-    t.gloo_version = s.Label("gloo_version");
-    t.group = s.Label("group");
-    t.info_labels = s.labels;
+    TakeBuildInfo(s, t);
+    t.current = true;
   }
-  for (const Sample& s : *now) {
-    Target& t = targets[s.Label("instance")];
-    t.current = t.recent = true;
-    t.node = s.Label("node");
-    t.version = s.Label("version");
-    t.gloo_version = s.Label("gloo_version");
-    t.group = s.Label("group");
-    t.info_labels = s.labels;
-  }
-  for (const Sample& s : *up) {
+  for (const Sample& s : up) {
     Target& t = targets[s.Label("instance")];
     t.up = s.value;
     t.up_labels = s.labels;
     if (t.node.empty()) t.node = s.Label("node");  // a target label, if the config sets one
   }
-  if (targets.empty()) {
-    return absl::NotFoundError(absl::StrCat(
-        "no gloowatch series for {", SeriesSelector(options),
-        "}: no up and no gloowatch_build_info within ", absl::FormatDuration(options.lookback),
-        " (is the scrape job named '", options.job,
-        "'? see --prometheus_job; does Prometheus scrape each daemon's metrics_listen?)"));
-  }
+  return targets;
+}
 
-  // Series by node, only from the instance that node is scraped at (a node
-  // that moved leaves stale series at its old instance).
+// A node that answers where Prometheus scrapes it now.
+bool Reachable(const Target& t) { return t.current && t.up.value_or(1) != 0 && !t.node.empty(); }
+
+// Series by node, only from the instance that node is scraped at (a node
+// that moved leaves stale series at its old instance).
+std::map<std::string, NodeSeries> SeriesByNode(const std::vector<Sample>& series,
+                                               const std::map<std::string, Target>& targets) {
   std::map<std::string, std::string> instance_of;
   for (const auto& [instance, t] : targets) {
     if (t.current && !t.node.empty()) instance_of.emplace(t.node, instance);
   }
   std::map<std::string, NodeSeries> by_node;
-  std::set<std::string> all_names;
-  for (const Sample& s : *series) {
+  for (const Sample& s : series) {
     const std::string node = s.Label("node");
     auto it = instance_of.find(node);
     if (it == instance_of.end()) continue;
     if (s.labels.count("instance") && s.Label("instance") != it->second) continue;
     AddSeries(s, by_node[node]);
   }
-  for (const auto& [node, n] : by_node) {
-    all_names.insert(node);
-    for (const auto& [peer, p] : n.peers) all_names.insert(peer);
-  }
-  // Failures in each node's window, rounded: increase() extrapolates.
-  std::map<int64_t, std::map<std::pair<std::string, std::string>, std::map<std::string, uint64_t>>>
-      window_failures;
+  return by_node;
+}
+
+// Failures in each node's window, rounded: increase() extrapolates. Where
+// the peer was up in the window, only what failed since it first was.
+absl::StatusOr<FailuresByWindow> WindowFailures(const PrometheusSnapshot& snap) {
+  FailuresByWindow window_failures;
   for (const auto& [window, result] : snap.failures_by_window) {
     auto f = Samples(result, "increase(gloowatch_peer_probe_failures_total)");
     if (!f.ok()) return f.status();
@@ -429,7 +425,6 @@ absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnaps
           std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(s.value)));
     }
   }
-  // Where the peer was up in the window: only what failed since it first was.
   for (const auto& [window, result] : snap.failures_since_up_by_window) {
     auto f = Samples(result, "failures since up");
     if (!f.ok()) return f.status();
@@ -443,32 +438,176 @@ absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnaps
       }
     }
   }
-  std::map<std::pair<std::string, std::string>, double> tcp_sent;  // (node, peer)
-  if (!snap.tcp_sent_in_window.is_null()) {
-    auto sent = Samples(snap.tcp_sent_in_window, "TCP segments in the loss window");
-    if (!sent.ok()) return sent.status();
-    for (const Sample& s : *sent) {
-      if (std::isfinite(s.value)) tcp_sent[{s.Label("node"), s.Label("peer")}] = s.value;
-    }
+  return window_failures;
+}
+
+// TCP segments each (node, peer) sent in the loss window.
+absl::StatusOr<std::map<PairKey, double>> TcpSentByPair(const PrometheusSnapshot& snap) {
+  std::map<PairKey, double> tcp_sent;
+  if (snap.tcp_sent_in_window.is_null()) return tcp_sent;
+  auto sent = Samples(snap.tcp_sent_in_window, "TCP segments in the loss window");
+  if (!sent.ok()) return sent.status();
+  for (const Sample& s : *sent) {
+    if (std::isfinite(s.value)) tcp_sent[{s.Label("node"), s.Label("peer")}] = s.value;
   }
+  return tcp_sent;
+}
+
+// (node, training job, rank) -> communication share.
+std::map<std::tuple<std::string, std::string, int>, double> TrainingShares(
+    const std::vector<Sample>& share) {
   std::map<std::tuple<std::string, std::string, int>, double> shares;
-  for (const Sample& s : *share) {
+  for (const Sample& s : share) {
     int rank = 0;
     if (!absl::SimpleAtoi(s.Label("rank"), &rank) || !std::isfinite(s.value)) continue;
     shares[{s.Label("node"), TrainingJobLabel(s), rank}] = s.value;
   }
+  return shares;
+}
 
-  std::vector<FetchResult> out;
+// Everything of one snapshot a node's status is built from.
+struct SnapshotIndex {
+  double time = 0;
+  std::map<std::string, NodeSeries> by_node;
+  std::set<std::string> all_names;  // every node named anywhere
+  FailuresByWindow window_failures;
+  std::map<PairKey, double> tcp_sent;
+  std::map<std::tuple<std::string, std::string, int>, double> shares;
+  std::map<std::string, std::string> group_of;  // node -> group, from build_info
+};
+
+absl::StatusOr<SnapshotIndex> IndexSnapshot(const PrometheusSnapshot& snap,
+                                            const std::vector<Sample>& series,
+                                            const std::vector<Sample>& share,
+                                            const std::map<std::string, Target>& targets) {
+  SnapshotIndex index;
+  index.time = snap.time;
+  index.by_node = SeriesByNode(series, targets);
+  for (const auto& [node, n] : index.by_node) {
+    index.all_names.insert(node);
+    for (const auto& [peer, p] : n.peers) index.all_names.insert(peer);
+  }
+  absl::StatusOr<FailuresByWindow> failures = WindowFailures(snap);
+  if (!failures.ok()) return failures.status();
+  index.window_failures = *std::move(failures);
+  absl::StatusOr<std::map<PairKey, double>> tcp_sent = TcpSentByPair(snap);
+  if (!tcp_sent.ok()) return tcp_sent.status();
+  index.tcp_sent = *std::move(tcp_sent);
+  index.shares = TrainingShares(share);
+  for (const auto& [instance, t] : targets) {
+    if (!t.node.empty()) index.all_names.insert(t.node);
+    if (t.recent && !t.node.empty()) index.group_of.emplace(t.node, t.group);
+  }
+  return index;
+}
+
+// Why a target that is not a reachable node is listed: the error of its row.
+void ExplainUnreachable(const std::string& instance, const Target& t,
+                        const PrometheusOptions& options, FetchResult& r) {
+  if (t.up && *t.up == 0) {
+    r.error_code = "SCRAPE_FAILED";
+    r.error =
+        absl::StrCat("Prometheus cannot scrape ", instance, " (up == 0 in job ", options.job, ")");
+  } else if (!t.recent) {
+    r.error_code = "NOT_GLOOWATCH";
+    r.error = absl::StrCat("scraped in job ", options.job,
+                           ", but exports no gloowatch_build_info (not a gloowatchd?)");
+  } else {
+    r.error_code = "STALE";
+    r.error =
+        absl::StrCat("no samples from ", instance, " now, only within the last ",
+                     absl::FormatDuration(options.lookback), " (target gone from Prometheus?)");
+  }
+}
+
+// Node `t.node`'s peers as its series describe them.
+void AddPeers(const std::string& node, const NodeSeries& n, bool full_mesh,
+              const SnapshotIndex& index, v1::NodeStatus& s) {
+  static const std::map<std::string, uint64_t> kNone;
+  static const std::map<PairKey, std::map<std::string, uint64_t>> kNoWindow;
+  const auto wit = index.window_failures.find(WindowOf(n.thresholds));
+  const auto& wf = wit == index.window_failures.end() ? kNoWindow : wit->second;
+  for (const auto& [peer, p] : n.peers) {
+    auto fit = wf.find({node, peer});
+    v1::PeerStatus ps =
+        ToPeerStatus(peer, p, fit == wf.end() ? kNone : fit->second, WindowOf(n.thresholds));
+    if (full_mesh) ps.set_selection("mesh");
+    if (auto g = index.group_of.find(peer); g != index.group_of.end()) ps.set_group(g->second);
+    if (auto it = index.tcp_sent.find({node, peer}); it != index.tcp_sent.end() && p.loss_ratio) {
+      ps.mutable_tcp()->set_window_sent_segments(
+          static_cast<uint64_t>(std::llround(std::max(0.0, it->second))));
+    }
+    *s.add_peers() = std::move(ps);
+  }
+}
+
+// A reachable node's status, as Prometheus last saw it.
+v1::NodeStatus NodeStatusOf(const Target& t, const SnapshotIndex& index) {
+  v1::NodeStatus s;
+  s.set_node(t.node);
+  s.set_version(t.version);
+  s.set_gloo_version(t.gloo_version);
+  s.mutable_topology()->set_group(t.group);
+  for (const auto& [name, value] : TopologyLabelsOf(t)) (*s.mutable_labels())[name] = value;
+  *s.mutable_now() = google::protobuf::util::TimeUtil::NanosecondsToTimestamp(
+      static_cast<int64_t>(index.time * 1e9));
+  const NodeSeries empty;
+  auto nit = index.by_node.find(t.node);
+  const NodeSeries& n = nit != index.by_node.end() ? nit->second : empty;
+  *s.mutable_thresholds() = n.thresholds;
+  *s.mutable_host_load() = n.host_load;
+  s.mutable_gloo()->set_interface(n.interface);
+  if (n.link_speed) s.mutable_gloo()->set_link_speed_bytes_per_second(*n.link_speed);
+  const bool full_mesh = n.peers.size() + 1 >= index.all_names.size();
+  AddPeers(t.node, n, full_mesh, index, s);
+  for (const auto& [key, job] : n.training) {
+    v1::TrainingJobStatus j = job;
+    if (auto it = index.shares.find({t.node, key.first, key.second}); it != index.shares.end()) {
+      j.set_communication_share(it->second);
+    }
+    *s.add_training() = std::move(j);
+  }
+  // Prometheus does not carry the topology: a node with series for fewer
+  // peers than the cluster has is taken as probing a sample.
+  v1::Topology* topo = s.mutable_topology();
+  topo->set_mode(full_mesh ? "full_mesh" : "sampled");
+  topo->set_cluster_nodes(static_cast<uint32_t>(index.all_names.size()));
+  topo->set_probed_peers(static_cast<uint32_t>(n.peers.size()));
+  return s;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnapshot& snap,
+                                                           const PrometheusOptions& options) {
+  auto up = Samples(snap.up, "up");
+  if (!up.ok()) return up.status();
+  auto now = Samples(snap.build_info, "gloowatch_build_info");
+  if (!now.ok()) return now.status();
+  auto recent = Samples(snap.build_info_recent, "last_over_time(gloowatch_build_info)");
+  if (!recent.ok()) return recent.status();
+  auto series = Samples(snap.series, "gloowatch series");
+  if (!series.ok()) return series.status();
+  auto share = Samples(snap.training_share, "training share");
+  if (!share.ok()) return share.status();
+
+  const std::map<std::string, Target> targets = TargetsByInstance(*up, *now, *recent);
+  if (targets.empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        "no gloowatch series for {", SeriesSelector(options),
+        "}: no up and no gloowatch_build_info within ", absl::FormatDuration(options.lookback),
+        " (is the scrape job named '", options.job,
+        "'? see --prometheus_job; does Prometheus scrape each daemon's metrics_listen?)"));
+  }
+  absl::StatusOr<SnapshotIndex> index = IndexSnapshot(snap, *series, *share, targets);
+  if (!index.ok()) return index.status();
+
   std::set<std::string> reachable_names;
   for (const auto& [instance, t] : targets) {
-    if (t.current && t.up.value_or(1) != 0 && !t.node.empty()) reachable_names.insert(t.node);
-    if (!t.node.empty()) all_names.insert(t.node);
+    if (Reachable(t)) reachable_names.insert(t.node);
   }
+  std::vector<FetchResult> out;
   std::set<std::string> listed;
-  std::map<std::string, std::string> group_of;  // node -> group, from build_info
-  for (const auto& [instance, t] : targets) {
-    if (t.recent && !t.node.empty()) group_of.emplace(t.node, t.group);
-  }
   for (const auto& [instance, t] : targets) {
     FetchResult r;
     r.target.name = t.node.empty() ? instance : t.node;
@@ -477,73 +616,16 @@ absl::StatusOr<std::vector<FetchResult>> NodesFromSnapshot(const PrometheusSnaps
     } else {
       r.target.endpoint.host = instance;
     }
-    const bool reachable = t.current && t.up.value_or(1) != 0 && !t.node.empty();
-    if (!reachable) {
+    if (!Reachable(t)) {
       // The same node reachable at another instance: this one is a leftover.
       if (reachable_names.count(r.target.name) || listed.count(r.target.name)) continue;
-      if (t.up && *t.up == 0) {
-        r.error_code = "SCRAPE_FAILED";
-        r.error = absl::StrCat("Prometheus cannot scrape ", instance, " (up == 0 in job ",
-                               options.job, ")");
-      } else if (!t.recent) {
-        r.error_code = "NOT_GLOOWATCH";
-        r.error = absl::StrCat("scraped in job ", options.job,
-                               ", but exports no gloowatch_build_info (not a gloowatchd?)");
-      } else {
-        r.error_code = "STALE";
-        r.error =
-            absl::StrCat("no samples from ", instance, " now, only within the last ",
-                         absl::FormatDuration(options.lookback), " (target gone from Prometheus?)");
-      }
+      ExplainUnreachable(instance, t, options, r);
       listed.insert(r.target.name);
       out.push_back(std::move(r));
       continue;
     }
     if (!listed.insert(t.node).second) continue;  // duplicate target for one node
-    v1::NodeStatus s;
-    s.set_node(t.node);
-    s.set_version(t.version);
-    s.set_gloo_version(t.gloo_version);
-    s.mutable_topology()->set_group(t.group);
-    for (const auto& [name, value] : TopologyLabelsOf(t)) (*s.mutable_labels())[name] = value;
-    *s.mutable_now() = google::protobuf::util::TimeUtil::NanosecondsToTimestamp(
-        static_cast<int64_t>(snap.time * 1e9));
-    NodeSeries empty;
-    auto nit = by_node.find(t.node);
-    const NodeSeries& n = nit != by_node.end() ? nit->second : empty;
-    *s.mutable_thresholds() = n.thresholds;
-    *s.mutable_host_load() = n.host_load;
-    s.mutable_gloo()->set_interface(n.interface);
-    if (n.link_speed) s.mutable_gloo()->set_link_speed_bytes_per_second(*n.link_speed);
-    const int64_t window = WindowOf(n.thresholds);
-    const bool full_mesh = n.peers.size() + 1 >= all_names.size();
-    for (const auto& [peer, p] : n.peers) {
-      static const std::map<std::string, uint64_t> kNone;
-      const auto& wf = window_failures[window];
-      auto fit = wf.find({t.node, peer});
-      v1::PeerStatus ps = ToPeerStatus(peer, p, fit == wf.end() ? kNone : fit->second, window);
-      if (full_mesh) ps.set_selection("mesh");
-      if (auto g = group_of.find(peer); g != group_of.end()) ps.set_group(g->second);
-      if (auto it = tcp_sent.find({t.node, peer}); it != tcp_sent.end() && p.loss_ratio) {
-        ps.mutable_tcp()->set_window_sent_segments(
-            static_cast<uint64_t>(std::llround(std::max(0.0, it->second))));
-      }
-      *s.add_peers() = std::move(ps);
-    }
-    for (const auto& [key, job] : n.training) {
-      v1::TrainingJobStatus j = job;
-      if (auto it = shares.find({t.node, key.first, key.second}); it != shares.end()) {
-        j.set_communication_share(it->second);
-      }
-      *s.add_training() = std::move(j);
-    }
-    // Prometheus does not carry the topology: a node with series for fewer
-    // peers than the cluster has is taken as probing a sample.
-    v1::Topology* topo = s.mutable_topology();
-    topo->set_mode(full_mesh ? "full_mesh" : "sampled");
-    topo->set_cluster_nodes(static_cast<uint32_t>(all_names.size()));
-    topo->set_probed_peers(static_cast<uint32_t>(n.peers.size()));
-    r.status = std::move(s);
+    r.status = NodeStatusOf(t, *index);
     out.push_back(std::move(r));
   }
   return out;

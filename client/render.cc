@@ -118,24 +118,8 @@ void AppendPendingText(const ClusterPicture& c, std::string& out) {
   }
 }
 
-}  // namespace
-
-std::string RenderHealthText(const ClusterPicture& c, bool color) {
-  std::string out;
-  const std::string asked = c.source == "prometheus"
-                                ? absl::StrCat("from Prometheus ", c.source_url)
-                                : absl::StrCat(c.node_reports.size(), " daemons asked");
-  absl::StrAppend(&out, "cluster: ", Paint(HealthName(c.verdict), c.verdict, color), " (", asked,
-                  ", ", c.nodes.size(), " nodes, ", c.links.size(), " links)\n");
-  absl::StrAppend(&out, RenderSuspectsText(c.suspects, color));
-  absl::StrAppend(
-      &out, "coverage: ", c.coverage.measured_pairs, " of ", c.coverage.node_pairs,
-      " node pairs measured directly",
-      c.coverage.sampled ? " (sampled mesh; ~ = not probed by either node, not a failure)" : "",
-      "\n\n");
-  // Nodes.
-  size_t w = 4;
-  for (const auto& n : c.nodes) w = std::max(w, n.size());
+// One row per node: its health and address, or why it could not be asked.
+void AppendNodesText(const ClusterPicture& c, size_t w, bool color, std::string& out) {
   absl::StrAppend(&out, Cell("NODE", w, true), "  ", Cell("STATUS", 11, true), "  ",
                   Cell("ADDRESS", 22, true), "  DETAIL\n");
   for (const auto& n : c.node_reports) {
@@ -154,11 +138,15 @@ std::string RenderHealthText(const ClusterPicture& c, bool color) {
         Paint(Cell(n.reachable ? HealthName(n.health) : "UNREACHABLE", 11, true), n.health, color),
         "  ", Cell(n.address, 22, true), "  ", detail, "\n");
   }
-  // Matrices: row = the node measuring, column = its peer.
-  const size_t cw = std::max<size_t>(9, w);
+}
+
+// One matrix per figure: row = the node measuring, column = its peer.
+void AppendMatricesText(const ClusterPicture& c, size_t w, std::string& out) {
   const bool any_data = std::any_of(c.node_reports.begin(), c.node_reports.end(),
                                     [](const NodeReport& n) { return n.status != nullptr; });
-  for (const auto& m : any_data ? Metrics() : std::vector<Metric>{}) {
+  if (!any_data) return;
+  const size_t cw = std::max<size_t>(9, w);
+  for (const auto& m : Metrics()) {
     absl::StrAppend(&out, "\n", m.title, "\n", Cell("", w, true));
     for (const auto& n : c.nodes) absl::StrAppend(&out, " ", Cell(n, cw));
     out += "\n";
@@ -179,7 +167,10 @@ std::string RenderHealthText(const ClusterPicture& c, bool color) {
       out += "\n";
     }
   }
-  // Links, worst first.
+}
+
+// Unhealthy links, worst first, then the nodes' own problems.
+void AppendProblemsText(const ClusterPicture& c, bool color, std::string& out) {
   bool any = false;
   for (const auto& l : c.links) {
     if (l.health == Health::kHealthy) continue;
@@ -197,39 +188,31 @@ std::string RenderHealthText(const ClusterPicture& c, bool color) {
       any = true;
     }
   }
-  AppendPendingText(c, out);
-  if (!c.training.empty()) {
-    absl::StrAppend(&out, "\ntraining jobs\n", Cell("NODE", w, true), "  ", Cell("JOB", 20, true),
-                    "  RANK   STEPS  COMM SHARE\n");
-    for (const auto& t : c.training) {
-      std::string share = t.job.has_communication_share()
-                              ? absl::StrFormat("%.1f%%", t.job.communication_share() * 100)
-                              : "-";
-      absl::StrAppend(
-          &out, Cell(t.node, w, true), "  ", Cell(t.job.job(), 20, true), "  ",
-          Cell(absl::StrCat(t.job.rank()), 4), "  ", Cell(absl::StrCat(t.job.steps()), 6), "  ",
-          Paint(Cell(share, 10), t.over_threshold ? Health::kDegraded : Health::kHealthy, color),
-          t.over_threshold ? absl::StrFormat(" > %.0f%%", t.threshold * 100) : "", "\n");
-    }
-  }
-  return out;
 }
 
-nlohmann::json HealthToJson(const ClusterPicture& c) {
-  nlohmann::json j;
-  j["schema"] = "gloowatch.health.v1";
-  j["generated_at"] = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
-  j["verdict"] = HealthName(c.verdict);
-  j["exit_code"] = c.ExitCode();
-  j["source"] = c.source;
-  if (!c.source_url.empty()) j["source_url"] = c.source_url;
-  j["node_names"] = c.nodes;
-  j["suspects"] = SuspectsToJson(c.suspects);
-  j["coverage"] = {{"mode", c.coverage.sampled ? "sampled" : "full_mesh"},
-                   {"node_pairs", c.coverage.node_pairs},
-                   {"measured_pairs", c.coverage.measured_pairs},
-                   {"measured_both_ways", c.coverage.measured_both_ways},
-                   {"not_measured_pairs", c.coverage.node_pairs - c.coverage.measured_pairs}};
+void AppendTrainingText(const ClusterPicture& c, size_t w, bool color, std::string& out) {
+  if (c.training.empty()) return;
+  absl::StrAppend(&out, "\ntraining jobs\n", Cell("NODE", w, true), "  ", Cell("JOB", 20, true),
+                  "  RANK   STEPS  COMM SHARE\n");
+  for (const auto& t : c.training) {
+    std::string share = t.job.has_communication_share()
+                            ? absl::StrFormat("%.1f%%", t.job.communication_share() * 100)
+                            : "-";
+    absl::StrAppend(
+        &out, Cell(t.node, w, true), "  ", Cell(t.job.job(), 20, true), "  ",
+        Cell(absl::StrCat(t.job.rank()), 4), "  ", Cell(absl::StrCat(t.job.steps()), 6), "  ",
+        Paint(Cell(share, 10), t.over_threshold ? Health::kDegraded : Health::kHealthy, color),
+        t.over_threshold ? absl::StrFormat(" > %.0f%%", t.threshold * 100) : "", "\n");
+  }
+}
+
+nlohmann::json CoverageJson(const ClusterPicture& c) {
+  nlohmann::json coverage = {
+      {"mode", c.coverage.sampled ? "sampled" : "full_mesh"},
+      {"node_pairs", c.coverage.node_pairs},
+      {"measured_pairs", c.coverage.measured_pairs},
+      {"measured_both_ways", c.coverage.measured_both_ways},
+      {"not_measured_pairs", c.coverage.node_pairs - c.coverage.measured_pairs}};
   // Which pairs: links[] lists every measured pair, this every other one.
   nlohmann::json not_measured = nlohmann::json::array();
   for (size_t a = 0; a < c.nodes.size(); ++a) {
@@ -237,38 +220,42 @@ nlohmann::json HealthToJson(const ClusterPicture& c) {
       if (!c.Measured(a, b)) not_measured.push_back({c.nodes[a], c.nodes[b]});
     }
   }
-  j["coverage"]["not_measured"] = std::move(not_measured);
-  j["nodes"] = nlohmann::json::array();
-  for (const auto& n : c.node_reports) {
-    nlohmann::json x = {
-        {"name", n.name},   {"address", n.address},           {"reachable", n.reachable},
-        {"error", n.error}, {"status", HealthName(n.health)}, {"problems", n.problems}};
-    if (n.status) {
-      x["version"] = n.status->version();
-      x["gloo_version"] = n.status->gloo_version();
-      x["gloo_interface"] = n.status->gloo().interface();
-      x["gloo_address"] = n.status->gloo().address();
-      // The node's topology labels (its config's labels:), {} when none.
-      x["labels"] = nlohmann::json::object();
-      for (const auto& [key, value] : n.status->labels()) x["labels"][key] = value;
-      const EffectiveThresholds t = ThresholdsOf(*n.status);
-      x["thresholds"] = {{"latency_seconds", t.latency_seconds},
-                         {"bandwidth_link_ratio", t.link_ratio},
-                         {"clock_offset_seconds", t.clock_offset_seconds},
-                         {"communication_share", t.communication_share},
-                         {"scheduling_delay_seconds", t.scheduling_delay_seconds},
-                         {"cpu_steal_ratio", t.cpu_steal_ratio}};
-      // Host load figures, null until measured.
-      const v1::HostLoad& h = n.status->host_load();
-      auto figure = [](bool has, double v) { return has ? nlohmann::json(v) : nlohmann::json(); };
-      x["host_load"] = {
-          {"scheduling_delay_seconds",
-           figure(h.has_scheduling_delay_seconds(), h.scheduling_delay_seconds())},
-          {"cpu_steal_ratio", figure(h.has_cpu_steal_ratio(), h.cpu_steal_ratio())},
-          {"cpu_pressure_ratio", figure(h.has_cpu_pressure_ratio(), h.cpu_pressure_ratio())}};
-    }
-    j["nodes"].push_back(x);
-  }
+  coverage["not_measured"] = std::move(not_measured);
+  return coverage;
+}
+
+nlohmann::json NodeJson(const NodeReport& n) {
+  nlohmann::json x = {
+      {"name", n.name},   {"address", n.address},           {"reachable", n.reachable},
+      {"error", n.error}, {"status", HealthName(n.health)}, {"problems", n.problems}};
+  if (!n.status) return x;
+  x["version"] = n.status->version();
+  x["gloo_version"] = n.status->gloo_version();
+  x["gloo_interface"] = n.status->gloo().interface();
+  x["gloo_address"] = n.status->gloo().address();
+  // The node's topology labels (its config's labels:), {} when none.
+  x["labels"] = nlohmann::json::object();
+  for (const auto& [key, value] : n.status->labels()) x["labels"][key] = value;
+  const EffectiveThresholds t = ThresholdsOf(*n.status);
+  x["thresholds"] = {{"latency_seconds", t.latency_seconds},
+                     {"bandwidth_link_ratio", t.link_ratio},
+                     {"clock_offset_seconds", t.clock_offset_seconds},
+                     {"communication_share", t.communication_share},
+                     {"scheduling_delay_seconds", t.scheduling_delay_seconds},
+                     {"cpu_steal_ratio", t.cpu_steal_ratio}};
+  // Host load figures, null until measured.
+  const v1::HostLoad& h = n.status->host_load();
+  auto figure = [](bool has, double v) { return has ? nlohmann::json(v) : nlohmann::json(); };
+  x["host_load"] = {
+      {"scheduling_delay_seconds",
+       figure(h.has_scheduling_delay_seconds(), h.scheduling_delay_seconds())},
+      {"cpu_steal_ratio", figure(h.has_cpu_steal_ratio(), h.cpu_steal_ratio())},
+      {"cpu_pressure_ratio", figure(h.has_cpu_pressure_ratio(), h.cpu_pressure_ratio())}};
+  return x;
+}
+
+// Figure -> rows (the node measuring) of columns (its peer), null unmeasured.
+nlohmann::json MatricesJson(const ClusterPicture& c) {
   nlohmann::json matrices;
   for (const auto& m : Metrics()) {
     nlohmann::json rows = nlohmann::json::array();
@@ -283,46 +270,91 @@ nlohmann::json HealthToJson(const ClusterPicture& c) {
     }
     matrices[m.json_key] = rows;
   }
-  j["matrices"] = matrices;
+  return matrices;
+}
+
+nlohmann::json LinkJson(const LinkReport& l) {
+  return {{"a", l.a},
+          {"b", l.b},
+          {"status", HealthName(l.health)},
+          {"measured", true},
+          {"measured_both_ways", l.ab != nullptr && l.ba != nullptr},
+          {"problems", l.problems},
+          {"a_to_b", ViewJson(l.ab)},
+          {"b_to_a", ViewJson(l.ba)}};
+}
+
+nlohmann::json PendingJson(const PendingFigure& p, absl::Time now) {
+  return {{"from", p.from},
+          {"to", p.to},
+          {"figure", p.figure},
+          {"due",
+           p.due ? nlohmann::json(absl::FormatTime(absl::RFC3339_sec, *p.due, absl::UTCTimeZone()))
+                 : nlohmann::json(nullptr)},
+          {"due_in_seconds",
+           p.due ? nlohmann::json(absl::ToDoubleSeconds(*p.due - now)) : nlohmann::json(nullptr)}};
+}
+
+nlohmann::json TrainingJson(const TrainingReport& t) {
+  return {{"node", t.node},
+          {"job", t.job.job()},
+          {"rank", t.job.rank()},
+          {"steps", t.job.steps()},
+          {"step_seconds_total", t.job.step_seconds_total()},
+          {"communication_seconds_total", t.job.communication_seconds_total()},
+          {"communication_share", t.job.has_communication_share()
+                                      ? nlohmann::json(t.job.communication_share())
+                                      : nlohmann::json(nullptr)},
+          {"threshold", t.threshold},
+          {"over_threshold", t.over_threshold}};
+}
+
+}  // namespace
+
+std::string RenderHealthText(const ClusterPicture& c, bool color) {
+  std::string out;
+  const std::string asked = c.source == "prometheus"
+                                ? absl::StrCat("from Prometheus ", c.source_url)
+                                : absl::StrCat(c.node_reports.size(), " daemons asked");
+  absl::StrAppend(&out, "cluster: ", Paint(HealthName(c.verdict), c.verdict, color), " (", asked,
+                  ", ", c.nodes.size(), " nodes, ", c.links.size(), " links)\n");
+  absl::StrAppend(&out, RenderSuspectsText(c.suspects, color));
+  absl::StrAppend(
+      &out, "coverage: ", c.coverage.measured_pairs, " of ", c.coverage.node_pairs,
+      " node pairs measured directly",
+      c.coverage.sampled ? " (sampled mesh; ~ = not probed by either node, not a failure)" : "",
+      "\n\n");
+  size_t w = 4;  // the node-name column
+  for (const auto& n : c.nodes) w = std::max(w, n.size());
+  AppendNodesText(c, w, color, out);
+  AppendMatricesText(c, w, out);
+  AppendProblemsText(c, color, out);
+  AppendPendingText(c, out);
+  AppendTrainingText(c, w, color, out);
+  return out;
+}
+
+nlohmann::json HealthToJson(const ClusterPicture& c) {
+  nlohmann::json j;
+  j["schema"] = "gloowatch.health.v1";
+  j["generated_at"] = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
+  j["verdict"] = HealthName(c.verdict);
+  j["exit_code"] = c.ExitCode();
+  j["source"] = c.source;
+  if (!c.source_url.empty()) j["source_url"] = c.source_url;
+  j["node_names"] = c.nodes;
+  j["suspects"] = SuspectsToJson(c.suspects);
+  j["coverage"] = CoverageJson(c);
+  j["nodes"] = nlohmann::json::array();
+  for (const auto& n : c.node_reports) j["nodes"].push_back(NodeJson(n));
+  j["matrices"] = MatricesJson(c);
   j["links"] = nlohmann::json::array();
-  for (const auto& l : c.links) {
-    j["links"].push_back({{"a", l.a},
-                          {"b", l.b},
-                          {"status", HealthName(l.health)},
-                          {"measured", true},
-                          {"measured_both_ways", l.ab != nullptr && l.ba != nullptr},
-                          {"problems", l.problems},
-                          {"a_to_b", ViewJson(l.ab)},
-                          {"b_to_a", ViewJson(l.ba)}});
-  }
+  for (const auto& l : c.links) j["links"].push_back(LinkJson(l));
   j["pending"] = nlohmann::json::array();
   const absl::Time now = absl::Now();
-  for (const PendingFigure& p : PendingFigures(c)) {
-    j["pending"].push_back(
-        {{"from", p.from},
-         {"to", p.to},
-         {"figure", p.figure},
-         {"due",
-          p.due ? nlohmann::json(absl::FormatTime(absl::RFC3339_sec, *p.due, absl::UTCTimeZone()))
-                : nlohmann::json(nullptr)},
-         {"due_in_seconds",
-          p.due ? nlohmann::json(absl::ToDoubleSeconds(*p.due - now)) : nlohmann::json(nullptr)}});
-  }
+  for (const PendingFigure& p : PendingFigures(c)) j["pending"].push_back(PendingJson(p, now));
   j["training"] = nlohmann::json::array();
-  for (const auto& t : c.training) {
-    j["training"].push_back(
-        {{"node", t.node},
-         {"job", t.job.job()},
-         {"rank", t.job.rank()},
-         {"steps", t.job.steps()},
-         {"step_seconds_total", t.job.step_seconds_total()},
-         {"communication_seconds_total", t.job.communication_seconds_total()},
-         {"communication_share", t.job.has_communication_share()
-                                     ? nlohmann::json(t.job.communication_share())
-                                     : nlohmann::json(nullptr)},
-         {"threshold", t.threshold},
-         {"over_threshold", t.over_threshold}});
-  }
+  for (const auto& t : c.training) j["training"].push_back(TrainingJson(t));
   return j;
 }
 
