@@ -17,6 +17,8 @@
 #include "absl/time/time.h"
 #include "proto/gloowatch.grpc.pb.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/free_port.h"
+#include "tests/support/metrics_text.h"
 #include "tests/support/netns_cluster.h"
 
 namespace gloowatch::bench {

@@ -184,6 +184,10 @@ TEST_F(PreflightTest, DaemonDownStopsTheJobAndNamesIt) {
 
 TEST_F(PreflightTest, StoppedTransportIsNamedAndTheDaemonRecovers) {
   StartCluster(3);
+  // gRPC answers before the first transport has reported its start; a
+  // transport stopped before that fails the daemon's start-up instead.
+  const absl::Status up = cluster_->WaitAllUp(absl::Seconds(30));
+  ASSERT_TRUE(up.ok()) << up;
   const pid_t transport = ChildPid(cluster_->process(2)->pid());
   ASSERT_GT(transport, 0);
   kill(transport, SIGSTOP);
