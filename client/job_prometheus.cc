@@ -11,19 +11,6 @@
 namespace gloowatch::client {
 namespace {
 
-std::string Escaped(const std::string& value) {
-  std::string out;
-  for (char c : value) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
 std::string Label(const nlohmann::json& metric, const char* key) {
   auto it = metric.find(key);
   return it != metric.end() && it->is_string() ? it->get<std::string>() : "";
@@ -35,7 +22,7 @@ std::string CollectiveQuery(const PrometheusOptions& o, const std::string& job) 
   return absl::StrCat(
       "{__name__=~\"gloowatch_training_(collective_seconds|collective_seq|report_age_seconds)\","
       "training_job=\"",
-      Escaped(job), "\",", SeriesSelector(o), "}");
+      EscapeLabelValue(job), "\",", SeriesSelector(o), "}");
 }
 
 absl::Status AddCollectives(const nlohmann::json& result, const std::string& job,

@@ -73,19 +73,6 @@ absl::StatusOr<std::vector<Sample>> Samples(const json& result, const char* what
   return out;
 }
 
-std::string EscapeLabelValue(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
 std::string WindowText(int64_t seconds) { return absl::FormatDuration(absl::Seconds(seconds)); }
 
 // Accumulates one peer's series.
@@ -263,6 +250,19 @@ std::map<std::string, std::string> TopologyLabelsOf(const Target& t) {
 }
 
 }  // namespace
+
+std::string EscapeLabelValue(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
 
 std::string SeriesSelector(const PrometheusOptions& o) {
   std::string s = absl::StrCat("job=\"", EscapeLabelValue(o.job), "\"");

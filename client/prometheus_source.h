@@ -51,6 +51,8 @@ struct PrometheusSnapshot {
   std::map<int64_t, nlohmann::json> failures_since_up_by_window;
 };
 
+// A label value quoted for a PromQL selector (backslash, quote, newline).
+std::string EscapeLabelValue(const std::string& value);
 // The label matchers every query uses: job="..." plus the selector.
 std::string SeriesSelector(const PrometheusOptions& options);
 // The PromQL of each query (also shown in docs/client.md).

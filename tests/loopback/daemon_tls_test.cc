@@ -95,9 +95,16 @@ TEST_F(DaemonTlsTest, PeerWithAnUntrustedCertificateCannotRegister) {
   cluster.Start(0);
   Process b({BinaryPath("gloowatchd"), "--config", dir_.path() + "/b.yaml"},
             dir_.path() + "/b.log");
-  absl::SleepFor(absl::Seconds(4));
-  auto s = GetStatus(cluster.grpc(0), absl::Seconds(2), Credentials(pki_));
-  ASSERT_TRUE(s.ok()) << s.status();
+  // node-a's own attempts at node-b fail on the handshake; once one has,
+  // node-b has had its chances to register too.
+  absl::StatusOr<v1::NodeStatus> s;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        s = GetStatus(cluster.grpc(0), absl::Seconds(2), Credentials(pki_));
+        return s.ok() && FindPeer(*s, "node-b")->probes_failed() > 0;
+      },
+      absl::Seconds(30)))
+      << (s.ok() ? FindPeer(*s, "node-b")->DebugString() : s.status().ToString());
   EXPECT_NE(FindPeer(*s, "node-b")->state(), v1::PEER_STATE_UP);
   EXPECT_EQ(FindPeer(*s, "node-b")->probes_ok(), 0u);
   EXPECT_TRUE(b.running());

@@ -261,23 +261,29 @@ TEST_F(ProbeLinkTest, BothSidesAccountATransferAndTheServersBudgetDefersTheNext)
   server_gate_.SetBudget(1e-6);
   auto sample = session->Bandwidth(BandwidthDirection::kTx, client_gate_);
   ASSERT_TRUE(sample.ok()) << sample.status();
-  // Each side counts the transfer from its own start to its own end: within
-  // a few milliseconds of the measured elapsed time. The responder releases
-  // its lease after sending its last reply, so it may count a moment later.
+  // Each side counts the transfer from its own start to its own end. The
+  // requester's lease wraps its measurement, so it counts at least the
+  // elapsed time; the responder releases its lease after sending its last
+  // reply, so it may count a moment later. The upper bound only catches a
+  // transfer counted twice; how closely the gates account is the budget
+  // benchmark's figure, not a timed assert.
   const absl::Time deadline = absl::Now() + absl::Seconds(2);
   while (server_gate_.transfer_time() == absl::ZeroDuration() && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(1));
   }
+  EXPECT_GE(client_gate_.transfer_time(), sample->elapsed);
+  EXPECT_GT(server_gate_.transfer_time(), absl::ZeroDuration());
   for (BandwidthGate* gate : {&client_gate_, &server_gate_}) {
-    EXPECT_GT(gate->transfer_time(), absl::ZeroDuration());
-    EXPECT_LT(absl::AbsDuration(gate->transfer_time() - sample->elapsed), absl::Milliseconds(20));
+    EXPECT_LT(gate->transfer_time(), sample->elapsed + absl::Milliseconds(250));
   }
+  const absl::Duration client_counted = client_gate_.transfer_time();
+  const absl::Duration server_counted = server_gate_.transfer_time();
   auto refused = session->Bandwidth(BandwidthDirection::kRx, client_gate_);
   EXPECT_TRUE(absl::IsResourceExhausted(refused.status())) << refused.status();
   EXPECT_NE(refused.status().message().find("peer"), absl::string_view::npos);
   // A refusal is free: neither side counted it.
-  EXPECT_LT(absl::AbsDuration(client_gate_.transfer_time() - sample->elapsed),
-            absl::Milliseconds(20));
+  EXPECT_EQ(client_gate_.transfer_time(), client_counted);
+  EXPECT_EQ(server_gate_.transfer_time(), server_counted);
   EXPECT_TRUE(session->Ping(2).ok());
 }
 
