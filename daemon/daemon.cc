@@ -74,7 +74,24 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
                                                       const TransportLaunch& launch) {
   std::unique_ptr<Daemon> d(new Daemon(std::move(config), clock));
   const Config c = d->config_;  // before any other thread runs
+  if (absl::Status s = d->ChooseGlooEndpoint(c); !s.ok()) return s;
+  if (absl::Status s = d->ServeMetrics(c); !s.ok()) return s;
+  const std::vector<std::string> probe_peers = d->SelectFirstPeers(c);
+  d->MakeServices(c, launch, probe_peers);
+  absl::StatusOr<TlsMaterial> tls = LoadTls(c.tls);
+  if (!tls.ok()) return tls.status();
+  if (absl::Status s = d->ServeGrpc(c, *tls); !s.ok()) return s;
 
+  d->transport_->Start();
+  // Fail at start, with the reason, rather than in a restart loop of the
+  // transport process.
+  if (absl::Status started = d->transport_->AwaitStarted(absl::Seconds(30)); !started.ok()) {
+    return started;
+  }
+  return d;
+}
+
+absl::Status Daemon::ChooseGlooEndpoint(const Config& c) {
   EndpointRequest request;
   request.config_address = c.gloo.address;
   request.config_interface = c.gloo.interface;
@@ -85,87 +102,88 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
   request.link_speed_override = c.gloo.link_speed_bytes_per_second;
   auto endpoint = ResolveGlooEndpoint(request, RealSystem());
   if (!endpoint.ok()) return endpoint.status();
-  d->endpoint_ = *std::move(endpoint);
-  if (!d->endpoint_.warning.empty()) GW_LOG(kWarning, "gloo: %s", d->endpoint_.warning);
-  GW_LOG(kInfo, "gloo: using %s (interface %s, chosen by %s)", d->endpoint_.address,
-         d->endpoint_.interface.empty() ? "?" : d->endpoint_.interface, d->endpoint_.source);
-  if (auto range = ReadEphemeralPortRange(RealSystem()); range.ok()) d->ephemeral_ports_ = *range;
+  endpoint_ = *std::move(endpoint);
+  if (!endpoint_.warning.empty()) GW_LOG(kWarning, "gloo: %s", endpoint_.warning);
+  GW_LOG(kInfo, "gloo: using %s (interface %s, chosen by %s)", endpoint_.address,
+         endpoint_.interface.empty() ? "?" : endpoint_.interface, endpoint_.source);
+  if (auto range = ReadEphemeralPortRange(RealSystem()); range.ok()) ephemeral_ports_ = *range;
   char host[256] = {0};
-  if (gethostname(host, sizeof(host) - 1) == 0) d->hostname_ = host;
+  if (gethostname(host, sizeof(host) - 1) == 0) hostname_ = host;
+  return absl::OkStatus();
+}
 
-  d->metrics_ = std::make_unique<Metrics>(
-      Metrics::Identity{c.node, GLOOWATCH_VERSION, GLOOWATCH_GLOO_VERSION, d->endpoint_.interface,
-                        d->endpoint_.link_speed_bytes_per_second, c.group, c.labels});
-  d->metrics_->SetThresholds(ThresholdsProto(c.thresholds));
-  d->metrics_->AddCollectable(std::make_shared<HostLoadCollector>(d->host_load_, c.node));
-  Daemon* self = d.get();
-  d->metrics_->AddCollectable(std::make_shared<PeerSeries>(c.node, [self] {
+absl::Status Daemon::ServeMetrics(const Config& c) {
+  metrics_ = std::make_unique<Metrics>(
+      Metrics::Identity{c.node, GLOOWATCH_VERSION, GLOOWATCH_GLOO_VERSION, endpoint_.interface,
+                        endpoint_.link_speed_bytes_per_second, c.group, c.labels});
+  metrics_->SetThresholds(ThresholdsProto(c.thresholds));
+  metrics_->AddCollectable(std::make_shared<HostLoadCollector>(host_load_, c.node));
+  metrics_->AddCollectable(std::make_shared<PeerSeries>(c.node, [this] {
     std::vector<std::shared_ptr<const PeerTracker>> trackers;
-    absl::MutexLock lock(&self->mu_);
-    for (const Probed& probed : self->probed_) trackers.push_back(probed.tracker);
+    absl::MutexLock lock(&mu_);
+    for (const Probed& probed : probed_) trackers.push_back(probed.tracker);
     return trackers;
   }));
-  if (absl::Status s = d->metrics_->Serve(c.metrics_listen.ToString(), c.metrics_web); !s.ok())
-    return s;
+  return metrics_->Serve(c.metrics_listen.ToString(), c.metrics_web);
+}
 
-  // Every configured peer may open pairs to us; we probe the ones the
-  // topology selects.
-  std::set<std::string> peer_names;
-  std::vector<std::string> probe_peers;
-  {
-    absl::MutexLock lock(&d->mu_);
-    for (const PeerConfig& peer : c.peers) peer_names.insert(peer.name);
-    d->topology_ = std::make_unique<Topology>(Topology::FromConfig(c));
-    probe_peers = d->Select(d->CurrentEpoch());
-    if (d->topology_->sampled()) {
-      GW_LOG(kInfo, "topology: sampled mesh of %d nodes in %d groups; probing %d peers (epoch %d)",
-             d->topology_->size(), d->topology_->group_count(), probe_peers.size(), d->epoch_);
-    }
+std::vector<std::string> Daemon::SelectFirstPeers(const Config& c) {
+  absl::MutexLock lock(&mu_);
+  topology_ = std::make_unique<Topology>(Topology::FromConfig(c));
+  std::vector<std::string> probe_peers = Select(CurrentEpoch());
+  if (topology_->sampled()) {
+    GW_LOG(kInfo, "topology: sampled mesh of %d nodes in %d groups; probing %d peers (epoch %d)",
+           topology_->size(), topology_->group_count(), probe_peers.size(), epoch_);
   }
+  return probe_peers;
+}
 
-  d->training_ =
-      std::make_unique<TrainingReports>(clock, kTrainingSeriesExpiry, kMaxTrainingSeries);
-  d->status_service_ = std::make_unique<StatusService>(
-      [self] { return self->Status(); },
-      [self](const v1::ReportStepRequest& r, const std::string& client) {
-        return self->ReportStep(r, client);
+void Daemon::MakeServices(const Config& c, const TransportLaunch& launch,
+                          const std::vector<std::string>& probe_peers) {
+  training_ = std::make_unique<TrainingReports>(clock_, kTrainingSeriesExpiry, kMaxTrainingSeries);
+  status_service_ = std::make_unique<StatusService>(
+      [this] { return Status(); },
+      [this](const v1::ReportStepRequest& r, const std::string& client) {
+        return ReportStep(r, client);
       },
-      [self](const v1::CollectiveReport& r, const std::string& client) {
-        return self->ReportCollective(r, client);
+      [this](const v1::CollectiveReport& r, const std::string& client) {
+        return ReportCollective(r, client);
       },
-      [self](const std::string& peer) { return self->report_admission_->Admit(peer); });
+      [this](const std::string& peer) { return report_admission_->Admit(peer); });
   TransportSupervisor::Options transport;
   transport.executable = launch.executable;
   transport.config = c;
   transport.log_level = launch.log_level;
-  transport.gloo_address = d->endpoint_.address;
+  transport.gloo_address = endpoint_.address;
   transport.probe_peers = probe_peers;
-  transport.observer_for = [self](const std::string& peer) -> std::shared_ptr<ProbeObserver> {
-    return self->FindTracker(peer);
+  transport.observer_for = [this](const std::string& peer) -> std::shared_ptr<ProbeObserver> {
+    return FindTracker(peer);
   };
-  transport.on_exit = [self](const std::string& why) {
-    self->metrics_->CountTransportRestart();
-    absl::MutexLock lock(&self->mu_);
-    for (auto& probed : self->probed_) {
-      probed.tracker->RecordFailure(v1::FAILURE_REASON_OTHER, why);
-    }
+  transport.on_exit = [this](const std::string& why) {
+    metrics_->CountTransportRestart();
+    absl::MutexLock lock(&mu_);
+    for (auto& probed : probed_) probed.tracker->RecordFailure(v1::FAILURE_REASON_OTHER, why);
   };
-  transport.on_pid = [self](pid_t pid) {
-    self->metrics_->SetTransportPid(pid);
-    self->host_load_->SetTransportPid(pid);
+  transport.on_pid = [this](pid_t pid) {
+    metrics_->SetTransportPid(pid);
+    host_load_->SetTransportPid(pid);
   };
-  transport.on_bandwidth_transfer = [self](absl::Duration took) {
-    self->metrics_->CountBandwidthTransferTime(absl::ToDoubleSeconds(took));
+  transport.on_bandwidth_transfer = [this](absl::Duration took) {
+    metrics_->CountBandwidthTransferTime(absl::ToDoubleSeconds(took));
   };
-  d->transport_ = std::make_unique<TransportSupervisor>(std::move(transport), clock);
-  d->peer_service_ =
-      std::make_unique<PeerService>(c.node, GLOOWATCH_VERSION, peer_names, d->transport_.get());
-  d->preflight_service_ =
-      std::make_unique<PreflightService>(c.node, &RealSystem(), d->transport_.get());
-  absl::StatusOr<TlsMaterial> tls = LoadTls(c.tls);
-  if (!tls.ok()) return tls.status();
-  d->report_admission_ = std::make_unique<ReportAdmission>(&RealSystem(), clock, tls->enabled);
-  if (!tls->enabled) {
+  transport_ = std::make_unique<TransportSupervisor>(std::move(transport), clock_);
+  // Every configured peer may open pairs to us; we probe the ones the
+  // topology selects.
+  std::set<std::string> peer_names;
+  for (const PeerConfig& peer : c.peers) peer_names.insert(peer.name);
+  peer_service_ =
+      std::make_unique<PeerService>(c.node, GLOOWATCH_VERSION, peer_names, transport_.get());
+  preflight_service_ = std::make_unique<PreflightService>(c.node, &RealSystem(), transport_.get());
+}
+
+absl::Status Daemon::ServeGrpc(const Config& c, const TlsMaterial& tls) {
+  report_admission_ = std::make_unique<ReportAdmission>(&RealSystem(), clock_, tls.enabled);
+  if (!tls.enabled) {
     GW_LOG(kWarning,
            "TLS is NOT configured: anyone who can reach %s can read this node's status and "
            "open probe pairs as one of its peers; set tls.ca, tls.cert and tls.key",
@@ -174,31 +192,24 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int selected_port = 0;
-  builder.AddListeningPort(c.grpc_listen.ToString(), MakeServerCredentials(*tls), &selected_port);
-  builder.RegisterService(d->status_service_.get());
-  builder.RegisterService(d->peer_service_.get());
-  builder.RegisterService(d->preflight_service_.get());
+  builder.AddListeningPort(c.grpc_listen.ToString(), MakeServerCredentials(tls), &selected_port);
+  builder.RegisterService(status_service_.get());
+  builder.RegisterService(peer_service_.get());
+  builder.RegisterService(preflight_service_.get());
   // Without SO_REUSEPORT a second daemon on the same port fails to bind
   // instead of silently sharing it.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   grpc::ResourceQuota quota("gloowatchd");
   quota.SetMaxThreads(kMaxRpcThreads);
   builder.SetResourceQuota(quota);
-  d->server_ = builder.BuildAndStart();
-  if (d->server_ == nullptr || selected_port == 0) {
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || selected_port == 0) {
     return absl::UnavailableError(absl::StrCat(
         "cannot listen for gRPC on ", c.grpc_listen.ToString(), " (is the port already in use?)"));
   }
   GW_LOG(kInfo, "node %s: gRPC on %s, metrics on %s, %d peers", c.node, c.grpc_listen.ToString(),
          c.metrics_listen.ToString(), c.peers.size());
-
-  d->transport_->Start();
-  // Fail at start, with the reason, rather than in a restart loop of the
-  // transport process.
-  if (absl::Status started = d->transport_->AwaitStarted(absl::Seconds(30)); !started.ok()) {
-    return started;
-  }
-  return d;
+  return absl::OkStatus();
 }
 
 std::shared_ptr<PeerTracker> Daemon::MakeTracker(const PeerConfig& peer) const {

@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/tls.h"
 #include "daemon/gloo_endpoint.h"
 #include "daemon/host_load.h"
 #include "daemon/metrics.h"
@@ -70,6 +71,13 @@ class Daemon {
   };
 
   Daemon(Config config, const Clock* clock);
+  // The steps of Start, in order.
+  absl::Status ChooseGlooEndpoint(const Config& c);
+  absl::Status ServeMetrics(const Config& c);
+  std::vector<std::string> SelectFirstPeers(const Config& c);
+  void MakeServices(const Config& c, const TransportLaunch& launch,
+                    const std::vector<std::string>& probe_peers);
+  absl::Status ServeGrpc(const Config& c, const TlsMaterial& tls);
   std::shared_ptr<PeerTracker> MakeTracker(const PeerConfig& peer) const;
   std::shared_ptr<PeerTracker> FindTracker(const std::string& peer) const;
   // Recomputes who we probe for `epoch` from config_: trackers of peers that

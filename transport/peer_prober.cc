@@ -321,12 +321,11 @@ void PeerProber::Run() {
   Backoff backoff(probe_config_.backoff_initial, probe_config_.backoff_max, seed);
   ProbeSchedule schedule(schedule_config_, gloo_timeout_ / 2, seed);
   std::mt19937_64 rng(seed);
-  const Clock& clock = *context_.clock;
-  bool stopping = false;
-  while (!stopping) {
+  while (true) {
     observer_->SetConnecting();
     Progress(kStallTimeouts * gloo_timeout_);
     absl::StatusOr<std::unique_ptr<ProbeSession>> session = Connect();
+    absl::Status ended = session.status();
     if (session.ok()) {
       if (backoff.failures() > 0) {
         const uint64_t unlogged = failure_log_.Reset();
@@ -335,83 +334,84 @@ void PeerProber::Run() {
                              : absl::StrCat(" (", unlogged, " repeated failures were not logged)"));
       }
       backoff.Reset();
-      schedule.Reset(clock.Monotonic());
-      bandwidth_tx_done_ = false;
-      std::vector<TcpConnection> tcp_connections;
-      if (context_.tcp_stats != nullptr) tcp_connections = (*session)->tcp_connections();
-      TcpCounterDeltas tcp_deltas;
-      absl::Duration tcp_due = clock.Monotonic() + kTcpStatsInterval;
-      absl::Duration reported_bandwidth_due = -absl::InfiniteDuration();
-      while (true) {
-        absl::Duration at;
-        if (std::optional<ScheduleConfig> update = TakeScheduleUpdate()) {
-          schedule.SetConfig(*update, clock.Monotonic());
-        }
-        // So the status API can say when a missing bandwidth figure comes.
-        if (const absl::Duration due = schedule.Due(ProbeSchedule::Kind::kBandwidth);
-            due != reported_bandwidth_due) {
-          reported_bandwidth_due = due;
-          const absl::Duration now = clock.Monotonic();
-          const absl::Duration gate_opens =
-              context_.gate != nullptr ? context_.gate->open_at() : due;
-          observer_->RecordBandwidthDue(clock.Now() + (std::max(due, gate_opens) - now));
-        }
-        const ProbeSchedule::Kind kind = schedule.Next(&at);
-        if (!SleepUntil(at)) {
-          stopping = true;
-          break;
-        }
-        if (clock.Monotonic() < at) continue;  // woken early by a schedule update
-        absl::Duration may_take = kStallTimeouts * gloo_timeout_;
-        if (kind == ProbeSchedule::Kind::kBandwidth) {
-          // Each message of both directions may take up to one Gloo timeout.
-          may_take += 2 * static_cast<int64_t>(params_.bandwidth_messages()) * gloo_timeout_;
-        }
-        Progress(may_take);
-        absl::Status status = RunProbe(kind, **session);
-        if (absl::IsResourceExhausted(status)) {
-          // Another transfer holds this node or the peer, or a bandwidth
-          // budget is spent: not a link fault. Retry at a random moment after
-          // our own budget allows, so our probers do not all retry at once.
-          std::uniform_int_distribution<int> ms(500, 3000);
-          const absl::Duration now = clock.Monotonic();
-          const absl::Duration wait =
-              std::max(context_.gate->open_at() - now, absl::ZeroDuration());
-          schedule.Defer(kind, now, wait + absl::Milliseconds(ms(rng)));
-          continue;
-        }
-        if (!status.ok()) {
-          // A ping that timed out is a lost latency probe; the failure
-          // (reason timeout) that ends the session is recorded below.
-          if (kind == ProbeSchedule::Kind::kLatency &&
-              FailureReasonOf(status) == v1::FAILURE_REASON_TIMEOUT) {
-            observer_->RecordLatencyProbeLost();
-          }
-          session = status;
-          break;
-        }
-        schedule.Done(kind, clock.Monotonic());
-        // Between probes, so no probe waits for it.
-        if (!tcp_connections.empty() && clock.Monotonic() >= tcp_due) {
-          ReportTcpStats(tcp_connections, tcp_deltas);
-          tcp_due = clock.Monotonic() + kTcpStatsInterval;
-        }
-      }
+      std::optional<absl::Status> failed = ProbeUntilFailure(**session, schedule, rng);
+      if (!failed) return;  // stopping
+      ended = *std::move(failed);
     }
-    if (stopping) break;
     // A busy answer right after a failure of ours is that failure's echo:
     // the peer's responders for our failed pairs wait out their Gloo
     // timeout. The failure that caused it stays the one reported.
-    const bool echo = absl::IsResourceExhausted(session.status()) && backoff.failures() > 0;
-    if (!echo) Fail(session.status());
+    const bool echo = absl::IsResourceExhausted(ended) && backoff.failures() > 0;
+    if (!echo) Fail(ended);
     // A busy peer frees its slots within a Gloo timeout (its stale
     // responders time out): retry then, so that once nothing is wrong every
     // peer is up within backoff_max plus two Gloo timeouts.
-    const absl::Duration wait = absl::IsResourceExhausted(session.status())
+    const absl::Duration wait = absl::IsResourceExhausted(ended)
                                     ? gloo_timeout_ + absl::Milliseconds(rng() % 1000)
                                     : backoff.Next();
     session = absl::CancelledError();  // drops the pairs before backing off
-    stopping = !SleepUntil(clock.Monotonic() + wait);
+    if (!SleepUntil(context_.clock->Monotonic() + wait)) return;
+  }
+}
+
+std::optional<absl::Status> PeerProber::ProbeUntilFailure(ProbeSession& session,
+                                                          ProbeSchedule& schedule,
+                                                          std::mt19937_64& rng) {
+  const Clock& clock = *context_.clock;
+  schedule.Reset(clock.Monotonic());
+  bandwidth_tx_done_ = false;
+  std::vector<TcpConnection> tcp_connections;
+  if (context_.tcp_stats != nullptr) tcp_connections = session.tcp_connections();
+  TcpCounterDeltas tcp_deltas;
+  absl::Duration tcp_due = clock.Monotonic() + kTcpStatsInterval;
+  absl::Duration reported_bandwidth_due = -absl::InfiniteDuration();
+  while (true) {
+    if (std::optional<ScheduleConfig> update = TakeScheduleUpdate()) {
+      schedule.SetConfig(*update, clock.Monotonic());
+    }
+    // So the status API can say when a missing bandwidth figure comes.
+    if (const absl::Duration due = schedule.Due(ProbeSchedule::Kind::kBandwidth);
+        due != reported_bandwidth_due) {
+      reported_bandwidth_due = due;
+      const absl::Duration gate_opens = context_.gate != nullptr ? context_.gate->open_at() : due;
+      observer_->RecordBandwidthDue(clock.Now() + (std::max(due, gate_opens) - clock.Monotonic()));
+    }
+    absl::Duration at;
+    const ProbeSchedule::Kind kind = schedule.Next(&at);
+    if (!SleepUntil(at)) return std::nullopt;
+    if (clock.Monotonic() < at) continue;  // woken early by a schedule update
+    absl::Duration may_take = kStallTimeouts * gloo_timeout_;
+    if (kind == ProbeSchedule::Kind::kBandwidth) {
+      // Each message of both directions may take up to one Gloo timeout.
+      may_take += 2 * static_cast<int64_t>(params_.bandwidth_messages()) * gloo_timeout_;
+    }
+    Progress(may_take);
+    absl::Status status = RunProbe(kind, session);
+    if (absl::IsResourceExhausted(status)) {
+      // Another transfer holds this node or the peer, or a bandwidth budget
+      // is spent: not a link fault. Retry at a random moment after our own
+      // budget allows, so our probers do not all retry at once.
+      std::uniform_int_distribution<int> ms(500, 3000);
+      const absl::Duration now = clock.Monotonic();
+      const absl::Duration wait = std::max(context_.gate->open_at() - now, absl::ZeroDuration());
+      schedule.Defer(kind, now, wait + absl::Milliseconds(ms(rng)));
+      continue;
+    }
+    if (!status.ok()) {
+      // A ping that timed out is a lost latency probe; the failure (reason
+      // timeout) that ends the session is recorded by the caller.
+      if (kind == ProbeSchedule::Kind::kLatency &&
+          FailureReasonOf(status) == v1::FAILURE_REASON_TIMEOUT) {
+        observer_->RecordLatencyProbeLost();
+      }
+      return status;
+    }
+    schedule.Done(kind, clock.Monotonic());
+    // Between probes, so no probe waits for it.
+    if (!tcp_connections.empty() && clock.Monotonic() >= tcp_due) {
+      ReportTcpStats(tcp_connections, tcp_deltas);
+      tcp_due = clock.Monotonic() + kTcpStatsInterval;
+    }
   }
 }
 

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -99,6 +100,10 @@ class PeerProber {
   void Run();
   absl::StatusOr<std::unique_ptr<ProbeSession>> Connect();
   absl::Status RunProbe(ProbeSchedule::Kind kind, ProbeSession& session);
+  // Probes over one connected session on `schedule` until a probe fails
+  // (that failure) or Stop() (nullopt).
+  std::optional<absl::Status> ProbeUntilFailure(ProbeSession& session, ProbeSchedule& schedule,
+                                                std::mt19937_64& rng);
   // Sleeps until the monotonic time `at` or Stop(); false when stopping.
   bool SleepUntil(absl::Duration at);
   std::optional<ScheduleConfig> TakeScheduleUpdate();
