@@ -340,10 +340,13 @@ TEST_F(NetnsJobTest, PartitionNamesTheLinkAndExplainLogFindsItInPrometheus) {
       << text.output;
 
   // The same from Prometheus: the waiting ranks (their call's name is not in
-  // the series) and the cut link, down with probe failures.
-  const std::string prometheus_url = PrometheusUrl();
-  CliResult from_prometheus = JobFromPrometheus(
-      [](const nlohmann::json& j) { return j["verdict"] == "hung" && j["links"].size() == 2; });
+  // the series) and the cut link, down with probe failures. A rank's time
+  // inside its call is as old as its node's last scrape: the ranks are seen
+  // waiting one scrape after another.
+  CliResult from_prometheus = JobFromPrometheus([](const nlohmann::json& j) {
+    return j["verdict"] == "hung" && j["links"].size() == 2 &&
+           j["waiting"]["ranks"] == nlohmann::json({0, 1, 2});
+  });
   const bool prometheus_named =
       !from_prometheus.json.is_discarded() && from_prometheus.json["links"].size() == 2;
   ASSERT_TRUE(prometheus_named) << from_prometheus.output;
