@@ -23,8 +23,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "common/clock.h"
 #include "common/config.h"
+#include "common/simulated_clock.h"
 #include "daemon/metrics.h"
 #include "daemon/peer_series.h"
 #include "daemon/peer_tracker.h"
@@ -60,7 +60,7 @@ struct SeriesCount {
 // From the real metrics modules: one peer with every figure recorded once.
 SeriesCount CountSeriesFromMetricsModule() {
   Metrics metrics({"node-a", "sim", "sim", "eth0", 12.5e9, "", {}});
-  FakeClock clock;
+  SimulatedClock clock;
   PeerConfig peer;
   peer.name = "node-b";
   auto tracker =

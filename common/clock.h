@@ -32,17 +32,4 @@ class RealClock final : public Clock {
   static const Clock* Get();
 };
 
-// A clock that moves only when told to; thread-compatible, not thread-safe.
-class FakeClock final : public Clock {
- public:
-  explicit FakeClock(absl::Time start = absl::UnixEpoch() + absl::Hours(24 * 365 * 50))
-      : now_(start) {}
-  absl::Time Now() const override { return now_; }
-  absl::Duration Monotonic() const override { return now_ - absl::UnixEpoch(); }
-  void Advance(absl::Duration d) { now_ += d; }
-
- private:
-  absl::Time now_;
-};
-
 }  // namespace gloowatch

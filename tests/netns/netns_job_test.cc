@@ -162,16 +162,30 @@ class NetnsJobTest : public ::testing::Test {
 
   std::string PrometheusUrl() const { return absl::StrCat("http://127.0.0.1:", kPrometheusPort); }
 
-  // `gloowatch job --prometheus --json` until `done` holds (at most 20 s).
-  CliResult JobFromPrometheus(const std::function<bool(const nlohmann::json&)>& done) {
+  using JsonDone = std::function<bool(const nlohmann::json&)>;
+
+  // `ask` every second until its JSON satisfies `done` (at most 20 s).
+  static CliResult AskUntil(const std::function<CliResult()>& ask, const JsonDone& done) {
     CliResult r;
     const absl::Time deadline = absl::Now() + absl::Seconds(20);
     while (absl::Now() < deadline) {
-      r = Cli({"job", kJob, "--prometheus", PrometheusUrl(), "--json"});
+      r = ask();
       if (!r.json.is_discarded() && done(r.json)) break;
       absl::SleepFor(absl::Seconds(1));
     }
     return r;
+  }
+
+  CliResult JobUntil(const JsonDone& done) {
+    return AskUntil([&] { return Job(true); }, done);
+  }
+
+  CliResult JobFromPrometheus(const JsonDone& done) {
+    return AskUntil(
+        [&] {
+          return Cli({"job", kJob, "--prometheus", PrometheusUrl(), "--json"});
+        },
+        done);
   }
 
   std::unique_ptr<NetnsCluster> cluster_;
@@ -189,8 +203,11 @@ TEST_F(NetnsJobTest, StoppedRankIsNamedAsSilent) {
 
   ranks_[2]->Signal(SIGSTOP);
   const absl::Time stopped = absl::Now();
-  absl::SleepFor(absl::Seconds(7));  // past the 5 s "waiting" threshold
-  CliResult r = Job(true);
+  // Past the 5 s "waiting" threshold.
+  CliResult r = JobUntil([](const nlohmann::json& j) {
+    return j["verdict"] == "hung" && j["suspects"].size() == 1 &&
+           j["waiting"]["ranks"] == nlohmann::json({0, 1});
+  });
   const double since_stop = absl::ToDoubleSeconds(absl::Now() - stopped);
   ASSERT_FALSE(r.json.is_discarded()) << r.output;
   EXPECT_EQ(r.exit_code, 2) << r.output;
@@ -257,8 +274,10 @@ TEST_F(NetnsJobTest, KilledRankIsNamedAsGone) {
                         absl::Seconds(20)))
         << "rank " << i << ": " << ranks_[i]->Log();
   }
-  absl::SleepFor(absl::Seconds(4));  // past the 3 s "silent" threshold
-  CliResult r = Job(true);
+  // Past the 3 s "silent" threshold.
+  CliResult r = JobUntil([](const nlohmann::json& j) {
+    return j["verdict"] == "degraded" && j["suspects"].size() == 1;
+  });
   ASSERT_FALSE(r.json.is_discarded()) << r.output;
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_EQ(r.json["verdict"], "degraded") << r.output;

@@ -1,6 +1,6 @@
 // The bandwidth gate's accounting and budget, on an injected clock.
 #include "absl/time/time.h"
-#include "common/clock.h"
+#include "common/simulated_clock.h"
 #include "gtest/gtest.h"
 #include "transport/probe_link.h"
 
@@ -8,7 +8,7 @@ namespace gloowatch {
 namespace {
 
 // Holds a started lease for `took` of fake time.
-void Transfer(BandwidthGate& gate, FakeClock& clock, absl::Duration took) {
+void Transfer(BandwidthGate& gate, SimulatedClock& clock, absl::Duration took) {
   std::optional<BandwidthGate::Lease> lease = gate.TryAcquire();
   ASSERT_TRUE(lease.has_value());
   lease->Start();
@@ -16,7 +16,7 @@ void Transfer(BandwidthGate& gate, FakeClock& clock, absl::Duration took) {
 }
 
 TEST(BandwidthGateTest, OneTransferAtATime) {
-  FakeClock clock;
+  SimulatedClock clock;
   BandwidthGate gate(&clock, 1.0);
   std::optional<BandwidthGate::Lease> lease = gate.TryAcquire();
   ASSERT_TRUE(lease.has_value());
@@ -27,7 +27,7 @@ TEST(BandwidthGateTest, OneTransferAtATime) {
 }
 
 TEST(BandwidthGateTest, ClosesForDurationOverBudgetFromTheTransferStart) {
-  FakeClock clock;
+  SimulatedClock clock;
   BandwidthGate gate(&clock, 0.01);
   const absl::Duration t = clock.Monotonic();
   Transfer(gate, clock, absl::Milliseconds(50));
@@ -40,7 +40,7 @@ TEST(BandwidthGateTest, ClosesForDurationOverBudgetFromTheTransferStart) {
 }
 
 TEST(BandwidthGateTest, OnlyTheStartedPartOfALeaseCounts) {
-  FakeClock clock;
+  SimulatedClock clock;
   BandwidthGate gate(&clock, 0.1);
   {
     // Held while the peer said busy: never started, costs nothing.
@@ -64,7 +64,7 @@ TEST(BandwidthGateTest, ShareOverALongRunStaysWithinBudget) {
   // Greedy users retrying every 10 ms with transfers of varying length: the
   // time in transfers over 10 minutes is at most budget * elapsed plus one
   // transfer.
-  FakeClock clock;
+  SimulatedClock clock;
   const double budget = 0.05;
   BandwidthGate gate(&clock, budget);
   const absl::Duration begin = clock.Monotonic();
@@ -90,7 +90,7 @@ TEST(BandwidthGateTest, ShareOverALongRunStaysWithinBudget) {
 }
 
 TEST(BandwidthGateTest, ANewBudgetAppliesToTheNextTransfer) {
-  FakeClock clock;
+  SimulatedClock clock;
   BandwidthGate gate(&clock, 0.5);
   const absl::Duration t = clock.Monotonic();
   Transfer(gate, clock, absl::Seconds(1));
@@ -103,7 +103,7 @@ TEST(BandwidthGateTest, ANewBudgetAppliesToTheNextTransfer) {
 }
 
 TEST(BandwidthGateTest, TransfersReuseOneRegionAndALargeOneIsFreed) {
-  FakeClock clock;
+  SimulatedClock clock;
   BandwidthGate gate(&clock, 1.0);
   const char* first = nullptr;
   {

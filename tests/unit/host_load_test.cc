@@ -1,4 +1,4 @@
-// HostLoad on a stand-in /proc (written by the test) and a FakeClock: the
+// HostLoad on a stand-in /proc (written by the test) and a SimulatedClock: the
 // windowed scheduling delay, steal and pressure, threads that come and go.
 #include "daemon/host_load.h"
 
@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/simulated_clock.h"
 #include "gtest/gtest.h"
 #include "tests/support/daemon_process.h"
 
@@ -69,7 +70,7 @@ TEST(HostLoadParseTest, ReadsTheKernelsFormats) {
 
 TEST(HostLoadTest, MeanSchedulingDelayOfBothProcessesOverTheWindow) {
   FakeProc proc;
-  FakeClock clock;
+  SimulatedClock clock;
   HostLoad load(proc.root(), kDaemon, &clock, absl::Seconds(10), absl::Seconds(1));
   load.SetTransportPid(kTransport);
   proc.Thread(kDaemon, kDaemon, 1000000, 10);
@@ -118,7 +119,7 @@ TEST(HostLoadTest, MeanSchedulingDelayOfBothProcessesOverTheWindow) {
 
 TEST(HostLoadTest, ReadsProcAtMostOncePerInterval) {
   FakeProc proc;
-  FakeClock clock;
+  SimulatedClock clock;
   HostLoad load(proc.root(), kDaemon, &clock, absl::Seconds(10), absl::Seconds(2));
   proc.Thread(kDaemon, kDaemon, 0, 0);
   load.Sample();
@@ -134,7 +135,7 @@ TEST(HostLoadTest, ReadsProcAtMostOncePerInterval) {
 
 TEST(HostLoadTest, NoTransportAndNoFilesLeaveFiguresOut) {
   FakeProc proc;  // empty: nothing to read
-  FakeClock clock;
+  SimulatedClock clock;
   HostLoad load(proc.root(), kDaemon, &clock);
   load.Sample();
   clock.Advance(absl::Seconds(2));

@@ -1,15 +1,15 @@
 // LogRateLimiter: one line per key per interval, with a count of the rest.
 #include <cstdint>
 
-#include "common/clock.h"
 #include "common/log.h"
+#include "common/simulated_clock.h"
 #include "gtest/gtest.h"
 
 namespace gloowatch {
 namespace {
 
 TEST(LogRateLimiterTest, FirstLineOfAKeyPassesAndRepeatsWithinTheIntervalAreCounted) {
-  FakeClock clock;
+  SimulatedClock clock;
   LogRateLimiter limiter(absl::Seconds(30), &clock);
   uint64_t suppressed = 99;
   ASSERT_TRUE(limiter.Allow("node-b/refused", &suppressed));
@@ -32,7 +32,7 @@ TEST(LogRateLimiterTest, FirstLineOfAKeyPassesAndRepeatsWithinTheIntervalAreCoun
 }
 
 TEST(LogRateLimiterTest, KeysAreIndependent) {
-  FakeClock clock;
+  SimulatedClock clock;
   LogRateLimiter limiter(absl::Seconds(30), &clock);
   uint64_t suppressed = 0;
   EXPECT_TRUE(limiter.Allow("refused", &suppressed));
@@ -48,7 +48,7 @@ TEST(LogRateLimiterTest, KeysAreIndependent) {
 }
 
 TEST(LogRateLimiterTest, ResetReturnsTheUnreportedCountAndLetsTheNextLineThrough) {
-  FakeClock clock;
+  SimulatedClock clock;
   LogRateLimiter limiter(absl::Seconds(30), &clock);
   uint64_t suppressed = 0;
   EXPECT_TRUE(limiter.Allow("refused", &suppressed));
@@ -65,7 +65,7 @@ TEST(LogRateLimiterTest, ResetReturnsTheUnreportedCountAndLetsTheNextLineThrough
 }
 
 TEST(LogRateLimiterTest, ZeroIntervalLetsEverythingThrough) {
-  FakeClock clock;
+  SimulatedClock clock;
   LogRateLimiter limiter(absl::ZeroDuration(), &clock);
   uint64_t suppressed = 0;
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(limiter.Allow("k", &suppressed));

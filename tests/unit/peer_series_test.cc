@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "channel/peer_events.h"
-#include "common/clock.h"
+#include "common/simulated_clock.h"
 #include "daemon/peer_tracker.h"
 #include "gtest/gtest.h"
 
@@ -62,7 +62,7 @@ class PeerSeriesTest : public ::testing::Test {
 
   std::map<std::string, MetricFamily> Collect() const { return ByName(series_.Collect()); }
 
-  FakeClock clock_;
+  SimulatedClock clock_;
   std::vector<std::shared_ptr<PeerTracker>> trackers_;
   const PeerSeries series_{"node-a", [this] {
                              return std::vector<std::shared_ptr<const PeerTracker>>(

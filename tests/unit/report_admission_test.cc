@@ -1,5 +1,6 @@
 #include "daemon/report_admission.h"
 
+#include "common/simulated_clock.h"
 #include "gtest/gtest.h"
 
 namespace gloowatch {
@@ -41,7 +42,7 @@ TEST(ReportAdmission, PeerAddressParsesGrpcPeerStrings) {
 
 TEST(ReportAdmission, WithoutTlsOnlyThisHost) {
   HostAddresses host;
-  FakeClock clock;
+  SimulatedClock clock;
   ReportAdmission admission(&host, &clock, /*mutual_tls=*/false);
   for (const char* peer :
        {"ipv4:127.0.0.1:1", "ipv4:127.8.9.1:1", "ipv6:[::1]:1", "ipv6:[::ffff:127.0.0.1]:1",
@@ -59,7 +60,7 @@ TEST(ReportAdmission, WithoutTlsOnlyThisHost) {
 
 TEST(ReportAdmission, WithMutualTlsEveryCertifiedCaller) {
   HostAddresses host;
-  FakeClock clock;
+  SimulatedClock clock;
   ReportAdmission admission(&host, &clock, /*mutual_tls=*/true);
   // A remote caller is named, for its share of the cap; this host is not.
   EXPECT_EQ(admission.Admit("ipv4:1.2.3.4:1").value_or("?"), "1.2.3.4");
@@ -69,7 +70,7 @@ TEST(ReportAdmission, WithMutualTlsEveryCertifiedCaller) {
 
 TEST(ReportAdmission, AddressesAreReReadAfterTheRefresh) {
   HostAddresses host;
-  FakeClock clock;
+  SimulatedClock clock;
   ReportAdmission admission(&host, &clock, false);
   EXPECT_FALSE(admission.Admit("ipv4:10.0.0.7:1").ok());
   host.interfaces[1].addresses.push_back("10.0.0.7");

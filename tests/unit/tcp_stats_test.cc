@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "channel/peer_events.h"
+#include "common/simulated_clock.h"
 #include "daemon/peer_series.h"
 #include "daemon/peer_tracker.h"
 #include "gtest/gtest.h"
@@ -200,7 +201,7 @@ std::optional<double> Value(const PeerSeries& metrics, const std::string& name) 
 }
 
 TEST(PeerTrackerTcpTest, CountersAddUpAndTheRatioCoversTheLastMinute) {
-  FakeClock clock;
+  SimulatedClock clock;
   PeerConfig peer;
   peer.name = "b";
   auto tracker_ptr =

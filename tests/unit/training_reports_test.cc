@@ -11,6 +11,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "common/simulated_clock.h"
 #include "daemon/proc_fs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -35,7 +36,7 @@ v1::ReportStepRequest Req(const std::string& job, int rank, double step, double 
 
 class TrainingReportsTest : public ::testing::Test {
  protected:
-  FakeClock clock_;
+  SimulatedClock clock_;
   TrainingReports reports_{&clock_, absl::Minutes(10), 3, absl::Minutes(1)};
 };
 
@@ -153,7 +154,7 @@ TEST_F(TrainingReportsTest, FullCapEvictsTheLongestSilentSeries) {
 }
 
 TEST(TrainingReportsShare, RemoteClientHoldsAQuarterThisHostTheWholeCap) {
-  FakeClock clock;
+  SimulatedClock clock;
   TrainingReports reports(&clock, absl::Minutes(10), 8);  // share: 2
   ASSERT_TRUE(reports.Report(Req("a", 0, 1, 0), nullptr, "10.0.0.2").ok());
   ASSERT_TRUE(reports.Report(Req("a", 1, 1, 0), nullptr, "10.0.0.2").ok());
