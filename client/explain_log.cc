@@ -43,8 +43,12 @@ bool MoreJoinedThanWorld(absl::string_view line) {
 // search gives up on one initializer this long.
 // clang-format off
 constexpr LogSignature kSignatures[] = {
+    // The shell's "Killed" alone on a line, also behind a launcher's tag
+    // (horovodrun and mpirun --tag-output: "[0]<stderr>:Killed"); exit status
+    // 137 = 128 + 9, as horovod's launcher says it ("Process 0 exit with
+    // status code 137.").
     {"rank_killed",
-     R"(Out of memory: Kill(ed)? process|invoked oom-killer|\bOOMKilled\b|exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\) received|<Signals\.SIGKILL: 9>|\bexit(?:ed)?(?: with)? ?(?:code|status)?:? ?137\b|on signal 9 \(Killed\)|^\s*Killed\s*$)",
+     R"(Out of memory: Kill(ed)? process|invoked oom-killer|\bOOMKilled\b|exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\) received|<Signals\.SIGKILL: 9>|\bexit(?:ed)?(?: with)?(?: ?status)?(?: ?code)?:? ?137\b|on signal 9 \(Killed\)|(?:^|[\]>]:)\s*Killed\s*$)",
      S::kError, St::kProcess,
      "A rank's process was killed (SIGKILL, most often by the kernel's OOM killer). The other "
      "ranks' timeouts and closed connections that follow are its echo, not separate faults.",
@@ -52,9 +56,12 @@ constexpr LogSignature kSignatures[] = {
      "(cgroup, Kubernetes limits, exit code 137); reduce batch size or workers per host."},
     // SIGBUS (7) too: a rank touching shared memory past the end of /dev/shm
     // (Docker's 64 MB default) dies by it. torch.multiprocessing.spawn says
-    // "process N terminated with signal SIGNAME".
+    // "process N terminated with signal SIGNAME"; Open MPI's mpirun (Horovod,
+    // Caffe2) "process rank N with PID P on node H exited on signal 6
+    // (Aborted)". An abort that follows an uncaught C++ exception whose
+    // message names a cause is that exception's echo (see ExplainLog).
     {"rank_crashed",
-     R"(exitcode\s*:\s*-(6|7|11)\b|Signal (6|7|11) \((SIGABRT|SIGBUS|SIGSEGV)\) received|<Signals\.SIG(ABRT|BUS|SEGV): (6|7|11)>|terminated with signal SIG(ABRT|BUS|SEGV)\b|Segmentation fault|core dumped|Bus error)",
+     R"(exitcode\s*:\s*-(6|7|11)\b|Signal (6|7|11) \((SIGABRT|SIGBUS|SIGSEGV)\) received|<Signals\.SIG(ABRT|BUS|SEGV): (6|7|11)>|terminated with signal SIG(ABRT|BUS|SEGV)\b|exited on signal (?:6|7|11) \(|Segmentation fault|core dumped|Bus error)",
      S::kError, St::kProcess,
      "A rank's process crashed (abort, segmentation fault, or bus error); the others failed "
      "because it went away.",
@@ -87,7 +94,7 @@ constexpr LogSignature kSignatures[] = {
     // "Signal 15 (SIGTERM) received by PID P"; mp.spawn's "process N
     // terminated with signal SIGTERM"; 143 = 128 + 15.
     {"rank_terminated",
-     R"(failed \(exitcode: -15\) local_rank: (\d+) \(pid: (\d+)\)|exitcode\s*:\s*-15\b|Signal 15 \(SIGTERM\) received by PID (\d+)|<Signals\.SIGTERM: 15>|process (\d+) terminated with signal SIGTERM|\bexit(?:ed with)? (?:code|status)[: ]+143\b)",
+     R"(failed \(exitcode: -15\) local_rank: (\d+) \(pid: (\d+)\)|exitcode\s*:\s*-15\b|Signal 15 \(SIGTERM\) received by PID (\d+)|<Signals\.SIGTERM: 15>|process (\d+) terminated with signal SIGTERM|\bexit(?:ed)?(?: with)? (?:status code|code|status)[: ]+143\b)",
      S::kError, St::kAftermath,
      "A rank was stopped with SIGTERM. Most often torch elastic's agent stopping the surviving "
      "ranks after another rank failed (that failure, in this or another rank's log, is the "
@@ -187,15 +194,20 @@ constexpr LogSignature kSignatures[] = {
      "Windows builds of 2.4 and later).",
      "Set USE_LIBUV=0 in the environment of the launcher and the ranks (or add ?use_libuv=0 to "
      "init_method), or use a PyTorch build with libuv."},
-    // TCPStore.cpp: the store's reply was not the one the protocol expects.
+    // TCPStore.cpp: the store's reply was not the one the protocol expects;
+    // since 2.4 the client's ping after connecting checks an echoed number
+    // ("Ping failed, invalid value returned from server. Expected: N, Got: M",
+    // inside "TCP client failed to connect/validate to host H:P - retrying").
     {"store_protocol_mismatch",
-     R"(Stop_waiting response is expected|wait_canceled response is expected|ready or not_ready response expected)",
+     R"(Stop_waiting response is expected|wait_canceled response is expected|ready or not_ready response expected|Ping failed, invalid value returned from server\. Expected: (\d+), Got: (\d+))",
      S::kError, St::kSetup,
      "The reply on MASTER_PORT is not what this rank's c10d store client expects: another "
      "program or another job's store listens on that port, or the ranks run different PyTorch "
      "versions.",
      "Pick a free MASTER_PORT (`ss -ltnp sport = :PORT` on MASTER_ADDR), stop stale jobs, and "
-     "install the same torch build on every host."},
+     "install the same torch build on every host.",
+     // A foreign listener answers the same way on every retry.
+     R"(the store echoed \2 to the ping \1)", nullptr, nullptr, false},
     // EMFILE anywhere: Gloo's accept/socket/pipe (GLOO_ENFORCE "accept: Too
     // many open files"), c10d's sockets, DataLoader's fd sharing.
     {"too_many_open_files", R"(Too many open files)", S::kError, St::kSetup,
@@ -407,6 +419,22 @@ constexpr LogSignature kSignatures[] = {
      "Check the peer host is up and its rank's log; then the link between the hosts "
      "(`gloowatch health`, packet loss, a firewall or NAT dropping idle connections).",
      R"(\1 error, peer \2 timed out)"},
+    // Gloo's ibverbs transport (gloo/transport/ibverbs/pair.cc): a work
+    // completion with an error status, GLOO_ENFORCE'd as "wc->status ==
+    // IBV_WC_SUCCESS. N vs 0. Memory region send for slot S: " and
+    // ibv_wc_status_str. 12 (IBV_WC_RETRY_EXC_ERR, "transport retry counter
+    // exceeded") is the remote HCA never acknowledging: its rank died or the
+    // fabric between them drops.
+    {"ibverbs_completion_error",
+     R"(wc->status == IBV_WC_SUCCESS\. (\d+) vs 0\.(?: Memory region (send|recv) for slot (\d+): ([^\n]+))?)",
+     S::kError, St::kPeerGone,
+     "A Gloo InfiniBand (ibverbs) transfer failed: the HCA reported an error completion. "
+     "\"transport retry counter exceeded\" (status 12) means the remote side never acknowledged: "
+     "its rank died, its port went down, or the fabric between the hosts drops packets.",
+     "Read the remote rank's log first; then check the link (`ibstat`, `ibv_devinfo`, the "
+     "subnet manager) and that both hosts use the same device and port (GLOO_DEVICE_TRANSPORT). "
+     "The TCP transport (the default) avoids the fabric while it is investigated.",
+     R"(ibverbs status \1 on \2 slot \3: \4|ibverbs status \1)"},
     {"collective_timeout", R"(Timed out waiting (\d+)ms for (recv|send) operation to complete)",
      S::kError, St::kWait,
      "A collective did not complete within the process-group timeout: some rank never joined "
@@ -517,6 +545,20 @@ constexpr LogSignature kSignatures[] = {
     {"pair_closed_after_timeout", R"(Application timeout caused pair closure)", S::kError,
      St::kAftermath, "An earlier timeout closed this Gloo pair; later operations fail with it.",
      "Look for the first timeout in the log; that one has the real cause."},
+    // Gloo's CUDA helpers (gloo/cuda_private.h, cuda.cu) GLOO_ENFORCE every
+    // CUDA call: "error == cudaSuccess. 29 vs 0. Error at: FILE: driver
+    // shutting down" is cudaErrorCudartUnloading, a CUDA call after the CUDA
+    // runtime was torn down: the process was exiting with Gloo's CUDA work or
+    // streams still alive.
+    {"cuda_driver_shutting_down",
+     R"(error == cudaSuccess\. 29 vs 0|cudaSuccess.*: driver shutting down)", S::kError,
+     St::kAftermath,
+     "Gloo made a CUDA call while the process was exiting and the CUDA runtime was already "
+     "unloaded (cudaErrorCudartUnloading): a teardown-order fault at exit. The work itself had "
+     "finished, or an earlier error in the log ended it.",
+     "Call dist.destroy_process_group() (after torch.cuda.synchronize()) before the script "
+     "returns, and free CUDA tensors used with Gloo first; if the run died mid-way, the first "
+     "error above is the cause."},
     {"socket_closed", R"(Socket (unexpectedly )?closed)", S::kError, St::kAftermath,
      "A Gloo pair socket was already closed when used (after an earlier failure).",
      "Look for the first error in the log."},
@@ -583,6 +625,24 @@ bool LoggedAsWarning(absl::string_view line) {
 // succeed, this one will not by waiting.
 bool UnansweredRetry(absl::string_view line) {
   return absl::StrContains(line, "errno: 110") || absl::StrContains(line, "Connection timed out");
+}
+
+// libstdc++'s "terminate called after throwing an instance of 'T'", then
+// "  what():  MESSAGE": a C++ exception no one caught (Gloo's IoException or
+// EnforceNotMet on a background thread), so the process aborts. When a
+// signature named the message, the abort ("Aborted (core dumped)", mpirun's
+// "exited on signal 6 (Aborted)", exit code -6) is that cause's echo, not a
+// crash of its own. Within a few lines: other ranks' output interleaves.
+constexpr int kUncaughtToAbortLines = 20;
+
+bool UncaughtException(absl::string_view line) {
+  return absl::StrContains(line, "terminate called after throwing an instance of");
+}
+
+bool AbortLine(absl::string_view line) {
+  static const RE2* abort = new RE2(
+      R"(\bAborted\b|SIGABRT|\bsignal 6\b|exitcode\s*:\s*-6\b|Signal 6 \()", MatchOptions(true));
+  return RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *abort);
 }
 
 std::string Printable(absl::string_view s, size_t limit) {
@@ -752,12 +812,18 @@ LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
   std::vector<bool> example_is_retry(regexes.size(), false);
   std::vector<int> matched;
   std::string line;
+  int uncaught_at = 0;          // the line of the last uncaught C++ exception, if any
+  bool uncaught_named = false;  // whether a signature named its message
   while (std::getline(in, line)) {
     ++e.lines;
     if (line.find('\0') != std::string::npos) e.binary = true;
     if (line.size() > kMaxLineBytes) line.resize(kMaxLineBytes);
     absl::string_view view = absl::StripTrailingAsciiWhitespace(line);
     if (e.rank.empty()) e.rank = RankFromLine(view);
+    if (UncaughtException(view)) {
+      uncaught_at = e.lines;
+      uncaught_named = false;
+    }
     matched.clear();
     if (!set.Match(re2::StringPiece(view.data(), view.size()), &matched)) continue;
     // The line counts for the first signature in table order that accepts it.
@@ -772,6 +838,14 @@ LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
     const bool retry = kSignatures[i].warning_is_retry && LoggedAsWarning(view);
     if (severity == LogSeverity::kError && retry && !UnansweredRetry(view)) {
       severity = LogSeverity::kWarning;
+    }
+    if (uncaught_at > 0 && e.lines - uncaught_at <= kUncaughtToAbortLines) {
+      if (kSignatures[i].stage == Stage::kProcess && uncaught_named && AbortLine(view)) {
+        severity = LogSeverity::kWarning;
+        uncaught_at = 0;
+      } else if (severity == LogSeverity::kError && !AbortLine(view)) {
+        uncaught_named = true;
+      }
     }
     // The first line that shows the signature at its worst stands for it;
     // among equals, a line logged as an error before a retry's warning.

@@ -429,6 +429,30 @@ INSTANTIATE_TEST_SUITE_P(
                  "too_many_open_files", LogSeverity::kError, ""},
         LineCase{"RuntimeError: [gloo/transport/tcp/pair.cc:185] listen: Address already in use",
                  "pair_bind_in_use", LogSeverity::kError, ""},
+        // A killed rank behind a launcher's tag (horovodrun, mpirun
+        // --tag-output) and horovod's exit report; mpirun's crash report.
+        LineCase{"[0]<stderr>:Killed", "rank_killed", LogSeverity::kError, ""},
+        LineCase{"Process 0 exit with status code 137.", "rank_killed", LogSeverity::kError, ""},
+        LineCase{"mpirun noticed that process rank 1 with PID 29013 on node node-2 exited on "
+                 "signal 11 (Segmentation fault).",
+                 "rank_crashed", LogSeverity::kError, ""},
+        // Gloo's ibverbs transport: an error work completion.
+        LineCase{"  what():  [enforce fail at gloo/transport/ibverbs/pair.cc:462] wc->status == "
+                 "IBV_WC_SUCCESS. 12 vs 0. Memory region send for slot 0: transport retry counter "
+                 "exceeded",
+                 "ibverbs_completion_error", LogSeverity::kError,
+                 "ibverbs status 12 on send slot 0: transport retry counter exceeded"},
+        // Gloo's CUDA_CHECK after the CUDA runtime unloaded at exit.
+        LineCase{"  what():  [enforce fail at gloo/cuda_private.h:40] error == cudaSuccess. 29 vs "
+                 "0. Error at: gloo/cuda_private.h:40: driver shutting down",
+                 "cuda_driver_shutting_down", LogSeverity::kError, ""},
+        // TCPStore's ping after connecting got a foreign answer: an error even
+        // as a retry warning, since a foreign listener answers alike each time.
+        LineCase{"[W TCPStore.cpp:384] TCP client failed to connect/validate to host "
+                 "127.0.0.1:20237 - retrying: Ping failed, invalid value returned from server. "
+                 "Expected: 3058192, Got: 759714643",
+                 "store_protocol_mismatch", LogSeverity::kError,
+                 "the store echoed 759714643 to the ping 3058192"},
         LineCase{"[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) "
                  "address. Using the loopback address as fallback. Manually set the network "
                  "interface to bind to with GLOO_SOCKET_IFNAME. (function operator())",
@@ -443,6 +467,61 @@ TEST(ExplainLog, ABarrierStillFillingAndATracebacksRaiseAreNotErrors) {
   LogExplanation e = ExplainLog(in, "waiting");
   EXPECT_TRUE(e.hits.empty());
   EXPECT_EQ(ExplanationExitCode(e), 0);
+}
+
+TEST(ExplainLog, NearMissesOfTheKilledAndCudaSignaturesAreNotThem) {
+  std::istringstream in(
+      "[0]<stdout>:step 5: 3 stale workers Killed\n"
+      "  what():  [enforce fail at gloo/cuda.cu:249] error == cudaSuccess. 2 vs 0. Error at: "
+      "gloo/cuda.cu:249: out of memory\n"
+      "Process 0 exit with status code 1370.\n");
+  LogExplanation e = ExplainLog(in, "near");
+  EXPECT_TRUE(e.hits.empty());
+}
+
+// libstdc++ aborts a process whose C++ exception no one caught; when the
+// exception's message names a cause, the abort is its echo, not the root.
+TEST(ExplainLog, AnAbortAfterANamedUncaughtExceptionIsItsEcho) {
+  std::istringstream in(
+      "terminate called after throwing an instance of 'gloo::IoException'\n"
+      "  what():  [gloo/transport/tcp/pair.cc:724] connect [127.0.1.1]:3210: Connection "
+      "refused\n"
+      "Aborted (core dumped)\n");
+  LogExplanation e = ExplainLog(in, "abort");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "loopback_refused");
+  ASSERT_EQ(e.hits.size(), 2u);
+  EXPECT_EQ(e.hits[1].id, "rank_crashed");
+  EXPECT_EQ(e.hits[1].severity, LogSeverity::kWarning);
+}
+
+TEST(ExplainLog, ACrashNotExplainedByTheUncaughtExceptionStaysTheRoot) {
+  // The message names nothing known: the abort is all there is.
+  std::istringstream unnamed(
+      "terminate called after throwing an instance of 'std::bad_function_call'\n"
+      "  what():  bad_function_call\n"
+      "Aborted (core dumped)\n");
+  LogExplanation a = ExplainLog(unnamed, "unnamed");
+  ASSERT_GE(a.root_cause, 0);
+  EXPECT_EQ(a.hits[a.root_cause].id, "rank_crashed");
+  // A segmentation fault is no abort: a crash of its own.
+  std::istringstream segv(
+      "terminate called after throwing an instance of 'gloo::IoException'\n"
+      "  what():  [gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.0.0.3]:19722\n"
+      "Segmentation fault (core dumped)\n");
+  LogExplanation b = ExplainLog(segv, "segv");
+  ASSERT_GE(b.root_cause, 0);
+  EXPECT_EQ(b.hits[b.root_cause].id, "rank_crashed");
+  // An abort far from the exception is another process's.
+  std::string far =
+      "terminate called after throwing an instance of 'gloo::IoException'\n"
+      "  what():  [gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.0.0.3]:19722\n";
+  for (int i = 0; i < 30; ++i) far += "step\n";
+  far += "Aborted (core dumped)\n";
+  std::istringstream later(far);
+  LogExplanation c = ExplainLog(later, "later");
+  ASSERT_GE(c.root_cause, 0);
+  EXPECT_EQ(c.hits[c.root_cause].id, "rank_crashed");
 }
 
 TEST(ExplainLog, AnErrorLineStandsForItsCauseBeforeTheRetriesThatLedToIt) {
