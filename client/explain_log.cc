@@ -363,7 +363,7 @@ constexpr LogSignature kSignatures[] = {
     // The libuv transport (Windows): "Error connecting to PEER: " and libuv's
     // lower-case error text.
     {"pair_connect_timeout",
-     R"(Connect timeout(?: (\[[^\]\s]+\]:\d+))?|SO_ERROR: Connection timed out(?:, remote=(\[[^\]\s]+\]:\d+))?|Error connecting to (\[[^\]\s]+\]:\d+): connection timed out)",
+     R"(Connect timeout(?: (?:rank \d+ \()?(\[[^\]\s]+\]:\d+))?|SO_ERROR: Connection timed out(?:, remote=(\[[^\]\s]+\]:\d+))?|Error connecting to (\[[^\]\s]+\]:\d+): connection timed out)",
      S::kError, St::kConnect,
      "Connecting a Gloo pair to a peer timed out: packets to the peer's pair port are dropped.",
      "Gloo pairs listen on ephemeral ports (net.ipv4.ip_local_port_range), not only "
@@ -396,29 +396,35 @@ constexpr LogSignature kSignatures[] = {
      "Check --nnodes and --rdzv_endpoint on every node, that all nodes started, and that the "
      "endpoint's port is reachable."},
     // Gloo's pair.cc: "Connection closed by peer " and the peer's address as
-    // sockaddr's str(), "[10.0.0.3]:19722" (older builds print none).
-    {"peer_connection_closed", R"(Connection closed by peer(?: (\[[^\]\s]+\]:\d+))?)", S::kError,
+    // sockaddr's str(), "[10.0.0.3]:19722" (older builds print none). Newer
+    // Gloo names the peer by transport::Pair::peerDescription(), "rank 3
+    // ([10.0.0.3]:19722)", in this and the pair's other errors (Read error,
+    // Read timeout, Connect timeout), and adds "This is typically caused by
+    // a remote worker crashing."
+    {"peer_connection_closed",
+     R"(Connection closed by peer(?: rank (\d+) \((\[[^\]\s]+\]:\d+)\)| (\[[^\]\s]+\]:\d+))?)", S::kError,
      St::kPeerGone, "The remote rank's process exited or crashed (EOF on the Gloo pair socket).",
      "Read the remote rank's log first (OOM killer, SIGKILL, Python exception); check "
      "`dmesg` on that host. This rank failed only because its peer went away.",
-     R"(peer \1)"},
+     R"(rank \1 at \2|peer \3)"},
     // pair.cc: "Read error PEER: " / "writev PEER: " and strerror.
     {"peer_connection_reset",
-     R"((?:Read error|writev) (\[[^\]\s]+\]:\d+): (?:Connection reset by peer|Broken pipe)|(Read error|writev|read|write) .*(Connection reset by peer|Broken pipe)|^\s*ConnectionResetError[^:]*: (\[Errno 104\] )?Connection reset by peer)",
+     R"((?:Read error|writev) (?:rank (\d+) \()?(\[[^\]\s]+\]:\d+)\)?: (?:Connection reset by peer|Broken pipe)|(Read error|writev|read|write) .*(Connection reset by peer|Broken pipe)|^\s*ConnectionResetError[^:]*: (\[Errno 104\] )?Connection reset by peer)",
      S::kError, St::kPeerGone,
      "The remote rank died or its socket was reset while a collective was in flight.",
      "Find the rank that died (its own log, `dmesg` for the OOM killer); a reset with no dead "
      "rank points to a middlebox killing idle TCP connections.",
-     R"(peer \1)"},
+     R"(rank \1 at \2|peer \2)"},
     // Gloo's pair.cc reports a failed read/write as "Read error PEER: " and
     // strerror: ETIMEDOUT there is TCP giving up on unanswered retransmissions.
-    {"peer_connection_timed_out", R"((Read|Write) error (\S+): Connection timed out)", S::kError,
+    {"peer_connection_timed_out",
+     R"((Read|Write) error (?:rank (\d+) \((\S+)\)|(\S+)): Connection timed out)", S::kError,
      St::kPeerGone,
      "The TCP connection to the peer timed out: its host stopped answering (crashed, powered "
      "off, or the network between the hosts dropped packets) while a collective was in flight.",
      "Check the peer host is up and its rank's log; then the link between the hosts "
      "(`gloowatch health`, packet loss, a firewall or NAT dropping idle connections).",
-     R"(\1 error, peer \2 timed out)"},
+     R"(\1 error, rank \2 at \3 timed out|\1 error, peer \4 timed out)"},
     // Gloo's ibverbs transport (gloo/transport/ibverbs/pair.cc): a work
     // completion with an error status, GLOO_ENFORCE'd as "wc->status ==
     // IBV_WC_SUCCESS. N vs 0. Memory region send for slot S: " and
@@ -443,7 +449,7 @@ constexpr LogSignature kSignatures[] = {
      "init_process_group(timeout=...), 30 min by default; GLOO_TIMEOUT_SECONDS is not read by "
      "PyTorch or Gloo.",
      R"(a \2 waited \1 ms, the timeout in force)"},
-    {"pair_io_timeout", R"((Read|Write|Send) timeout \[)", S::kError, St::kWait,
+    {"pair_io_timeout", R"((Read|Write|Send) timeout (?:rank \d+ \()?\[)", S::kError, St::kWait,
      "A Gloo pair socket read/write hit the timeout (peer hung or the network stalls).",
      "Check the peer rank is alive and the link is healthy (`gloowatch health`)."},
     // distributed_c10d.py's barrier waits while worker_count != world_size

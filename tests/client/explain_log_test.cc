@@ -436,6 +436,23 @@ INSTANTIATE_TEST_SUITE_P(
         LineCase{"mpirun noticed that process rank 1 with PID 29013 on node node-2 exited on "
                  "signal 11 (Segmentation fault).",
                  "rank_crashed", LogSeverity::kError, ""},
+        // Newer Gloo names a pair's peer as "rank N ([ADDR]:PORT)".
+        LineCase{"RuntimeError: [gloo/transport/tcp/pair.cc:560] Connection closed by peer rank 3 "
+                 "([10.0.0.3]:19722). This is typically caused by a remote worker crashing. Check "
+                 "the logs of the remote worker before reporting an error.",
+                 "peer_connection_closed", LogSeverity::kError, "rank 3 at [10.0.0.3]:19722"},
+        LineCase{"RuntimeError: [gloo/transport/tcp/pair.cc:540] Read error rank 1 "
+                 "([10.0.0.1]:4100): Connection reset by peer. This is typically caused by a "
+                 "remote worker hanging or bugs in the application.",
+                 "peer_connection_reset", LogSeverity::kError, "rank 1 at [10.0.0.1]:4100"},
+        LineCase{"RuntimeError: [gloo/transport/tcp/pair.cc:540] Read error rank 1 "
+                 "([10.0.0.1]:4100): Connection timed out. This is typically caused by a remote "
+                 "worker hanging or bugs in the application.",
+                 "peer_connection_timed_out", LogSeverity::kError,
+                 "Read error, rank 1 at [10.0.0.1]:4100 timed out"},
+        LineCase{"RuntimeError: [gloo/transport/tcp/pair.cc:510] Read timeout rank 2 "
+                 "([10.0.0.2]:4000)",
+                 "pair_io_timeout", LogSeverity::kError, ""},
         // Gloo's ibverbs transport: an error work completion.
         LineCase{"  what():  [enforce fail at gloo/transport/ibverbs/pair.cc:462] wc->status == "
                  "IBV_WC_SUCCESS. 12 vs 0. Memory region send for slot 0: transport retry counter "
@@ -474,7 +491,8 @@ TEST(ExplainLog, NearMissesOfTheKilledAndCudaSignaturesAreNotThem) {
       "[0]<stdout>:step 5: 3 stale workers Killed\n"
       "  what():  [enforce fail at gloo/cuda.cu:249] error == cudaSuccess. 2 vs 0. Error at: "
       "gloo/cuda.cu:249: out of memory\n"
-      "Process 0 exit with status code 1370.\n");
+      "Process 0 exit with status code 1370.\n"
+      "Read timeout rank 2 of the data loader, retrying\n");
   LogExplanation e = ExplainLog(in, "near");
   EXPECT_TRUE(e.hits.empty());
 }
