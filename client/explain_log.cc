@@ -216,14 +216,18 @@ constexpr LogSignature kSignatures[] = {
      "Raise the limit (`ulimit -n`, LimitNOFILE in systemd, the container runtime's nofile); "
      "for DataLoader, torch.multiprocessing.set_sharing_strategy('file_system')."},
     // Gloo's device.cc: "rp != nullptr" is getaddrinfo on a host name that
-    // failed; "ifa != nullptr" (below) an interface that is not there.
-    {"hostname_unresolvable", R"(rp != nullptr\. Unable to find address for:? *(\S+))", S::kError,
-     St::kSetup,
+    // failed; "ifa != nullptr" (below) an interface that is not there. Since
+    // 2025 (pytorch/gloo#434) device.cc checks getaddrinfo's own return,
+    // GLOO_ENFORCE_EQ(rv, 0): "rv == 0. -2 vs 0", EAI_NONAME (-2), EAI_AGAIN
+    // (-3), EAI_FAIL (-4), EAI_NODATA (-5), without the name.
+    {"hostname_unresolvable",
+     R"(rp != nullptr\. Unable to find address for:? *(\S+)|device\.cc:\d+\] rv == 0\. (-[2-5]) vs 0)",
+     S::kError, St::kSetup,
      "The host name Gloo was given (the machine's own name, or MASTER_ADDR's) does not resolve "
      "on this host, so Gloo cannot pick an address to bind.",
      "Make the name resolve on every host (DNS or /etc/hosts, to the training-network address), "
      "or set GLOO_SOCKET_IFNAME so Gloo uses an interface instead of the name.",
-     R"(host \1)"},
+     R"(host \1|getaddrinfo error \2 (-2 name unknown, -3 DNS temporarily failing))"},
     // device.cc since 2019: getaddrinfo answered, but bind(2) on every
     // answer failed, so the name is not this host's.
     {"hostname_not_local",

@@ -436,6 +436,11 @@ INSTANTIATE_TEST_SUITE_P(
         LineCase{"mpirun noticed that process rank 1 with PID 29013 on node node-2 exited on "
                  "signal 11 (Segmentation fault).",
                  "rank_crashed", LogSeverity::kError, ""},
+        // Gloo since 2025 checks getaddrinfo's return in device.cc.
+        LineCase{"RuntimeError: [enforce fail at /pytorch/third_party/gloo/gloo/transport/tcp/"
+                 "device.cc:88] rv == 0. -2 vs 0",
+                 "hostname_unresolvable", LogSeverity::kError,
+                 "getaddrinfo error -2 (-2 name unknown, -3 DNS temporarily failing)"},
         // Newer Gloo names a pair's peer as "rank N ([ADDR]:PORT)".
         LineCase{"RuntimeError: [gloo/transport/tcp/pair.cc:560] Connection closed by peer rank 3 "
                  "([10.0.0.3]:19722). This is typically caused by a remote worker crashing. Check "
@@ -492,7 +497,9 @@ TEST(ExplainLog, NearMissesOfTheKilledAndCudaSignaturesAreNotThem) {
       "  what():  [enforce fail at gloo/cuda.cu:249] error == cudaSuccess. 2 vs 0. Error at: "
       "gloo/cuda.cu:249: out of memory\n"
       "Process 0 exit with status code 1370.\n"
-      "Read timeout rank 2 of the data loader, retrying\n");
+      "Read timeout rank 2 of the data loader, retrying\n"
+      "[enforce fail at gloo/common/linux.cc:93] rv == 0. -2 vs 0\n"
+      "[enforce fail at gloo/transport/tcp/device.cc:156] rv == 0. -1 vs 0\n");
   LogExplanation e = ExplainLog(in, "near");
   EXPECT_TRUE(e.hits.empty());
 }
