@@ -352,6 +352,26 @@ constexpr LogSignature kSignatures[] = {
      "address.",
      R"(store host \1 (port \2) did not resolve: \4)", nullptr,
      "store_connect_timeout rendezvous_failed"},
+    // socket.cpp on Windows: "The client socket has failed to connect to
+    // [HOST]:PORT (system error: 10049 - ...)" in the system's language,
+    // WSAEADDRNOTAVAIL: the name (the machine's own, as torchrun's default
+    // rendezvous uses it) gave an address that cannot be connected to, such
+    // as 0.0.0.0 from a hosts-file entry. c10d tries the name's other
+    // addresses: most runs that print it go on, and fail (if they do) for
+    // another reason, like NCCL missing on Windows. Only a warning, also
+    // before a store connect that fails: the other addresses may have
+    // failed otherwise (refused, timed out), which that error's line names.
+    {"store_address_not_valid",
+     R"(client socket has failed to connect to (\S+) \(system error: 10049 - )", S::kWarning,
+     St::kConnect,
+     "On Windows, c10d's store client got an address for the store's host name that cannot be "
+     "connected to (WSAEADDRNOTAVAIL, 10049; often 0.0.0.0 from a hosts-file entry, or the "
+     "machine's own name resolving oddly). It tries the name's other addresses, so this is "
+     "harmless when the run goes on; when the store connect then fails, it is one reason.",
+     "If the store connect fails: set MASTER_ADDR=127.0.0.1 for a single machine (or "
+     "--rdzv-endpoint 127.0.0.1:PORT / --master_addr), or fix the hosts-file entry for that "
+     "name (`ping NAME` shows the address it resolves to).",
+     R"(store address \1 is not usable from this host)"},
     {"loopback_refused",
      R"((connect|SO_ERROR|remote=)[^\n]*\[?(127\.0\.[01]\.1)\]?(:\d+)?[^\n]*Connection refused|Connection refused[^\n]*\[(127\.0\.[01]\.1)\])",
      S::kError, St::kSetup,

@@ -436,6 +436,13 @@ INSTANTIATE_TEST_SUITE_P(
         LineCase{"mpirun noticed that process rank 1 with PID 29013 on node node-2 exited on "
                  "signal 11 (Segmentation fault).",
                  "rank_crashed", LogSeverity::kError, ""},
+        // Windows: an address of the store's name that cannot be used
+        // (WSAEADDRNOTAVAIL, in the system's language); c10d tries the next.
+        LineCase{"[W ..\\torch\\csrc\\distributed\\c10d\\socket.cpp:601] [c10d] The client "
+                 "socket has failed to connect to [DESKTOP-UDLTJ95]:29500 (system error: 10049 - "
+                 "The requested address is not valid in its context.).",
+                 "store_address_not_valid", LogSeverity::kWarning,
+                 "store address [DESKTOP-UDLTJ95]:29500 is not usable from this host"},
         // Gloo since 2025 checks getaddrinfo's return in device.cc.
         LineCase{"RuntimeError: [enforce fail at /pytorch/third_party/gloo/gloo/transport/tcp/"
                  "device.cc:88] rv == 0. -2 vs 0",
@@ -547,6 +554,34 @@ TEST(ExplainLog, ACrashNotExplainedByTheUncaughtExceptionStaysTheRoot) {
   LogExplanation c = ExplainLog(later, "later");
   ASSERT_GE(c.root_cause, 0);
   EXPECT_EQ(c.hits[c.root_cause].id, "rank_crashed");
+}
+
+// Windows' unusable store address is a warning: noise before another failure
+// (NCCL missing there), and one reason of a store connect that fails after it.
+TEST(ExplainLog, AnUnusableStoreAddressOnWindowsIsAWarningNotTheRoot) {
+  const std::string unusable =
+      "[W socket.cpp:697] [c10d] The client socket has failed to connect to [fw]:29500 (system "
+      "error: 10049 - The requested address is not valid in its context.).\n";
+  std::istringstream nccl(unusable +
+                          "RuntimeError: Distributed package doesn't have NCCL built in\n");
+  LogExplanation a = ExplainLog(nccl, "nccl");
+  ASSERT_GE(a.root_cause, 0);
+  EXPECT_EQ(a.hits[a.root_cause].id, "nccl_unavailable");
+  std::istringstream store(unusable +
+                           "[E socket.cpp:753] [c10d] The client socket has failed to connect to "
+                           "any network address of (fw, 29500).\n");
+  LogExplanation b = ExplainLog(store, "store");
+  ASSERT_GE(b.root_cause, 0);
+  EXPECT_EQ(b.hits[b.root_cause].id, "store_connect_timeout");
+  EXPECT_EQ(b.hits[0].id, "store_address_not_valid");
+  EXPECT_EQ(b.hits[0].severity, LogSeverity::kWarning);
+  // Another Windows error on the same socket is not this one.
+  std::istringstream refused(
+      "[W socket.cpp:697] [c10d] The client socket has failed to connect to [fw]:29500 (system "
+      "error: 10061 - No connection could be made because the target machine actively refused "
+      "it.).\n");
+  LogExplanation c = ExplainLog(refused, "refused");
+  for (const auto& h : c.hits) EXPECT_NE(h.id, "store_address_not_valid");
 }
 
 TEST(ExplainLog, AnErrorLineStandsForItsCauseBeforeTheRetriesThatLedToIt) {
