@@ -58,10 +58,11 @@ constexpr LogSignature kSignatures[] = {
     // (Docker's 64 MB default) dies by it. torch.multiprocessing.spawn says
     // "process N terminated with signal SIGNAME"; Open MPI's mpirun (Horovod,
     // Caffe2) "process rank N with PID P on node H exited on signal 6
-    // (Aborted)". An abort that follows an uncaught C++ exception whose
+    // (Aborted)"; a shell's or a launcher's exit status 128 + 6, 7 or 11
+    // (134, 135, 139). An abort that follows an uncaught C++ exception whose
     // message names a cause is that exception's echo (see ExplainLog).
     {"rank_crashed",
-     R"(exitcode\s*:\s*-(6|7|11)\b|Signal (6|7|11) \((SIGABRT|SIGBUS|SIGSEGV)\) received|<Signals\.SIG(ABRT|BUS|SEGV): (6|7|11)>|terminated with signal SIG(ABRT|BUS|SEGV)\b|exited on signal (?:6|7|11) \(|Segmentation fault|core dumped|Bus error)",
+     R"(exitcode\s*:\s*-(6|7|11)\b|Signal (6|7|11) \((SIGABRT|SIGBUS|SIGSEGV)\) received|<Signals\.SIG(ABRT|BUS|SEGV): (6|7|11)>|terminated with signal SIG(ABRT|BUS|SEGV)\b|exited on signal (?:6|7|11) \(|\bexit(?:ed)?(?: with)?(?: ?status)?(?: ?code)?:? ?(?:134|135|139)\b|Segmentation fault|core dumped|Bus error)",
      S::kError, St::kProcess,
      "A rank's process crashed (abort, segmentation fault, or bus error); the others failed "
      "because it went away.",

@@ -436,6 +436,12 @@ INSTANTIATE_TEST_SUITE_P(
         LineCase{"mpirun noticed that process rank 1 with PID 29013 on node node-2 exited on "
                  "signal 11 (Segmentation fault).",
                  "rank_crashed", LogSeverity::kError, ""},
+        // 128 + 6 (SIGABRT) and 128 + 11 (SIGSEGV), as a shell and Python's
+        // subprocess report a crashed child.
+        LineCase{"Process 2 exit with status code 134.", "rank_crashed", LogSeverity::kError, ""},
+        LineCase{"subprocess.CalledProcessError: Command '['bash', 'train.sh']' returned "
+                 "non-zero exit status 139.",
+                 "rank_crashed", LogSeverity::kError, ""},
         // Windows: an address of the store's name that cannot be used
         // (WSAEADDRNOTAVAIL, in the system's language); c10d tries the next.
         LineCase{"[W ..\\torch\\csrc\\distributed\\c10d\\socket.cpp:601] [c10d] The client "
@@ -504,6 +510,7 @@ TEST(ExplainLog, NearMissesOfTheKilledAndCudaSignaturesAreNotThem) {
       "  what():  [enforce fail at gloo/cuda.cu:249] error == cudaSuccess. 2 vs 0. Error at: "
       "gloo/cuda.cu:249: out of memory\n"
       "Process 0 exit with status code 1370.\n"
+      "exit status 1341 from the data loader\n"
       "Read timeout rank 2 of the data loader, retrying\n"
       "[enforce fail at gloo/common/linux.cc:93] rv == 0. -2 vs 0\n"
       "[enforce fail at gloo/transport/tcp/device.cc:156] rv == 0. -1 vs 0\n");
