@@ -31,9 +31,19 @@ else
   echo "== accuracy"
   echo "bench: accuracy not run: $build/bench/accuracy_bench is built with the tests (GLOOWATCH_BUILD_TESTS=ON)"
 fi
-run overhead bash bench/overhead.sh "$build"
-run aggregation bash bench/aggregation.sh "$build"
-run preflight bash bench/preflight.sh "$build"
+# Built with the tests, like accuracy: they start their daemons through the
+# test support's LoopbackCluster.
+for name in overhead aggregation preflight; do
+  if [ "$name" = aggregation ]; then
+    run aggregation bash bench/aggregation.sh "$build"
+  elif [ -x "$build/bench/${name}_bench" ]; then
+    run "$name" "$build/bench/${name}_bench" --build_dir="$build"
+  else
+    echo
+    echo "== $name"
+    echo "bench: $name not run: $build/bench/${name}_bench is built with the tests (GLOOWATCH_BUILD_TESTS=ON)"
+  fi
+done
 run topology "$build/bench/topology_sim"
 run explain_log "$build/bench/explain_log_bench"
 run localise "$build/bench/localise_bench"

@@ -122,10 +122,17 @@ bool LatencyMeasured(const v1::PeerStatus& p);
 // ... and a bandwidth figure both ways and a clock offset.
 bool FullyMeasured(const v1::PeerStatus& p);
 
-// N daemons configured as a full mesh on loopback.
+// Whom each daemon of a LoopbackCluster has as configured peers.
+enum class ClusterPeers {
+  kFullMesh,  // every other node
+  kNone,      // nobody (an empty `peers:`): daemons a preflight connects itself
+};
+
+// N daemons on loopback, named node-a .. node-z, then node-26, node-27, ...
 class LoopbackCluster {
  public:
-  LoopbackCluster(int nodes, const std::string& extra_yaml = "");
+  LoopbackCluster(int nodes, const std::string& extra_yaml = "",
+                  ClusterPeers peers = ClusterPeers::kFullMesh);
   ~LoopbackCluster();
   void Start(int index);
   void Kill(int index, int sig);
@@ -136,13 +143,15 @@ class LoopbackCluster {
   std::string config_path(int index) const { return configs_[index]; }
   const TempDir& dir() const { return dir_; }
   // Waits until every started daemon answers (over `credentials` when
-  // given) and sees every other started one satisfy `ready`; the error names
-  // the daemon and what it lacked, or gives its log at once if it exited.
+  // given) and, in a full mesh, sees every other started one satisfy
+  // `ready`; the error names the daemon and what it lacked, or gives its log
+  // at once if it exited.
   absl::Status WaitAllUp(absl::Duration timeout, const PeerCondition& ready = PeerUp,
                          std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr) const;
 
  private:
   TempDir dir_;
+  ClusterPeers peers_;
   std::vector<NodeSpec> nodes_;
   std::vector<std::string> configs_;
   std::vector<std::unique_ptr<Process>> processes_;
