@@ -2,59 +2,52 @@
 
 namespace gloowatch {
 
-using transport::v1::FromTransport;
+ChannelObserver::ChannelObserver(std::string peer, MessageChannel* channel)
+    : peer_(std::move(peer)), channel_(channel) {
+  batch_.mutable_peer()->set_peer(peer_);
+}
 
 void ChannelObserver::SetConnecting() {
-  FromTransport m = Event();
-  m.mutable_peer()->mutable_connecting();
-  channel_->Send(m);
+  Add()->mutable_connecting();
+  Send();
 }
 
 void ChannelObserver::SetUp(const std::string& gloo_address, const std::string& peer_version) {
-  FromTransport m = Event();
-  auto* up = m.mutable_peer()->mutable_up();
+  auto* up = Add()->mutable_up();
   up->set_gloo_address(gloo_address);
   up->set_peer_version(peer_version);
-  channel_->Send(m);
+  Send();
 }
 
 void ChannelObserver::RecordFailure(v1::FailureReason reason, const std::string& message) {
-  FromTransport m = Event();
-  auto* failure = m.mutable_peer()->mutable_failure();
+  auto* failure = Add()->mutable_failure();
   failure->set_reason(reason);
   failure->set_message(message);
-  channel_->Send(m);
+  Send();
 }
 
 void ChannelObserver::RecordRtts(const std::vector<absl::Duration>& rtts) {
-  FromTransport m = Event();
-  auto* out = m.mutable_peer()->mutable_rtts();
+  auto* out = Add()->mutable_rtts();
   for (absl::Duration rtt : rtts) out->add_nanos(absl::ToInt64Nanoseconds(rtt));
-  channel_->Send(m);
 }
 
 void ChannelObserver::RecordOffset(const OffsetEstimate& e) {
-  FromTransport m = Event();
-  auto* out = m.mutable_peer()->mutable_offset();
+  auto* out = Add()->mutable_offset();
   out->set_offset_nanos(absl::ToInt64Nanoseconds(e.offset));
   out->set_delay_nanos(absl::ToInt64Nanoseconds(e.delay));
   out->set_error_nanos(absl::ToInt64Nanoseconds(e.error));
-  channel_->Send(m);
 }
 
 void ChannelObserver::RecordBandwidth(BandwidthDirection direction, const BandwidthSample& sample) {
-  FromTransport m = Event();
-  auto* out = m.mutable_peer()->mutable_bandwidth();
+  auto* out = Add()->mutable_bandwidth();
   out->set_tx(direction == BandwidthDirection::kTx);
   out->set_bytes_per_second(sample.bytes_per_second);
   out->set_bytes(sample.bytes);
   out->set_elapsed_nanos(absl::ToInt64Nanoseconds(sample.elapsed));
-  channel_->Send(m);
 }
 
 void ChannelObserver::RecordTcp(const TcpSample& sample) {
-  FromTransport m = Event();
-  auto* out = m.mutable_peer()->mutable_tcp();
+  auto* out = Add()->mutable_tcp();
   out->set_retransmitted_segments(sample.retransmitted_segments);
   out->set_sent_segments(sample.sent_segments);
   out->set_spurious_retransmitted_segments(sample.spurious_retransmitted_segments);
@@ -62,25 +55,30 @@ void ChannelObserver::RecordTcp(const TcpSample& sample) {
   if (sample.rtt_variation) {
     out->set_rtt_variation_nanos(absl::ToInt64Nanoseconds(*sample.rtt_variation));
   }
-  channel_->Send(m);
 }
 
 void ChannelObserver::RecordLatencyProbeLost() {
-  FromTransport m = Event();
-  m.mutable_peer()->mutable_latency_probe_lost();
-  channel_->Send(m);
+  Add()->mutable_latency_probe_lost();
+  Send();
 }
 
-void ChannelObserver::RecordBandwidthDue(absl::Time at) {
-  FromTransport m = Event();
-  m.mutable_peer()->mutable_bandwidth_due()->set_unix_nanos(absl::ToUnixNanos(at));
-  channel_->Send(m);
+void ChannelObserver::RecordBandwidthDue(absl::Time at) { bandwidth_due_ = at; }
+
+void ChannelObserver::Flush() {
+  if (batch_.peer().events_size() > 0) Send();
 }
 
-FromTransport ChannelObserver::Event() const {
-  FromTransport m;
-  m.mutable_peer()->set_peer(peer_);
-  return m;
+transport::v1::PeerEvent* ChannelObserver::Add() { return batch_.mutable_peer()->add_events(); }
+
+void ChannelObserver::Send() {
+  if (bandwidth_due_) {
+    Add()->mutable_bandwidth_due()->set_unix_nanos(absl::ToUnixNanos(*bandwidth_due_));
+    bandwidth_due_.reset();
+  }
+  // A failed send means the daemon is gone or stopping us; its supervisor
+  // restarts a transport with fresh state, so nothing is kept for a retry.
+  channel_->Send(batch_);
+  batch_.mutable_peer()->clear_events();
 }
 
 void ApplyPeerEvent(const transport::v1::PeerEvent& e, ProbeObserver& observer) {
@@ -132,6 +130,10 @@ void ApplyPeerEvent(const transport::v1::PeerEvent& e, ProbeObserver& observer) 
     case transport::v1::PeerEvent::EVENT_NOT_SET:
       break;
   }
+}
+
+void ApplyPeerEvents(const transport::v1::PeerEvents& events, ProbeObserver& observer) {
+  for (const transport::v1::PeerEvent& e : events.events()) ApplyPeerEvent(e, observer);
 }
 
 }  // namespace gloowatch

@@ -3,6 +3,7 @@
 // daemon's observer (the peer's tracker).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "channel/message_channel.h"
@@ -11,11 +12,15 @@
 
 namespace gloowatch {
 
-// Reports a prober's observations to the daemon.
+// Reports a prober's observations to the daemon, batched: measurements wait
+// for Flush() (the prober's next sleep), so one probe's results cost the
+// daemon one message instead of one per kind; a state change (connecting, up,
+// failure, a lost probe) goes out at once with whatever waited before it. A
+// bandwidth due time alone is not worth a message: it waits for company, and
+// a newer one replaces it. Used by one prober thread only.
 class ChannelObserver final : public ProbeObserver {
  public:
-  ChannelObserver(std::string peer, MessageChannel* channel)
-      : peer_(std::move(peer)), channel_(channel) {}
+  ChannelObserver(std::string peer, MessageChannel* channel);
 
   void SetConnecting() override;
   void SetUp(const std::string& gloo_address, const std::string& peer_version) override;
@@ -26,15 +31,22 @@ class ChannelObserver final : public ProbeObserver {
   void RecordTcp(const TcpSample& sample) override;
   void RecordLatencyProbeLost() override;
   void RecordBandwidthDue(absl::Time at) override;
+  void Flush() override;
 
  private:
-  transport::v1::FromTransport Event() const;
+  // A new event at the end of the batch.
+  transport::v1::PeerEvent* Add();
+  void Send();
 
   const std::string peer_;
   MessageChannel* const channel_;
+  transport::v1::FromTransport batch_;
+  std::optional<absl::Time> bandwidth_due_;
 };
 
 // Replays `event` on `observer`.
 void ApplyPeerEvent(const transport::v1::PeerEvent& event, ProbeObserver& observer);
+// Replays a batch, in order.
+void ApplyPeerEvents(const transport::v1::PeerEvents& events, ProbeObserver& observer);
 
 }  // namespace gloowatch

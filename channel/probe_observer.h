@@ -48,6 +48,9 @@ class ProbeObserver {
   virtual void RecordLatencyProbeLost() {}
   // When the next bandwidth probe is due (wall clock), whenever that changes.
   virtual void RecordBandwidthDue(absl::Time /*at*/) {}
+  // The prober is about to wait: what it recorded may be held until now, no
+  // longer (an observer that sends its records elsewhere batches them).
+  virtual void Flush() {}
 };
 
 }  // namespace gloowatch

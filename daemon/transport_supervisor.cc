@@ -346,7 +346,7 @@ void TransportSupervisor::Dispatch(const FromTransport& message) {
   switch (message.kind_case()) {
     case FromTransport::kPeer:
       if (std::shared_ptr<ProbeObserver> observer = options_.observer_for(message.peer().peer())) {
-        ApplyPeerEvent(message.peer(), *observer);
+        ApplyPeerEvents(message.peer(), *observer);
       }
       break;
     case FromTransport::kOpened: {

@@ -68,6 +68,7 @@ void ProbeSchedule::Reset(absl::Duration now) {
 ProbeSchedule::Kind ProbeSchedule::Next(absl::Duration* at) const {
   int best = 0;
   for (int i = 1; i < 4; ++i) {
+    if (i == static_cast<int>(Kind::kSkew) && skew_rides_on_latency()) continue;
     if (due_[i] < due_[best]) best = i;
   }
   *at = due_[best];
@@ -171,6 +172,7 @@ void PeerProber::UpdateSchedule(const ScheduleConfig& schedule) {
 }
 
 bool PeerProber::SleepUntil(absl::Duration at) {
+  observer_->Flush();
   const absl::Duration wait = at - context_.clock->Monotonic();
   Progress(std::max(wait, absl::ZeroDuration()) + kStallTimeouts * gloo_timeout_);
   absl::MutexLock lock(&mu_);
@@ -260,14 +262,37 @@ absl::StatusOr<std::unique_ptr<ProbeSession>> PeerProber::Connect() {
   return session;
 }
 
-absl::Status PeerProber::RunProbe(ProbeSchedule::Kind kind, ProbeSession& session) {
+absl::Status PeerProber::ProbeLatency(ProbeSession& session, ProbeSchedule& schedule) {
+  absl::StatusOr<PingBurst> burst = session.Ping(static_cast<int>(probe_config_.latency_burst));
+  if (!burst.ok()) return burst.status();
+  observer_->RecordRtts(burst->rtts);
+  if (!schedule.skew_rides_on_latency()) {
+    skew_samples_.clear();  // a reload made skew a probe of its own
+    return absl::OkStatus();
+  }
+  skew_samples_.insert(skew_samples_.end(), burst->samples.begin(), burst->samples.end());
+  // The latency probe nearest the due time reports, so skew comes at its
+  // interval on average.
+  const absl::Duration now = context_.clock->Monotonic();
+  if (schedule.Due(ProbeSchedule::Kind::kSkew) >
+      now + schedule.Interval(ProbeSchedule::Kind::kLatency) / 2) {
+    return absl::OkStatus();
+  }
+  // The tightest exchange since the last report, as a skew probe would pick
+  // from its own burst.
+  if (std::optional<OffsetEstimate> best = BestOffset(skew_samples_)) {
+    observer_->RecordOffset(*best);
+  }
+  skew_samples_.clear();
+  schedule.Done(ProbeSchedule::Kind::kSkew, now);
+  return absl::OkStatus();
+}
+
+absl::Status PeerProber::RunProbe(ProbeSchedule::Kind kind, ProbeSession& session,
+                                  ProbeSchedule& schedule) {
   switch (kind) {
-    case ProbeSchedule::Kind::kLatency: {
-      auto rtts = session.Ping(static_cast<int>(probe_config_.latency_burst));
-      if (!rtts.ok()) return rtts.status();
-      observer_->RecordRtts(*rtts);
-      return absl::OkStatus();
-    }
+    case ProbeSchedule::Kind::kLatency:
+      return ProbeLatency(session, schedule);
     case ProbeSchedule::Kind::kSkew: {
       auto samples = session.SyncBurst(static_cast<int>(probe_config_.skew_burst));
       if (!samples.ok()) return samples.status();
@@ -359,6 +384,8 @@ std::optional<absl::Status> PeerProber::ProbeUntilFailure(ProbeSession& session,
                                                           std::mt19937_64& rng) {
   const Clock& clock = *context_.clock;
   schedule.Reset(clock.Monotonic());
+  schedule.set_latency_carries_timestamps(session.pings_carry_timestamps());
+  skew_samples_.clear();
   bandwidth_tx_done_ = false;
   std::vector<TcpConnection> tcp_connections;
   if (context_.tcp_stats != nullptr) tcp_connections = session.tcp_connections();
@@ -386,7 +413,7 @@ std::optional<absl::Status> PeerProber::ProbeUntilFailure(ProbeSession& session,
       may_take += 2 * static_cast<int64_t>(params_.bandwidth_messages()) * gloo_timeout_;
     }
     Progress(may_take);
-    absl::Status status = RunProbe(kind, session);
+    absl::Status status = RunProbe(kind, session, schedule);
     if (absl::IsResourceExhausted(status)) {
       // Another transfer holds this node or the peer, or a bandwidth budget
       // is spent: not a link fault. Retry at a random moment after our own

@@ -41,8 +41,9 @@ class ProbeSchedule {
   void Reset(absl::Duration now);
   // The kind due first and when.
   Kind Next(absl::Duration* at) const;
-  // When `kind` is due.
+  // When `kind` is due, and its interval (before jitter).
   absl::Duration Due(Kind kind) const { return due_[static_cast<int>(kind)]; }
+  absl::Duration Interval(Kind kind) const;
   // `kind` ran at `now`: schedule its next run. Any command also counts as a
   // keepalive.
   void Done(Kind kind, absl::Duration now);
@@ -51,11 +52,18 @@ class ProbeSchedule {
   void SetConfig(const ScheduleConfig& config, absl::Duration now);
   // Try `kind` again after `delay` (bandwidth while a transfer is running).
   void Defer(Kind kind, absl::Duration now, absl::Duration delay);
+  // Whether the session's latency probes yield timestamp samples.
+  void set_latency_carries_timestamps(bool carries) { latency_carries_timestamps_ = carries; }
+  // Skew is then taken from the latency probes' samples, reported by the
+  // latency probe nearest its due time, and never runs as a probe of its own
+  // (unless asked for more often than latency).
+  bool skew_rides_on_latency() const {
+    return latency_carries_timestamps_ && config_.skew_interval >= config_.latency_interval;
+  }
 
  private:
-  absl::Duration Interval(Kind kind) const;
-
   ScheduleConfig config_;
+  bool latency_carries_timestamps_ = false;
   absl::Duration keepalive_;
   std::mt19937_64 rng_;
   absl::Duration due_[4];
@@ -99,7 +107,9 @@ class PeerProber {
  private:
   void Run();
   absl::StatusOr<std::unique_ptr<ProbeSession>> Connect();
-  absl::Status RunProbe(ProbeSchedule::Kind kind, ProbeSession& session);
+  absl::Status RunProbe(ProbeSchedule::Kind kind, ProbeSession& session, ProbeSchedule& schedule);
+  // A latency probe; reports the skew from its samples when that is due.
+  absl::Status ProbeLatency(ProbeSession& session, ProbeSchedule& schedule);
   // Probes over one connected session on `schedule` until a probe fails
   // (that failure) or Stop() (nullopt).
   std::optional<absl::Status> ProbeUntilFailure(ProbeSession& session, ProbeSchedule& schedule,
@@ -126,6 +136,8 @@ class PeerProber {
   // Monotonic nanoseconds: when the current step counts as stalled
   // (INT64_MAX while not running).
   std::atomic<int64_t> stall_at_ns_{INT64_MAX};
+  // The latency probes' timestamp samples since skew was last reported.
+  std::vector<TimestampSample> skew_samples_;
   // The tx half of the current bandwidth probe ran; rx is still due.
   bool bandwidth_tx_done_ = false;
   // The same failure reason is logged at most every 30 s.

@@ -60,7 +60,7 @@ struct ControlReply {
   int64_t t1_unix_nanos;
   int64_t t2_unix_nanos;
 };
-static_assert(sizeof(ControlReply) == 32, "wire layout");
+static_assert(sizeof(ControlReply) == kTimestampReplyBytes, "wire layout");
 
 namespace {
 
@@ -394,37 +394,50 @@ absl::StatusOr<absl::Duration> ProbeSession::RoundTrip() {
   return rtt;
 }
 
-absl::StatusOr<std::vector<absl::Duration>> ProbeSession::Ping(int count) {
+absl::StatusOr<std::pair<absl::Duration, TimestampSample>> ProbeSession::TimestampRoundTrip() {
+  TimestampSample sample;
+  const absl::Duration start = clock_->Monotonic();
+  sample.t0 = clock_->Now();
+  if (absl::Status s = SendCommand(kOpSync); !s.ok()) return s;
+  ControlReply reply;
+  if (absl::Status s = AwaitControl(kOpSync, &reply); !s.ok()) return s;
+  sample.t3 = clock_->Now();
+  const absl::Duration rtt = clock_->Monotonic() - start;
+  sample.t1 = absl::FromUnixNanos(reply.t1_unix_nanos);
+  sample.t2 = absl::FromUnixNanos(reply.t2_unix_nanos);
+  return std::make_pair(rtt, sample);
+}
+
+absl::StatusOr<PingBurst> ProbeSession::Ping(int count) {
   // Between bursts both sides' threads sleep for seconds; the first round
   // trip also pays for waking them (50-120 us on the development VM, against
   // 20 us warm), which no training job's busy threads see. Like sockperf's
   // warm-up, it is made but not counted.
-  if (absl::StatusOr<absl::Duration> warm_up = RoundTrip(); !warm_up.ok()) {
-    return warm_up.status();
+  PingBurst burst;
+  burst.rtts.reserve(count);
+  for (int i = 0; i <= count; ++i) {
+    if (pings_carry_timestamps()) {
+      absl::StatusOr<std::pair<absl::Duration, TimestampSample>> exchange = TimestampRoundTrip();
+      if (!exchange.ok()) return exchange.status();
+      if (i == 0) continue;
+      burst.rtts.push_back(exchange->first);
+      burst.samples.push_back(exchange->second);
+    } else {
+      absl::StatusOr<absl::Duration> rtt = RoundTrip();
+      if (!rtt.ok()) return rtt.status();
+      if (i > 0) burst.rtts.push_back(*rtt);
+    }
   }
-  std::vector<absl::Duration> rtts;
-  rtts.reserve(count);
-  for (int i = 0; i < count; ++i) {
-    absl::StatusOr<absl::Duration> rtt = RoundTrip();
-    if (!rtt.ok()) return rtt.status();
-    rtts.push_back(*rtt);
-  }
-  return rtts;
+  return burst;
 }
 
 absl::StatusOr<std::vector<TimestampSample>> ProbeSession::SyncBurst(int count) {
   std::vector<TimestampSample> samples;
   samples.reserve(count);
   for (int i = 0; i < count; ++i) {
-    TimestampSample sample;
-    sample.t0 = clock_->Now();
-    if (absl::Status s = SendCommand(kOpSync); !s.ok()) return s;
-    ControlReply reply;
-    if (absl::Status s = AwaitControl(kOpSync, &reply); !s.ok()) return s;
-    sample.t3 = clock_->Now();
-    sample.t1 = absl::FromUnixNanos(reply.t1_unix_nanos);
-    sample.t2 = absl::FromUnixNanos(reply.t2_unix_nanos);
-    samples.push_back(sample);
+    absl::StatusOr<std::pair<absl::Duration, TimestampSample>> exchange = TimestampRoundTrip();
+    if (!exchange.ok()) return exchange.status();
+    samples.push_back(exchange->second);
   }
   return samples;
 }

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -148,6 +149,18 @@ std::string GlooAddressToString(const std::string& bytes);
 // True when the serialized address is 127.0.0.0/8 or ::1.
 bool GlooAddressIsLoopback(const std::string& bytes);
 
+// The responder's reply to a timestamp exchange (and to bandwidth commands):
+// op, status, sequence and its receive and send times. Latency messages up to
+// this size are answered with it.
+inline constexpr uint32_t kTimestampReplyBytes = 32;
+
+// One latency probe: its round trips and, when the replies carried the peer's
+// timestamps, one four-timestamp sample per round trip.
+struct PingBurst {
+  std::vector<absl::Duration> rtts;
+  std::vector<TimestampSample> samples;
+};
+
 // The requester side of one peer link. Not thread-safe: owned and used by the
 // peer's prober thread. Every method catches Gloo exceptions and returns them
 // as a status whose message keeps Gloo's text (for ClassifyMessage); after a
@@ -171,9 +184,14 @@ class ProbeSession {
   // kernel statistics; empty before Connect.
   std::vector<TcpConnection> tcp_connections() const;
 
-  // Small-message round trips; returns one duration per round trip. One
-  // uncounted warm-up round trip comes first.
-  absl::StatusOr<std::vector<absl::Duration>> Ping(int count);
+  // Small-message round trips, one uncounted warm-up first. When the
+  // latency message fits the timestamp reply (pings_carry_timestamps()), each
+  // round trip is a timestamp exchange: the burst then also yields its
+  // four-timestamp samples, and skew needs no exchanges of its own.
+  absl::StatusOr<PingBurst> Ping(int count);
+  bool pings_carry_timestamps() const {
+    return params_.latency_message_bytes() <= kTimestampReplyBytes;
+  }
   // NTP-style four-timestamp exchanges.
   absl::StatusOr<std::vector<TimestampSample>> SyncBurst(int count);
   // One timed transfer of the agreed size. kResourceExhausted (not a link failure)
@@ -187,7 +205,10 @@ class ProbeSession {
  private:
   ProbeSession(const v1::ProbeParameters& params, const Clock* clock);
   absl::Status SendCommand(uint8_t op);
+  // An echo of the latency message.
   absl::StatusOr<absl::Duration> RoundTrip();
+  // A timestamp exchange, timed like a round trip.
+  absl::StatusOr<std::pair<absl::Duration, TimestampSample>> TimestampRoundTrip();
   absl::Status AwaitControl(uint8_t op, struct ControlReply* reply);
 
   v1::ProbeParameters params_;

@@ -51,7 +51,14 @@ TEST(PeerProberInProcessTest, BackoffTowardADownPeerDoublesAndCaps) {
   EXPECT_EQ(observer.ups(), 0);
 }
 
-TEST(PeerProberInProcessTest, ReachablePeerIsProbedAtItsIntervals) {
+// Probes counted over one simulated minute of a prober toward a reachable
+// peer, with latency and skew at the given intervals (jitter 10%).
+struct MinuteOfProbes {
+  int latency = 0, skew = 0, bandwidth = 0, failures = 0, ups = 0;
+};
+
+void ProbeForAMinute(absl::Duration latency_interval, absl::Duration skew_interval,
+                     MinuteOfProbes* counted) {
   RecordingObserver observer;
   absl::StatusOr<std::unique_ptr<InProcessCluster>> cluster = InProcessCluster::Spawn(2);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
@@ -62,8 +69,8 @@ TEST(PeerProberInProcessTest, ReachablePeerIsProbedAtItsIntervals) {
   std::optional<BandwidthGate::Lease> held = (*cluster)->node(0).gate->TryAcquire();
   ASSERT_TRUE(held.has_value());
   Config config = SmallConfig("node-0");
-  config.schedule.latency_interval = absl::Seconds(5);
-  config.schedule.skew_interval = absl::Seconds(10);
+  config.schedule.latency_interval = latency_interval;
+  config.schedule.skew_interval = skew_interval;
   config.schedule.jitter = 0.1;
   (*cluster)->StartProber(0, (*cluster)->PeerConfigOf(1), config, &observer);
   ASSERT_TRUE(observer.AwaitUps(1)) << observer.last_failure();
@@ -82,16 +89,37 @@ TEST(PeerProberInProcessTest, ReachablePeerIsProbedAtItsIntervals) {
   }
   // Let the probe due at `end`, if any, finish: the prober then waits again.
   ASSERT_TRUE(clock.AwaitPendingDeadline(kRealTimeout).has_value());
+  counted->latency = observer.latency_probes();
+  counted->skew = observer.skew_probes();
+  counted->bandwidth = observer.bandwidth_samples();
+  counted->failures = observer.failures();
+  counted->ups = observer.ups();
+}
 
+TEST(PeerProberInProcessTest, ReachablePeerIsProbedAtItsIntervals) {
+  MinuteOfProbes counted;
+  ProbeForAMinute(absl::Seconds(5), absl::Seconds(10), &counted);
   // Latency at once, then every 5 s +-10%: 1 + [60 / 5.5, 60 / 4.5] probes;
-  // skew every 10 s +-10%: 1 + [60 / 11, 60 / 9].
-  EXPECT_GE(observer.latency_probes(), 1 + 10);
-  EXPECT_LE(observer.latency_probes(), 1 + 13);
-  EXPECT_GE(observer.skew_probes(), 1 + 5);
-  EXPECT_LE(observer.skew_probes(), 1 + 6);
-  EXPECT_EQ(observer.bandwidth_samples(), 0);
-  EXPECT_EQ(observer.failures(), 0) << observer.last_failure();
-  EXPECT_EQ(observer.ups(), 1);
+  // skew every 10 s +-10%: 1 + [60 / 11, 60 / 9], from the samples of every
+  // other latency probe (the 8-byte pings carry the peer's timestamps).
+  EXPECT_GE(counted.latency, 1 + 10);
+  EXPECT_LE(counted.latency, 1 + 13);
+  EXPECT_GE(counted.skew, 1 + 5);
+  EXPECT_LE(counted.skew, 1 + 6);
+  EXPECT_EQ(counted.bandwidth, 0);
+  EXPECT_EQ(counted.failures, 0);
+  EXPECT_EQ(counted.ups, 1);
+}
+
+// Skew asked for more often than latency runs as a probe of its own.
+TEST(PeerProberInProcessTest, SkewMoreFrequentThanLatencyIsAProbeOfItsOwn) {
+  MinuteOfProbes counted;
+  ProbeForAMinute(absl::Seconds(10), absl::Seconds(5), &counted);
+  EXPECT_GE(counted.latency, 1 + 5);
+  EXPECT_LE(counted.latency, 1 + 6);
+  EXPECT_GE(counted.skew, 1 + 10);
+  EXPECT_LE(counted.skew, 1 + 13);
+  EXPECT_EQ(counted.failures, 0);
 }
 
 // What a reload does to a running prober: new intervals apply at once,

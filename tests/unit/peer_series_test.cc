@@ -324,7 +324,6 @@ TEST_F(PeerSeriesTest, LostLatencyProbesCountedSinceStartAndInTheFailureWindow) 
 
   // The transport's event for it reaches the tracker.
   transport::v1::PeerEvent event;
-  event.set_peer("node-b");
   event.mutable_latency_probe_lost();
   ApplyPeerEvent(event, b);
   EXPECT_EQ(b.Snapshot().status.latency().lost_probes(), 3u);

@@ -120,8 +120,9 @@ class ProbeLinkTest : public ::testing::Test {
     return registry_->active_responders() == count;
   }
 
-  std::unique_ptr<ProbeSession> Connected(const Clock* clock = RealClock::Get()) {
-    auto session = ProbeSession::Create(client_device_, SmallParameters(), clock);
+  std::unique_ptr<ProbeSession> Connected(const Clock* clock = RealClock::Get(),
+                                          const v1::ProbeParameters& params = SmallParameters()) {
+    auto session = ProbeSession::Create(client_device_, params, clock);
     EXPECT_TRUE(session.ok()) << session.status();
     v1::OpenProbePairResponse response;
     grpc::Status status = Open(Request(**session), &response);
@@ -142,15 +143,52 @@ class ProbeLinkTest : public ::testing::Test {
   std::unique_ptr<v1::Peer::Stub> stub_;
 };
 
+v1::ProbeParameters EchoedPingParameters() {
+  v1::ProbeParameters p = SmallParameters();
+  p.set_latency_message_bytes(kTimestampReplyBytes + 1);
+  return p;
+}
+
 TEST_F(ProbeLinkTest, PingDoesNotCountItsWarmUpRoundTrip) {
   StartServer(RealClock::Get());
-  SlowFirstRoundTripClock clock;
-  std::unique_ptr<ProbeSession> session = Connected(&clock);
+  // Both kinds of ping: answered with timestamps, and echoed.
+  for (const v1::ProbeParameters& params : {SmallParameters(), EchoedPingParameters()}) {
+    SCOPED_TRACE(params.latency_message_bytes());
+    SlowFirstRoundTripClock clock;
+    std::unique_ptr<ProbeSession> session = Connected(&clock, params);
+    ASSERT_NE(session, nullptr);
+    auto burst = session->Ping(5);
+    ASSERT_TRUE(burst.ok()) << burst.status();
+    ASSERT_EQ(burst->rtts.size(), 5u);
+    for (absl::Duration rtt : burst->rtts) EXPECT_LT(rtt, absl::Milliseconds(500));
+  }
+}
+
+// With the default 8-byte latency message, the pings' replies carry the
+// peer's timestamps: skew comes from the latency probe. A message longer than
+// the timestamp reply is echoed whole and carries none.
+TEST_F(ProbeLinkTest, PingsMeasureAShiftedPeerClockUnlessTheirMessageIsEchoed) {
+  const absl::Duration shift = absl::Milliseconds(420);
+  ShiftedClock shifted(shift);
+  StartServer(&shifted);
+  std::unique_ptr<ProbeSession> session = Connected();
   ASSERT_NE(session, nullptr);
-  auto rtts = session->Ping(5);
-  ASSERT_TRUE(rtts.ok()) << rtts.status();
-  ASSERT_EQ(rtts->size(), 5u);
-  for (absl::Duration rtt : *rtts) EXPECT_LT(rtt, absl::Milliseconds(500));
+  ASSERT_TRUE(session->pings_carry_timestamps());
+  auto burst = session->Ping(5);
+  ASSERT_TRUE(burst.ok()) << burst.status();
+  ASSERT_EQ(burst->samples.size(), 5u);
+  std::optional<OffsetEstimate> best = BestOffset(burst->samples);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_LE(absl::AbsDuration(best->offset - shift), best->error + absl::Microseconds(50));
+  EXPECT_LT(absl::AbsDuration(best->offset - shift), absl::Milliseconds(2));
+
+  std::unique_ptr<ProbeSession> echoed = Connected(RealClock::Get(), EchoedPingParameters());
+  ASSERT_NE(echoed, nullptr);
+  EXPECT_FALSE(echoed->pings_carry_timestamps());
+  auto plain = echoed->Ping(5);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->rtts.size(), 5u);
+  EXPECT_TRUE(plain->samples.empty());
 }
 
 TEST_F(ProbeLinkTest, PingSyncAndBandwidthOverRealPairs) {
@@ -158,10 +196,10 @@ TEST_F(ProbeLinkTest, PingSyncAndBandwidthOverRealPairs) {
   std::unique_ptr<ProbeSession> session = Connected();
   ASSERT_NE(session, nullptr);
 
-  auto rtts = session->Ping(20);
-  ASSERT_TRUE(rtts.ok()) << rtts.status();
-  ASSERT_EQ(rtts->size(), 20u);
-  for (absl::Duration rtt : *rtts) {
+  auto burst = session->Ping(20);
+  ASSERT_TRUE(burst.ok()) << burst.status();
+  ASSERT_EQ(burst->rtts.size(), 20u);
+  for (absl::Duration rtt : burst->rtts) {
     EXPECT_GT(rtt, absl::ZeroDuration());
     EXPECT_LT(rtt, absl::Milliseconds(100));
   }

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "channel/message_channel.h"
+#include "channel/peer_events.h"
 #include "gtest/gtest.h"
 #include "proto/transport.pb.h"
 
@@ -132,6 +133,46 @@ TEST_F(ChannelTest, ShutdownWakesASenderBlockedOnAFullSocket) {
   absl::SleepFor(absl::Milliseconds(100));  // let it fill the buffer and block
   a_->Shutdown();
   sender.join();  // returns: no reader needed
+}
+
+// One probe's measurements cost the daemon one message: they wait for the
+// prober's Flush, a state change takes them along at once, and a bandwidth due
+// time alone waits for company (the newest replaces an older one).
+TEST_F(ChannelTest, PeerEventsTravelInBatches) {
+  ChannelObserver observer("node-b", a_.get());
+  FromTransport m;
+  observer.RecordRtts({absl::Microseconds(20), absl::Microseconds(30)});
+  observer.RecordOffset({absl::Milliseconds(3), absl::Microseconds(40), absl::Microseconds(20)});
+  TcpSample tcp;
+  tcp.sent_segments = 12;
+  observer.RecordTcp(tcp);
+  observer.RecordBandwidthDue(absl::FromUnixSeconds(100));
+  observer.RecordBandwidthDue(absl::FromUnixSeconds(160));
+  EXPECT_EQ(b_->Receive(&m, absl::Milliseconds(50)), MessageChannel::Received::kTimeout);
+
+  observer.Flush();
+  ASSERT_EQ(b_->Receive(&m, absl::Seconds(10)), kMessage);
+  ASSERT_TRUE(m.has_peer());
+  EXPECT_EQ(m.peer().peer(), "node-b");
+  ASSERT_EQ(m.peer().events_size(), 4);
+  EXPECT_EQ(m.peer().events(0).rtts().nanos_size(), 2);
+  EXPECT_EQ(m.peer().events(1).offset().offset_nanos(), 3000000);
+  EXPECT_EQ(m.peer().events(2).tcp().sent_segments(), 12u);
+  EXPECT_EQ(m.peer().events(3).bandwidth_due().unix_nanos(), 160000000000);
+
+  observer.Flush();  // nothing waits: no message
+  observer.RecordBandwidthDue(absl::FromUnixSeconds(200));
+  observer.Flush();  // a due time alone waits
+  EXPECT_EQ(b_->Receive(&m, absl::Milliseconds(50)), MessageChannel::Received::kTimeout);
+
+  observer.RecordRtts({absl::Microseconds(25)});
+  observer.RecordFailure(v1::FAILURE_REASON_TIMEOUT, "timed out");
+  ASSERT_EQ(b_->Receive(&m, absl::Seconds(10)), kMessage);
+  ASSERT_EQ(m.peer().events_size(), 3);
+  EXPECT_TRUE(m.peer().events(0).has_rtts());
+  EXPECT_EQ(m.peer().events(1).failure().reason(), v1::FAILURE_REASON_TIMEOUT);
+  EXPECT_EQ(m.peer().events(2).bandwidth_due().unix_nanos(), 200000000000);
+  EXPECT_EQ(b_->Receive(&m, absl::Milliseconds(50)), MessageChannel::Received::kTimeout);
 }
 
 }  // namespace
