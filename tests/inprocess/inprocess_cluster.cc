@@ -176,7 +176,8 @@ absl::StatusOr<std::unique_ptr<InProcessDaemons>> InProcessDaemons::Spawn(int n)
     daemons->grpc_ports_.push_back(testing::FreePort());
     daemons->metrics_ports_.push_back(testing::FreePort());
   }
-  const TransportLaunch launch{testing::BinaryPath("gloowatchd"), "warning"};
+  const std::shared_ptr<TransportLauncher> launcher =
+      NewProcessLauncher(testing::BinaryPath("gloowatchd"), "warning");
   for (int i = 0; i < n; ++i) {
     std::vector<PeerConfig> peers;
     for (int j = 0; j < n; ++j) {
@@ -186,7 +187,7 @@ absl::StatusOr<std::unique_ptr<InProcessDaemons>> InProcessDaemons::Spawn(int n)
         ParseConfig(daemons->Yaml(i, peers), absl::StrCat("node-", i, ".yaml"));
     if (!config.ok()) return config.status();
     absl::StatusOr<std::unique_ptr<Daemon>> daemon =
-        Daemon::Start(*std::move(config), &daemons->clock_, launch);
+        Daemon::Start(*std::move(config), &daemons->clock_, launcher);
     if (!daemon.ok()) return daemon.status();
     daemons->daemons_.push_back(*std::move(daemon));
   }
