@@ -71,13 +71,13 @@ Daemon::~Daemon() {
 }
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock* clock,
-                                                      const TransportLaunch& launch) {
+                                                      std::shared_ptr<TransportLauncher> launcher) {
   std::unique_ptr<Daemon> d(new Daemon(std::move(config), clock));
   const Config c = d->config_;  // before any other thread runs
   if (absl::Status s = d->ChooseGlooEndpoint(c); !s.ok()) return s;
   if (absl::Status s = d->ServeMetrics(c); !s.ok()) return s;
   const std::vector<std::string> probe_peers = d->SelectFirstPeers(c);
-  d->MakeServices(c, launch, probe_peers);
+  d->MakeServices(c, std::move(launcher), probe_peers);
   absl::StatusOr<TlsMaterial> tls = LoadTls(c.tls);
   if (!tls.ok()) return tls.status();
   if (absl::Status s = d->ServeGrpc(c, *tls); !s.ok()) return s;
@@ -138,7 +138,7 @@ std::vector<std::string> Daemon::SelectFirstPeers(const Config& c) {
   return probe_peers;
 }
 
-void Daemon::MakeServices(const Config& c, const TransportLaunch& launch,
+void Daemon::MakeServices(const Config& c, std::shared_ptr<TransportLauncher> launcher,
                           const std::vector<std::string>& probe_peers) {
   training_ = std::make_unique<TrainingReports>(clock_, kTrainingSeriesExpiry, kMaxTrainingSeries);
   status_service_ = std::make_unique<StatusService>(
@@ -151,9 +151,8 @@ void Daemon::MakeServices(const Config& c, const TransportLaunch& launch,
       },
       [this](const std::string& peer) { return report_admission_->Admit(peer); });
   TransportSupervisor::Options transport;
-  transport.executable = launch.executable;
+  transport.launcher = std::move(launcher);
   transport.config = c;
-  transport.log_level = launch.log_level;
   transport.gloo_address = endpoint_.address;
   transport.probe_peers = probe_peers;
   transport.observer_for = [this](const std::string& peer) -> std::shared_ptr<ProbeObserver> {

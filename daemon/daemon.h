@@ -30,18 +30,13 @@ class Server;
 
 namespace gloowatch {
 
-// How to start the transport process (this program, re-executed).
-struct TransportLaunch {
-  std::string executable;
-  std::string log_level;
-};
-
 class Daemon {
  public:
-  // Binds every port and starts probing; any failure to bind or to find the
-  // Gloo interface is returned, nothing is left running.
+  // Binds every port and starts probing, with the transport `launcher`
+  // starts (NewProcessLauncher in production); any failure to bind or to find
+  // the Gloo interface is returned, nothing is left running.
   static absl::StatusOr<std::unique_ptr<Daemon>> Start(Config config, const Clock* clock,
-                                                       const TransportLaunch& launch);
+                                                       std::shared_ptr<TransportLauncher> launcher);
   ~Daemon();
 
   v1::NodeStatus Status() const;
@@ -75,7 +70,7 @@ class Daemon {
   absl::Status ChooseGlooEndpoint(const Config& c);
   absl::Status ServeMetrics(const Config& c);
   std::vector<std::string> SelectFirstPeers(const Config& c);
-  void MakeServices(const Config& c, const TransportLaunch& launch,
+  void MakeServices(const Config& c, std::shared_ptr<TransportLauncher> launcher,
                     const std::vector<std::string>& probe_peers);
   absl::Status ServeGrpc(const Config& c, const TlsMaterial& tls);
   std::shared_ptr<PeerTracker> MakeTracker(const PeerConfig& peer) const;

@@ -1,10 +1,6 @@
 #include "daemon/transport_supervisor.h"
 
-#include <fcntl.h>
-#include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -21,15 +17,6 @@ namespace {
 
 using transport::v1::FromTransport;
 using transport::v1::ToTransport;
-
-std::string DescribeExit(int status) {
-  if (WIFEXITED(status)) return absl::StrCat("exited with code ", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    return absl::StrCat("was killed by signal ", WTERMSIG(status), " (",
-                        strsignal(WTERMSIG(status)), ")");
-  }
-  return absl::StrCat("ended with status ", status);
-}
 
 transport::v1::Configure ConfigureMessage(const Config& config,
                                           const std::vector<std::string>& probe_peers) {
@@ -162,41 +149,11 @@ void TransportSupervisor::StartPreflight(transport::v1::PreflightStep step, absl
   done(absl::UnavailableError("probe transport restarting; retry"));
 }
 
-pid_t TransportSupervisor::Spawn(int fd) {
-  // Everything the child needs is built before fork: after it, only
-  // async-signal-safe calls.
-  std::vector<std::string> args = {options_.executable, "--transport_fd=3",
-                                   absl::StrCat("--gloo_address=", options_.gloo_address),
-                                   absl::StrCat("--log_level=", options_.log_level)};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (fd == 3) {
-      fcntl(3, F_SETFD, 0);  // dup2 onto itself would keep close-on-exec
-    } else {
-      dup2(fd, 3);
-    }
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
 void TransportSupervisor::Supervise() {
   Backoff backoff(options_.restart_initial, options_.restart_max);
   while (true) {
-    int fds[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
-      GW_LOG(kError, "transport: socketpair: %s", strerror(errno));
-      absl::SleepFor(backoff.Next());
-      continue;
-    }
-    const pid_t pid = Spawn(fds[1]);
-    close(fds[1]);
     const absl::Duration started = clock_->Monotonic();
-    const std::string why = RunOnce(pid, std::make_shared<MessageChannel>(fds[0]));
+    const std::string why = LaunchAndRun();
     if (why.empty()) return;
     {
       absl::MutexLock lock(&mu_);
@@ -222,8 +179,24 @@ void TransportSupervisor::Supervise() {
   }
 }
 
-std::string TransportSupervisor::RunOnce(pid_t pid,
+std::string TransportSupervisor::LaunchAndRun() {
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
+    return absl::StrCat("cannot start the probe transport: socketpair: ", strerror(errno));
+  }
+  auto channel = std::make_shared<MessageChannel>(fds[0]);
+  absl::StatusOr<std::unique_ptr<LaunchedTransport>> launched =
+      options_.launcher->Launch(fds[1], options_.gloo_address);
+  if (!launched.ok()) {
+    return absl::StrCat("cannot start the probe transport: ", launched.status().message());
+  }
+  return RunOnce(**launched, channel);
+}
+
+std::string TransportSupervisor::RunOnce(LaunchedTransport& transport,
                                          const std::shared_ptr<MessageChannel>& channel) {
+  const pid_t pid = transport.pid();
+  const std::string name = transport.name();
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) channel->Shutdown();
@@ -237,7 +210,7 @@ std::string TransportSupervisor::RunOnce(pid_t pid,
   if (options_.on_pid) options_.on_pid(pid);
   std::thread writer([this, channel] { Write(channel); });
   std::string hung;
-  std::thread watchdog([this, pid, channel, &hung] { WatchHeartbeats(pid, channel, &hung); });
+  std::thread watchdog([this, &name, channel, &hung] { WatchHeartbeats(name, channel, &hung); });
   FromTransport message;
   absl::Duration tick = absl::Seconds(1);
   while (true) {
@@ -280,19 +253,17 @@ std::string TransportSupervisor::RunOnce(pid_t pid,
   Fail(std::move(waiting), gone);
   FailPreflights(std::move(preflights), gone);
   channel->Shutdown();  // wakes the writer if it is blocked in send
-  int status = 0;
-  if (pid > 0) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-  }
+  transport.Kill();
+  const std::string ended = transport.Wait();
   writer.join();
   watchdog.join();  // it saw channel_ change
   if (stopping) return "";
   if (!hung.empty()) return hung;
-  return absl::StrCat("probe transport process ", pid, " ", DescribeExit(status));
+  return absl::StrCat("probe transport ", name, " ", ended);
 }
 
-void TransportSupervisor::WatchHeartbeats(pid_t pid, const std::shared_ptr<MessageChannel>& channel,
+void TransportSupervisor::WatchHeartbeats(const std::string& name,
+                                          const std::shared_ptr<MessageChannel>& channel,
                                           std::string* hung) {
   absl::MutexLock lock(&mu_);
   while (channel_ == channel) {
@@ -308,9 +279,9 @@ void TransportSupervisor::WatchHeartbeats(pid_t pid, const std::shared_ptr<Messa
     const absl::Duration silent = clock_->Monotonic() - last;
     if (silent < options_.heartbeat_timeout) continue;  // a real wait may end early
     *hung =
-        absl::StrCat("probe transport process ", pid, " stopped answering (no heartbeat for ",
+        absl::StrCat("probe transport ", name, " stopped answering (no heartbeat for ",
                      absl::FormatDuration(absl::Trunc(silent, absl::Seconds(1))), "); killed it");
-    channel->Shutdown();  // ends the reader's Receive, which kills the process
+    channel->Shutdown();  // ends the reader's Receive, which kills the transport
     return;
   }
 }

@@ -31,22 +31,24 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "daemon/open_admission.h"
+#include "daemon/transport_launcher.h"
 #include "proto/transport.pb.h"
 
 namespace gloowatch {
 
-// Starts the transport process, restarts it with backoff when it dies or
-// stops answering, and carries messages both ways. No lock is held across
-// I/O: one thread per transport process writes (latest config first, then
-// queued opens), the supervising thread reads, and callers only queue.
+// Starts the transport process (through its TransportLauncher), restarts it
+// with backoff when it dies or stops answering, and carries messages both
+// ways. No lock is held across I/O: one thread per transport writes (latest
+// config first, then queued opens), the supervising thread reads, and
+// callers only queue.
 class TransportSupervisor final : public ResponderOpener {
  public:
   struct Options {
-    std::string executable;                // this program, re-executed as the transport
+    // Starts each transport: NewProcessLauncher in production.
+    std::shared_ptr<TransportLauncher> launcher;
     Config config;                         // sent to every transport process started
     std::vector<std::string> probe_peers;  // the peers of `config` to probe
     std::string gloo_address;
-    std::string log_level;
     absl::Duration open_timeout = absl::Seconds(2);
     absl::Duration restart_initial = absl::Milliseconds(500);
     absl::Duration restart_max = absl::Seconds(30);
@@ -62,8 +64,8 @@ class TransportSupervisor final : public ResponderOpener {
     // Called after the transport died or was killed, with why; before the
     // restart.
     std::function<void(const std::string& why)> on_exit;
-    // Called with the pid of every transport process started, and with -1
-    // once it has ended.
+    // Called with the pid of every transport started (-1 for one that is no
+    // process of its own), and with -1 once it has ended.
     std::function<void(pid_t)> on_pid;
     // Time the transport's bandwidth transfers took since the last call.
     std::function<void(absl::Duration)> on_bandwidth_transfer;
@@ -115,17 +117,17 @@ class TransportSupervisor final : public ResponderOpener {
   };
 
   void Supervise();
-  // Runs one transport process until it ends, is stopped or stops
+  // Launches one transport and runs it until it ends, is stopped or stops
   // answering; returns why it ended ("" when we are stopping).
-  std::string RunOnce(pid_t pid, const std::shared_ptr<MessageChannel>& channel);
-  // Kills (through the channel) a transport process that sends no heartbeat
-  // for heartbeat_timeout, saying why in `hung`; ends when the channel is no
+  std::string LaunchAndRun();
+  std::string RunOnce(LaunchedTransport& transport, const std::shared_ptr<MessageChannel>& channel);
+  // Kills (through the channel) a transport that sends no heartbeat for
+  // heartbeat_timeout, saying why in `hung`; ends when the channel is no
   // longer the running one.
-  void WatchHeartbeats(pid_t pid, const std::shared_ptr<MessageChannel>& channel,
+  void WatchHeartbeats(const std::string& name, const std::shared_ptr<MessageChannel>& channel,
                        std::string* hung);
-  // The writer of one transport process's channel.
+  // The writer of one transport's channel.
   void Write(const std::shared_ptr<MessageChannel>& channel);
-  pid_t Spawn(int fd);
   void Dispatch(const transport::v1::FromTransport& message);
   // Takes every waiting open out (and their messages, unsent); the caller
   // completes them once mu_ is released.

@@ -19,6 +19,7 @@
 #include "common/version.h"
 #include "daemon/daemon.h"
 #include "daemon/systemd_notify.h"
+#include "daemon/transport_launcher.h"
 #include "google/protobuf/stubs/logging.h"
 #include "transport/transport_main.h"
 
@@ -181,8 +182,9 @@ int Run() {
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  absl::StatusOr<std::unique_ptr<Daemon>> daemon = Daemon::Start(
-      *std::move(config), RealClock::Get(), {"/proc/self/exe", absl::GetFlag(FLAGS_log_level)});
+  absl::StatusOr<std::unique_ptr<Daemon>> daemon =
+      Daemon::Start(*std::move(config), RealClock::Get(),
+                    NewProcessLauncher("/proc/self/exe", absl::GetFlag(FLAGS_log_level)));
   if (!daemon.ok()) {
     GW_LOG(kError, "%s", daemon.status().message());
     return kExitUnavailable;

@@ -94,6 +94,12 @@ void PreflightMeshes::Handle(const PreflightStep& step) {
   }
 }
 
+PreflightMeshes::~PreflightMeshes() {
+  absl::MutexLock lock(&mu_);
+  auto ended = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return threads_ == 0; };
+  mu_.Await(absl::Condition(&ended));
+}
+
 void PreflightMeshes::Fail(uint64_t id, const absl::Status& status) {
   PreflightReply reply;
   reply.set_id(id);
@@ -141,6 +147,7 @@ void PreflightMeshes::Prepare(uint64_t id, const std::string& session,
       return;
     }
     meshes_[session] = mesh;
+    ++threads_;
   }
   std::thread([this, id, session, mesh, address = prepare.address()] {
     PreflightReply reply;
@@ -180,6 +187,7 @@ void PreflightMeshes::Prepare(uint64_t id, const std::string& session,
       mesh->expires = clock_->Monotonic() + mesh->timeout + kConnectGrace;
     }
     reply_(reply);
+    --threads_;
   }).detach();
 }
 
@@ -290,6 +298,7 @@ void PreflightMeshes::Connect(uint64_t id, const std::string& session,
       return;
     }
     mesh->connecting = true;
+    ++threads_;
   }
   std::thread([this, id, session, mesh, request] {
     PreflightReply reply;
@@ -323,6 +332,8 @@ void PreflightMeshes::Connect(uint64_t id, const std::string& session,
       meshes_.erase(session);
     }
     reply_(reply);
+    absl::MutexLock lock(&mu_);
+    --threads_;
   }).detach();
 }
 

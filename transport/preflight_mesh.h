@@ -29,6 +29,8 @@ class PreflightMeshes {
   static constexpr size_t kMaxConnectThreads = 32;
 
   PreflightMeshes(const Clock* clock, Reply reply) : clock_(clock), reply_(std::move(reply)) {}
+  // Waits for the meshes' threads, each within its job's timeout.
+  ~PreflightMeshes();
 
   // Answers every step through `reply`, from another thread; never blocks.
   void Handle(const transport::v1::PreflightStep& step);
@@ -47,6 +49,9 @@ class PreflightMeshes {
   const Reply reply_;
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Mesh>> meshes_ ABSL_GUARDED_BY(mu_);
+  // Threads preparing or connecting a mesh; each uses this object until the
+  // end (under mu_, its last use).
+  size_t threads_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // A TCP connect to host:port (resolved as the job's store client would,

@@ -1,6 +1,7 @@
 #include "transport/responder_registry.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/log.h"
 #include "common/user_text.h"
 
@@ -15,7 +16,13 @@ ResponderRegistry::ResponderRegistry(std::string node, std::string version,
       gate_(gate),
       clock_(clock) {}
 
-ResponderRegistry::~ResponderRegistry() { StopAll(); }
+ResponderRegistry::~ResponderRegistry() {
+  StopAll();
+  // Their threads use the gate and the clock: wait until each has ended (at
+  // its next command or Gloo timeout). A responder signals nothing when it
+  // ends, hence the polling.
+  while (active_responders() > 0) absl::SleepFor(absl::Milliseconds(10));
+}
 
 void ResponderRegistry::Retain(const std::set<std::string>& peers) {
   absl::MutexLock lock(&mu_);

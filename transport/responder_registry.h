@@ -30,6 +30,7 @@ class ResponderRegistry final : public ResponderOpener {
   ResponderRegistry(std::string node, std::string version,
                     std::shared_ptr<gloo::transport::Device> device, BandwidthGate* gate,
                     const Clock* clock);
+  // Stops every responder and waits until each has ended.
   ~ResponderRegistry() override;
 
   absl::StatusOr<v1::OpenProbePairResponse> Open(const v1::OpenProbePairRequest& request);

@@ -1,4 +1,4 @@
-// The transport process: everything that touches Gloo, in a child the daemon
+// The transport process: a Transport (transport.h) in a child the daemon
 // supervises (daemon/transport_supervisor.h says why).
 #pragma once
 
@@ -6,9 +6,9 @@
 
 namespace gloowatch {
 
-// Takes its config from the daemon over `fd`, probes the peers the daemon
-// selects from `gloo_address` and serves the responders the daemon asks for,
-// until the daemon goes away. Returns the process exit code.
+// Runs a Transport on `fd` and the real clock until the daemon goes away,
+// then ends the process with its exit code; never returns but when started
+// after the daemon died.
 int RunTransport(const std::string& gloo_address, int fd);
 
 }  // namespace gloowatch

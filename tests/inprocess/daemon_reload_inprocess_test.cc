@@ -50,5 +50,36 @@ TEST(DaemonReloadInProcessTest, PeersAddedAndRemovedWhenReloadReturns) {
   EXPECT_TRUE(a.Healthy());
 }
 
+// The reload reaches the transport thread: a peer removed is no longer
+// probed, one added back is probed over new pairs.
+TEST(DaemonReloadInProcessTest, ReloadedPeersAreProbedByTheTransport) {
+  absl::StatusOr<std::unique_ptr<InProcessDaemons>> cluster = InProcessDaemons::Spawn(3);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  Daemon& a = (*cluster)->daemon(0);
+  const PeerConfig node_1 = (*cluster)->PeerConfigOf(1);
+  const PeerConfig node_2 = (*cluster)->PeerConfigOf(2);
+  auto up = [](const std::string& name) {
+    return [name](const v1::NodeStatus& status) {
+      for (const v1::PeerStatus& peer : status.peers()) {
+        if (peer.name() == name) {
+          return peer.state() == v1::PEER_STATE_UP && peer.latency().samples_in_window() > 0;
+        }
+      }
+      return false;
+    };
+  };
+
+  ASSERT_TRUE(a.Reload(Parse((*cluster)->Yaml(0, {node_1}))).ok());
+  EXPECT_EQ(PeerNames(a.Status()), std::vector<std::string>{"node-1"});
+  EXPECT_TRUE(up("node-1")((*cluster)->AwaitStatus(0, up("node-1"))));
+
+  ASSERT_TRUE(a.Reload(Parse((*cluster)->Yaml(0, {node_1, node_2}))).ok());
+  const v1::NodeStatus status = (*cluster)->AwaitStatus(0, up("node-2"));
+  ASSERT_TRUE(up("node-2")(status)) << status.DebugString();
+  EXPECT_EQ(PeerNames(status), (std::vector<std::string>{"node-1", "node-2"}));
+  EXPECT_TRUE(up("node-1")(status));
+  EXPECT_TRUE(a.Healthy());
+}
+
 }  // namespace
 }  // namespace gloowatch::inprocess

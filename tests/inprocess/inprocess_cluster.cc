@@ -5,11 +5,12 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "tests/support/free_port.h"
-#include "tests/support/paths.h"
 
 namespace gloowatch::inprocess {
 
@@ -176,7 +177,6 @@ absl::StatusOr<std::unique_ptr<InProcessDaemons>> InProcessDaemons::Spawn(int n)
     daemons->grpc_ports_.push_back(testing::FreePort());
     daemons->metrics_ports_.push_back(testing::FreePort());
   }
-  const TransportLaunch launch{testing::BinaryPath("gloowatchd"), "warning"};
   for (int i = 0; i < n; ++i) {
     std::vector<PeerConfig> peers;
     for (int j = 0; j < n; ++j) {
@@ -186,7 +186,7 @@ absl::StatusOr<std::unique_ptr<InProcessDaemons>> InProcessDaemons::Spawn(int n)
         ParseConfig(daemons->Yaml(i, peers), absl::StrCat("node-", i, ".yaml"));
     if (!config.ok()) return config.status();
     absl::StatusOr<std::unique_ptr<Daemon>> daemon =
-        Daemon::Start(*std::move(config), &daemons->clock_, launch);
+        Daemon::Start(*std::move(config), &daemons->clock_, daemons->launcher_);
     if (!daemon.ok()) return daemon.status();
     daemons->daemons_.push_back(*std::move(daemon));
   }
@@ -195,6 +195,24 @@ absl::StatusOr<std::unique_ptr<InProcessDaemons>> InProcessDaemons::Spawn(int n)
 
 InProcessDaemons::~InProcessDaemons() {
   for (auto& daemon : daemons_) daemon->Shutdown(absl::Seconds(1));
+}
+
+v1::NodeStatus InProcessDaemons::AwaitStatus(
+    int i, const std::function<bool(const v1::NodeStatus&)>& holds) {
+  constexpr absl::Duration kQuiet = absl::Milliseconds(200);
+  const absl::Time deadline = absl::Now() + kRealTimeout;
+  absl::Time advance_at = absl::Now() + kQuiet;
+  v1::NodeStatus status = daemons_[i]->Status();
+  while (!holds(status) && absl::Now() < deadline) {
+    if (absl::Now() >= advance_at) {
+      const std::optional<absl::Duration> wake = clock_.AwaitPendingDeadline(absl::ZeroDuration());
+      if (wake.has_value()) clock_.AdvanceTo(*wake);
+      advance_at = absl::Now() + kQuiet;
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+    status = daemons_[i]->Status();
+  }
+  return status;
 }
 
 PeerConfig InProcessDaemons::PeerConfigOf(int i) const {

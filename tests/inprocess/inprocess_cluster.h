@@ -7,6 +7,7 @@
 // no test sleeps.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "daemon/daemon.h"
 #include "daemon/services.h"
 #include "grpcpp/grpcpp.h"
+#include "tests/inprocess/thread_launcher.h"
 #include "transport/peer_prober.h"
 #include "transport/probe_link.h"
 #include "transport/responder_registry.h"
@@ -111,9 +113,9 @@ Config SmallConfig(const std::string& node);
 
 // N whole daemons (Daemon::Start: gRPC API, metrics, trackers, topology,
 // transport supervisor) as objects in this test process, sharing one
-// SimulatedClock; each supervises its real transport process (gloowatchd
-// re-executed, as in production), on loopback. Node i is node-i and has
-// every other node as a peer.
+// SimulatedClock; each supervises its transport, a Transport on a thread of
+// this process (ThreadLauncher) on the same clock: real Gloo pairs on
+// loopback, real gRPC. Node i is node-i and has every other node as a peer.
 class InProcessDaemons {
  public:
   static absl::StatusOr<std::unique_ptr<InProcessDaemons>> Spawn(int n);
@@ -121,14 +123,24 @@ class InProcessDaemons {
 
   SimulatedClock& clock() { return clock_; }
   Daemon& daemon(int i) { return *daemons_[i]; }
+  // Transport threads running or not yet freed, of every daemon.
+  int transports_alive() const { return launcher_->alive(); }
   // Node i's config YAML with `peers` as its peer entries.
   std::string Yaml(int i, const std::vector<PeerConfig>& peers) const;
   PeerConfig PeerConfigOf(int i) const;
+  int metrics_port(int i) const { return metrics_ports_[i]; }
+  // Waits, at most kRealTimeout of real time, until `holds` is true of
+  // daemon i's status (pairs connect and probes run on real sockets, in real
+  // time); the last status read. While nothing changes for 200 ms, moves the
+  // clock to the next pending deadline: what the daemon waits for may be due
+  // on simulated time (the backoff toward a peer that started after it).
+  v1::NodeStatus AwaitStatus(int i, const std::function<bool(const v1::NodeStatus&)>& holds);
 
  private:
   InProcessDaemons() = default;
 
   SimulatedClock clock_;
+  const std::shared_ptr<ThreadLauncher> launcher_ = std::make_shared<ThreadLauncher>(&clock_);
   std::vector<int> grpc_ports_, metrics_ports_;
   std::vector<std::unique_ptr<Daemon>> daemons_;
 };

@@ -91,7 +91,7 @@ class Events {
 
 TransportSupervisor::Options SupervisorOptions(Events& events) {
   TransportSupervisor::Options options;
-  options.executable = GloowatchdPath();
+  options.launcher = NewProcessLauncher(GloowatchdPath(), "warning");
   options.config.node = "node-a";
   // Only parsed by the transport, which binds neither listen address.
   options.config.yaml =
@@ -99,7 +99,6 @@ TransportSupervisor::Options SupervisorOptions(Events& events) {
       "gloo:\n  address: 127.0.0.1\n";
   options.config.source = "inprocess.yaml";
   options.gloo_address = "127.0.0.1";
-  options.log_level = "warning";
   options.observer_for = [](const std::string&) -> std::shared_ptr<ProbeObserver> {
     return nullptr;
   };
