@@ -249,9 +249,13 @@ int Run() {
   TopologyConfig topology = defaults.topology;
   topology.sample_peers = absl::GetFlag(FLAGS_sample_peers);
   const ScheduleConfig& schedule = defaults.schedule;
-  const double per_peer_per_minute = 60 / absl::ToDoubleSeconds(schedule.latency_interval) +
-                                     60 / absl::ToDoubleSeconds(schedule.skew_interval) +
-                                     60 / absl::ToDoubleSeconds(schedule.bandwidth_interval);
+  // With the default 8-byte latency message, skew comes from the latency
+  // probes' round trips unless it is asked for more often (docs/design.md).
+  const bool skew_rides_on_latency = schedule.skew_interval >= schedule.latency_interval;
+  const double per_peer_per_minute =
+      60 / absl::ToDoubleSeconds(schedule.latency_interval) +
+      (skew_rides_on_latency ? 0 : 60 / absl::ToDoubleSeconds(schedule.skew_interval)) +
+      60 / absl::ToDoubleSeconds(schedule.bandwidth_interval);
   // A link that stops answering: the next latency probe (at most one
   // interval plus jitter away) fails after the Gloo timeout.
   const double direct_detect =

@@ -18,8 +18,11 @@ namespace {
 constexpr int kStallTimeouts = 6;
 constexpr absl::Duration kFailureLogInterval = absl::Seconds(30);
 // How often the pairs' TCP statistics are read: often enough for a loss
-// window of a minute, rarely enough to cost nothing.
-constexpr absl::Duration kTcpStatsInterval = absl::Seconds(5);
+// window of a minute, rarely enough to cost nothing. A read rides on a latency
+// probe (its sample then travels in the probe's message) at most every
+// kTcpStatsInterval, and follows any other probe only once it is overdue.
+constexpr absl::Duration kTcpStatsInterval = absl::Seconds(4);
+constexpr absl::Duration kTcpStatsOverdue = absl::Seconds(10);
 
 // gRPC's reconnect backoff defaults reach two minutes; a restarted peer
 // should be found within seconds.
@@ -390,7 +393,7 @@ std::optional<absl::Status> PeerProber::ProbeUntilFailure(ProbeSession& session,
   std::vector<TcpConnection> tcp_connections;
   if (context_.tcp_stats != nullptr) tcp_connections = session.tcp_connections();
   TcpCounterDeltas tcp_deltas;
-  absl::Duration tcp_due = clock.Monotonic() + kTcpStatsInterval;
+  absl::Duration tcp_read_at = clock.Monotonic();
   absl::Duration reported_bandwidth_due = -absl::InfiniteDuration();
   while (true) {
     if (std::optional<ScheduleConfig> update = TakeScheduleUpdate()) {
@@ -435,9 +438,12 @@ std::optional<absl::Status> PeerProber::ProbeUntilFailure(ProbeSession& session,
     }
     schedule.Done(kind, clock.Monotonic());
     // Between probes, so no probe waits for it.
-    if (!tcp_connections.empty() && clock.Monotonic() >= tcp_due) {
+    const absl::Duration since_read = clock.Monotonic() - tcp_read_at;
+    if (!tcp_connections.empty() &&
+        since_read >=
+            (kind == ProbeSchedule::Kind::kLatency ? kTcpStatsInterval : kTcpStatsOverdue)) {
       ReportTcpStats(tcp_connections, tcp_deltas);
-      tcp_due = clock.Monotonic() + kTcpStatsInterval;
+      tcp_read_at = clock.Monotonic();
     }
   }
 }
