@@ -201,7 +201,6 @@ std::string TransportSupervisor::RunOnce(LaunchedTransport& transport,
     absl::MutexLock lock(&mu_);
     if (stopping_) channel->Shutdown();
     channel_ = channel;
-    pid_ = pid;
     last_heartbeat_ = clock_->Monotonic();
     stalled_ = false;
     reported_transfer_nanos_ = 0;
@@ -242,7 +241,6 @@ std::string TransportSupervisor::RunOnce(LaunchedTransport& transport,
   {
     absl::MutexLock lock(&mu_);
     channel_.reset();
-    pid_ = -1;
     stopping = stopping_;
     preflights = TakePreflights(/*expired_only=*/false);
     waiting = TakePending();
@@ -418,11 +416,6 @@ bool TransportSupervisor::Healthy() const {
 uint64_t TransportSupervisor::restarts() const {
   absl::MutexLock lock(&mu_);
   return restarts_;
-}
-
-pid_t TransportSupervisor::pid() const {
-  absl::MutexLock lock(&mu_);
-  return pid_;
 }
 
 }  // namespace gloowatch

@@ -102,7 +102,6 @@ class TransportSupervisor final : public ResponderOpener {
   // progress. Restarting after a crash counts as healthy.
   bool Healthy() const;
   uint64_t restarts() const;
-  pid_t pid() const;
 
  private:
   struct Pending {
@@ -148,7 +147,6 @@ class TransportSupervisor final : public ResponderOpener {
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::shared_ptr<MessageChannel> channel_ ABSL_GUARDED_BY(mu_);
-  pid_t pid_ ABSL_GUARDED_BY(mu_) = -1;
   absl::Duration last_heartbeat_ ABSL_GUARDED_BY(mu_);
   // When the supervising thread last went round its loop.
   absl::Duration last_progress_ ABSL_GUARDED_BY(mu_);
