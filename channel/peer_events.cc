@@ -34,7 +34,6 @@ void ChannelObserver::RecordRtts(const std::vector<absl::Duration>& rtts) {
 void ChannelObserver::RecordOffset(const OffsetEstimate& e) {
   auto* out = Add()->mutable_offset();
   out->set_offset_nanos(absl::ToInt64Nanoseconds(e.offset));
-  out->set_delay_nanos(absl::ToInt64Nanoseconds(e.delay));
   out->set_error_nanos(absl::ToInt64Nanoseconds(e.error));
 }
 
@@ -100,7 +99,7 @@ void ApplyPeerEvent(const transport::v1::PeerEvent& e, ProbeObserver& observer) 
     }
     case transport::v1::PeerEvent::kOffset:
       observer.RecordOffset({absl::Nanoseconds(e.offset().offset_nanos()),
-                             absl::Nanoseconds(e.offset().delay_nanos()),
+                             2 * absl::Nanoseconds(e.offset().error_nanos()),
                              absl::Nanoseconds(e.offset().error_nanos())});
       break;
     case transport::v1::PeerEvent::kBandwidth:

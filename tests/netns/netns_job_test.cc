@@ -242,10 +242,14 @@ TEST_F(NetnsJobTest, StoppedRankIsNamedAsSilent) {
   EXPECT_FALSE(absl::StrContains(text.output, "likely reason")) << text.output;
 
   // From Prometheus: the same waiting ranks, and rank 2 silent by its report
-  // age (whether its process is stopped is not in Prometheus).
+  // age (whether its process is stopped is not in Prometheus). Each node is
+  // scraped at its own moment, so the view is awaited until it holds both
+  // waiting ranks.
   CliResult p = JobFromPrometheus([](const nlohmann::json& j) {
     return j["verdict"] == "hung" && j["suspects"].size() == 1 &&
-           j["suspects"][0]["state"] == "silent";
+           j["suspects"][0]["state"] == "silent" &&
+           j["suspects"][0].value("silent_seconds", 0.0) >= 5.0 &&
+           j["waiting"]["ranks"] == nlohmann::json({0, 1});
   });
   ASSERT_FALSE(p.json.is_discarded()) << p.output;
   EXPECT_EQ(p.exit_code, 2) << p.output;
