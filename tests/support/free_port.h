@@ -6,8 +6,9 @@
 namespace gloowatch::testing {
 
 // A port on 127.0.0.1 nobody listened on a moment ago, never one this
-// process was handed before. Racy by nature: another process may take it
-// before the program it is meant for binds it.
+// process was handed before, taken below the kernel's ephemeral range so
+// that no Gloo pair or outgoing connection is given it meanwhile. Still racy
+// against another program that picks ports the same way.
 int FreePort();
 
 }  // namespace gloowatch::testing
