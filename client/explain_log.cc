@@ -120,7 +120,10 @@ constexpr LogSignature kSignatures[] = {
      "torch.distributed.elastic.multiprocessing.errors.record to get its traceback in the "
      "report.",
      R"(local rank \2 (pid \3) exited with code \1|pid \5 exited with code \4|process \6 exited with code \7)"},
-    {"address_family_mismatch", R"(ss1\.ss_family == ss2\.ss_family\. (\d+) vs (\d+))", S::kError,
+    // device.cc's GLOO_ENFORCE_EQ since 2023; before, pair.cc's connect threw
+    // "address family mismatch".
+    {"address_family_mismatch",
+     R"(ss1\.ss_family == ss2\.ss_family\. (\d+) vs (\d+)|\baddress family mismatch\b)", S::kError,
      St::kSetup,
      "The ranks' Gloo addresses are of different families (IPv4 on one host, IPv6 on another): "
      "each host resolved its name or interface differently, and Gloo cannot pair them.",
@@ -280,13 +283,30 @@ constexpr LogSignature kSignatures[] = {
      "Start the script through torchrun (or the job's launcher), or set the variable it names / "
      "pass rank= and world_size= to init_process_group.",
      R"(\1:// needs \2|\1://: \3)"},
+    // ProcessGroupGloo's createDefaultDevice (TORCH_WARN_ONCE): the rank then
+    // advertises 127.0.0.1, so the full mesh that fails after it is its echo.
     {"loopback_fallback",
      R"(Using the loopback address as fallback|Manually set the network interface to bind to with GLOO_SOCKET_IFNAME)",
      S::kWarning, St::kSetup,
      "The host name resolves to a loopback address, so Gloo bound to 127.0.0.1: harmless when "
      "every rank runs on this host, fatal for ranks on other hosts (they cannot connect).",
-     "For a multi-host job set GLOO_SOCKET_IFNAME to the training interface, or fix /etc/hosts "
-     "so the host name resolves to a routable address."},
+     "For a multi-host job set GLOO_SOCKET_IFNAME to the training interface on every host (a "
+     "launcher's workers, such as Ray's, do not inherit the head's shell), or fix /etc/hosts so "
+     "the host name resolves to a routable address.",
+     nullptr, nullptr,
+     "connect_full_mesh loopback_refused pair_connect_timeout"},
+    // socket.cpp's bind with EACCES (errno 13; libuv's EACCES; Windows'
+    // WSAEACCES 10013, a port in a range the system reserved): the port is
+    // privileged or a policy forbids it, so no waiting or stale job is involved.
+    {"store_port_denied",
+     R"(failed to bind to \S*:(\d+) \(errno: 13\b|name: EACCES\b|system error: 10013\b)",
+     S::kError, St::kSetup,
+     "The rendezvous store may not listen on MASTER_PORT: permission denied. Ports below 1024 "
+     "need root (CAP_NET_BIND_SERVICE); on Windows the port lies in a range the system "
+     "reserved; otherwise a security policy (SELinux, a container's profile) forbids it.",
+     "Pick a MASTER_PORT of 1024 or above that no policy reserves (torchrun's default is "
+     "29500; `netsh interface ipv4 show excludedportrange protocol=tcp` on Windows).",
+     R"(port \1 denied)"},
     {"store_port_in_use",
      R"(failed to bind to .*(Address already in use|errno: 98)|EADDRINUSE|server socket has failed to (listen|bind)|RuntimeError: Address already in use( at |\s*$))",
      S::kError, St::kSetup,
@@ -498,8 +518,10 @@ constexpr LogSignature kSignatures[] = {
     // SYSCHECK on a store socket's EAGAIN); since 2.3 the client's wait throws
     // DistStoreError "wait timeout after {}ms, keys: {}", after socket.cpp's
     // warning "waitForInput: socket SocketImpl(...) timed out after {}ms".
+    // Gloo's own stores say "Wait timeout for key(s)", Horovod's HTTPStore
+    // "Wait timeout after N seconds for key(s)".
     {"store_wait_timeout",
-     R"(wait timeout after (\d+) ?ms, keys: *(.+)|waitForInput: socket .*? timed out after (\d+) ?ms|waitForInput: poll for socket .*? returned 0, likely a timeout|Socket Timeout|Wait timeout for key|Timeout waiting for key|RuntimeError: Wait timeout)",
+     R"(wait timeout after (\d+) ?ms, keys: *(.+)|waitForInput: socket .*? timed out after (\d+) ?ms|waitForInput: poll for socket .*? returned 0, likely a timeout|Socket Timeout|Wait timeout (?:after \d+ seconds )?for key|Timeout waiting for key|RuntimeError: Wait timeout)",
      S::kError, St::kWait,
      "Waiting on the rendezvous store timed out: another rank never published its address.",
      "A rank failed before publishing (check all rank logs) or the store timeout is too short.",
@@ -650,12 +672,15 @@ bool LoggedAsWarning(absl::string_view line) {
   return RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *warning);
 }
 
-// A retry warning whose attempt timed out (errno 110): the connect went
-// unanswered, so the address is unreachable or filtered. A start-up race
-// (the store not listening yet) is refused, not dropped; that one may still
-// succeed, this one will not by waiting.
+// A warning whose wait ended unanswered, so no retry follows: a connect that
+// timed out (errno 110: the address is unreachable or filtered; a start-up
+// race is refused, not dropped, and may still succeed), and socket.cpp's
+// "waitForInput: socket ... timed out after N ms", logged just before the
+// store's wait gives up and throws.
 bool UnansweredRetry(absl::string_view line) {
-  return absl::StrContains(line, "errno: 110") || absl::StrContains(line, "Connection timed out");
+  return absl::StrContains(line, "errno: 110") || absl::StrContains(line, "Connection timed out") ||
+         (absl::StrContains(line, "waitForInput: socket") &&
+          absl::StrContains(line, "timed out after"));
 }
 
 // libstdc++'s "terminate called after throwing an instance of 'T'", then

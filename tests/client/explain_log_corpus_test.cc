@@ -43,11 +43,13 @@
 namespace gloowatch::client {
 namespace {
 
-// Measured with the signatures of 2026-12-05 (121 of 121); a floor only.
-constexpr int kMinFailuresRight = 121;
+// Measured with the signatures of 2026-12-06 (147 of 148; the miss is a log
+// of only the store host's IPv6 lookup failing, which a run that goes on
+// prints too); a floor only.
+constexpr int kMinFailuresRight = 147;
 // The corpus's size, so that a file dropped from the manifest fails too.
-constexpr int kMinFailures = 121;
-constexpr int kMinHealthy = 12;
+constexpr int kMinFailures = 148;
+constexpr int kMinHealthy = 15;
 constexpr int kMaxHealthyFalseAlarms = 0;
 
 struct Row {

@@ -377,10 +377,30 @@ INSTANTIATE_TEST_SUITE_P(
         LineCase{"ValueError: host not found: Temporary failure in name resolution",
                  "store_host_unresolvable", LogSeverity::kError,
                  "store host does not resolve: Temporary failure in name resolution"},
-        // socket.cpp's waitForInput gave up (a warning; the DistStoreError follows).
+        // socket.cpp's waitForInput gave up: logged as a warning, but the store's
+        // wait throws right after it (a DistStoreError), so it is no retry.
         LineCase{"[W1203 10:01:02.123456789 socket.cpp:460] waitForInput: socket SocketImpl(fd=12, "
                  "addr=[node-1]:50312, remote=[node-0]:29500) timed out after 300000ms",
-                 "store_wait_timeout", LogSeverity::kWarning, "store reply waited 300000 ms"},
+                 "store_wait_timeout", LogSeverity::kError, "store reply waited 300000 ms"},
+        // Horovod's HTTPStore (Gloo's rendezvous through horovodrun or Ray).
+        LineCase{"RuntimeError: [../horovod/common/gloo/http_store.cc:57] Wait timeout after 30 "
+                 "seconds for key(s): 0. You may want to increase the timeout via "
+                 "HOROVOD_GLOO_TIMEOUT_SECONDS",
+                 "store_wait_timeout", LogSeverity::kError, ""},
+        // Gloo before 2023: pair.cc's connect named the mismatch in words.
+        LineCase{"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:210] address "
+                 "family mismatch",
+                 "address_family_mismatch", LogSeverity::kError, ""},
+        // The store's port is privileged (EACCES), not taken.
+        LineCase{"RuntimeError: The server socket has failed to listen on any local network "
+                 "address. The server socket has failed to bind to [::]:97 (errno: 13 - "
+                 "Permission denied). The server socket has failed to bind to 0.0.0.0:97 (errno: "
+                 "13 - Permission denied).",
+                 "store_port_denied", LogSeverity::kError, "port 97 denied"},
+        LineCase{"torch.distributed.DistNetworkError: The server socket has failed to listen on "
+                 "any local network address. useIpv6: 0, code: -13, name: EACCES, message: "
+                 "permission denied",
+                 "store_port_denied", LogSeverity::kError, ""},
         // A rank out of memory (c10's CUDACachingAllocator, alloc_cpu.cpp).
         LineCase{"[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 132.00 "
                  "MiB. GPU 3 has a total capacity of 79.10 GiB of which 98.00 MiB is free.",
@@ -602,6 +622,42 @@ TEST(ExplainLog, AnErrorLineStandsForItsCauseBeforeTheRetriesThatLedToIt) {
   EXPECT_EQ(e.hits[0].line_of_example, 2);
   EXPECT_EQ(e.hits[0].detail, "store node-9:47389, no address of it answered");
   EXPECT_EQ(e.hits[0].severity, LogSeverity::kError);
+}
+
+// The terminal waitForInput warning is an error (a log may end with it), but
+// the DistStoreError it leads to is the line that stands for the cause.
+TEST(ExplainLog, AStoreWaitTimeoutIsAnErrorAloneAndItsExceptionLineWithIt) {
+  const std::string warning =
+      "[rank0]:[W1203 10:01:02.123456789 socket.cpp:494] [c10d] waitForInput: socket "
+      "SocketImpl(fd=12, addr=[node-1]:50312, remote=[node-0]:29500) timed out after 1800000ms\n";
+  std::istringstream alone(warning);
+  LogExplanation e = ExplainLog(alone, "alone");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "store_wait_timeout");
+  EXPECT_EQ(e.hits[e.root_cause].line_of_example, 1);
+  std::istringstream with(warning +
+                          "torch.distributed.DistStoreError: wait timeout after 1800000ms, keys: "
+                          "/default_pg/0//cuda//0\n");
+  e = ExplainLog(with, "with");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].line_of_example, 2);
+}
+
+// A launcher's worker that did not inherit GLOO_SOCKET_IFNAME binds loopback:
+// the full mesh that fails after the warning is its echo.
+TEST(ExplainLog, TheLoopbackFallbackExplainsTheFullMeshThatFails) {
+  std::istringstream in(
+      "(RayWorkerWrapper pid=1234, ip=10.41.0.8) INFO worker started\n"
+      "[rank9]:[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) "
+      "address. Using the loopback address as fallback. Manually set the network interface to "
+      "bind to with GLOO_SOCKET_IFNAME. (function operator())\n"
+      "[rank8]:[E ProcessGroupGloo.cpp:144] Gloo connectFullMesh failed with "
+      "[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error\n");
+  LogExplanation e = ExplainLog(in, "ray");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "loopback_fallback");
+  EXPECT_EQ(e.hits[e.root_cause].line_of_example, 2);
+  EXPECT_EQ(e.hits[e.root_cause].severity, LogSeverity::kError);
 }
 
 TEST(ExplainLog, TheKilledRankIsTheRootNotTheTimeoutsItCaused) {
