@@ -5,6 +5,7 @@
 // LoopbackCluster of the test support, started and stopped by the benchmark.
 //
 //   overhead_bench [--build_dir=DIR] [--seconds=180] [--warmup=20] [--slope=true]
+//                  [--extra_yaml="schedule:\n  bandwidth_budget: 0.005\n"]
 //
 // The flags' defaults come from OVERHEAD_SECONDS, OVERHEAD_WARMUP and
 // OVERHEAD_SLOPE (0 skips the 8- and 16-peer runs: the fds/threads slope).
@@ -41,13 +42,16 @@ ABSL_FLAG(int, warmup, gloowatch::bench::EnvOr("OVERHEAD_WARMUP", 20),
 ABSL_FLAG(bool, slope, gloowatch::bench::EnvOr("OVERHEAD_SLOPE", 1) != 0,
           "also run 9- and 17-daemon meshes for fds/threads at 8 and 16 peers "
           "(env OVERHEAD_SLOPE=0 skips them)");
+ABSL_FLAG(std::string, extra_yaml, "",
+          "YAML appended to every daemon's configuration, to compare a schedule or probe "
+          "size with the defaults");
 
 namespace gloowatch::bench {
 namespace {
 
 using testing::LoopbackCluster;
 
-// gloo's address only: default schedules and probe sizes.
+// gloo's address only: default schedules and probe sizes (unless --extra_yaml).
 constexpr char kYaml[] = "gloo:\n  address: 127.0.0.1\n";
 constexpr int kNodes = 32;
 constexpr absl::Duration kSample = absl::Seconds(2);
@@ -105,7 +109,7 @@ bool WaitUp(LoopbackCluster& cluster, absl::Duration timeout) {
 
 // Null (and said why) when a daemon does not start.
 std::unique_ptr<LoopbackCluster> StartCluster(int nodes) {
-  auto cluster = std::make_unique<LoopbackCluster>(nodes, kYaml);
+  auto cluster = std::make_unique<LoopbackCluster>(nodes, kYaml + absl::GetFlag(FLAGS_extra_yaml));
   if (absl::Status s = StartOneByOne(*cluster); !s.ok()) {
     Log(std::string(s.message()));
     StopCluster(*cluster);
@@ -155,6 +159,10 @@ int Run() {
                 "overhead");
   std::printf("gloowatchd overhead: %u cores, load %s, %s\n", std::thread::hardware_concurrency(),
               LoadAverage().c_str(), UtcNow().c_str());
+  if (!absl::GetFlag(FLAGS_extra_yaml).empty()) {
+    std::printf("configuration added to the defaults:\n%s\n",
+                absl::GetFlag(FLAGS_extra_yaml).c_str());
+  }
   std::fflush(stdout);
   if (slope) Slope();
 

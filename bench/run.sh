@@ -20,8 +20,10 @@ run() {
   shift
   echo
   echo "== $name"
+  local started=$SECONDS
   "$@" 2>&1 | tee "$out/$name.log"
   local rc=${PIPESTATUS[0]}
+  echo "($name took $((SECONDS - started)) s)"
   [ "$rc" -eq 0 ] || { echo "bench: $name exited $rc"; status=1; }
 }
 if [ -x "$build/bench/accuracy_bench" ]; then
