@@ -55,8 +55,9 @@ struct ScheduleConfig {
   absl::Duration bandwidth_interval = absl::Seconds(60);
   double jitter = 0.1;  // +-fraction of each interval, in [0, 0.5]
   // Fraction of wall time this node's link may spend in bandwidth transfers
-  // (ours and the peers' we serve), in (0, 1].
-  double bandwidth_budget = 0.01;
+  // (ours and the peers' we serve), in (0, 1]. 0.5%: with 31 peers the
+  // daemon's whole footprint stays under 1% of a core (docs/performance.md).
+  double bandwidth_budget = 0.005;
 };
 
 // Messages per bandwidth transfer the probe protocol allows.

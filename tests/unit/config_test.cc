@@ -97,7 +97,7 @@ TEST(ConfigTest, MinimalConfigParsesExactlyAsWritten) {
   // Everything not written keeps the header's defaults.
   const Config d;
   EXPECT_EQ(c.schedule.jitter, d.schedule.jitter);
-  EXPECT_EQ(c.schedule.bandwidth_budget, 0.01);
+  EXPECT_EQ(c.schedule.bandwidth_budget, 0.005);
   EXPECT_EQ(c.probe.latency_message_bytes, d.probe.latency_message_bytes);
   EXPECT_EQ(c.probe.latency_burst, d.probe.latency_burst);
   EXPECT_EQ(c.probe.bandwidth_bytes, d.probe.bandwidth_bytes);
