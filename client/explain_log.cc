@@ -131,6 +131,19 @@ constexpr LogSignature kSignatures[] = {
      "IPv4 address on every host, or /etc/hosts mapping each host name to its IPv4 address "
      "(Gloo takes getaddrinfo's first answer). `gloowatch diagnose` shows each host's choice.",
      R"(address families \1 vs \2 (2 = IPv4, 10 = IPv6))"},
+    // The algorithms' GLOO_ENFORCE on context->getPair(rank): "missing
+    // connection between rank R (this process) and rank P", the ring's "and
+    // previous/next ring rank P".
+    {"pair_missing",
+     R"(missing connection between rank (\d+)(?: \(this ?process\))? and (?:previous ring |next ring )?rank (\d+))",
+     S::kError, St::kSetup,
+     "A Gloo collective needs a pair to a rank its context never connected. With the same rank "
+     "on both sides, a collective in a world of one process, which Gloo before 2019 could not "
+     "run; otherwise a context whose full mesh was not set up with that rank.",
+     "Upgrade PyTorch (its Gloo runs collectives with world_size 1) or skip the collective when "
+     "world_size is 1; for two different ranks, check that every rank created the same process "
+     "groups in the same order.",
+     R"(rank \1 has no pair to rank \2)"},
     {"collective_mismatch",
      // ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL): "Rank A is running
      // collective: CollectiveFingerPrint(SequenceNumber=N, OpType=OP, ...), but
@@ -259,13 +272,20 @@ constexpr LogSignature kSignatures[] = {
      "Use an interface listed by `ip -br addr` that has an address on the training network, "
      "same name on every host (or set it per host).",
      R"(interface \1)"},
-    {"bad_address", R"(Unable to find interface for:? *(\S+))", S::kError, St::kSetup,
+    // An all-digit host name ("189") parses as an IPv4 address (0.0.0.189),
+    // which getaddrinfo returns without asking DNS.
+    {"bad_address", R"(Unable to find interface for:? *(?:\[(0\.0\.\d+\.\d+)\]|(\S+)))",
+     S::kError, St::kSetup,
      "The address Gloo was told to bind to is not configured on any local interface.",
-     "Bind to an address of this host (`ip -br addr`), or use GLOO_SOCKET_IFNAME.",
-     R"(address \1)"},
+     "Bind to an address of this host (`ip -br addr`), or use GLOO_SOCKET_IFNAME. An address "
+     "0.0.x.y is an all-digit host name read as an IPv4 address: rename the host, or set "
+     "GLOO_SOCKET_IFNAME (or MASTER_ADDR to a real address).",
+     R"(address \1 (an all-digit host name read as IPv4)|address \2)"},
     // rendezvous.py: init_method's scheme is not a registered handler
     // ("RuntimeError: No rendezvous handler for {scheme}://").
-    {"bad_init_method", R"(No rendezvous handler for (\S*)://)", S::kError, St::kSetup,
+    // A scheme's characters only (RFC 3986), so that the traceback's source
+    // line, "... for {}://".format(...), is not taken for the error.
+    {"bad_init_method", R"(No rendezvous handler for ([A-Za-z0-9+.-]*)://)", S::kError, St::kSetup,
      "init_method (or dist_url) names a rendezvous scheme torch.distributed does not know: a typo, "
      "an empty or unexpanded URL, or a store scheme this PyTorch build lacks.",
      "Use tcp://HOST:PORT, file:///PATH or env:// (with MASTER_ADDR/MASTER_PORT set); print the "

@@ -303,6 +303,22 @@ INSTANTIATE_TEST_SUITE_P(
         // torch/distributed/rendezvous.py: an init_method scheme with no handler.
         LineCase{"RuntimeError: No rendezvous handler for tpc://", "bad_init_method",
                  LogSeverity::kError, "scheme 'tpc://'"},
+        // An all-digit host name ("189") that getaddrinfo read as 0.0.0.189.
+        LineCase{"RuntimeError: [enforce fail at /pytorch/third_party/gloo/gloo/transport/tcp/"
+                 "device.cc:212] ifa != nullptr. Unable to find interface for: [0.0.0.189]",
+                 "bad_address", LogSeverity::kError,
+                 "address 0.0.0.189 (an all-digit host name read as IPv4)"},
+        LineCase{"RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/"
+                 "device.cc:83] ifa != nullptr. Unable to find interface for: [10.1.2.3]",
+                 "bad_address", LogSeverity::kError, "address [10.1.2.3]"},
+        // The algorithms' check of context->getPair (allreduce_ring.h and others).
+        LineCase{"RuntimeError: [enforce fail at /pytorch/third_party/gloo/gloo/allreduce.cc:37] "
+                 "context->getPair(recvRank). missing connection between rank 0 (this process) "
+                 "and rank 0",
+                 "pair_missing", LogSeverity::kError, "rank 0 has no pair to rank 0"},
+        LineCase{"RuntimeError: [enforce fail at gloo/broadcast.cc:61] context->getPair(prev). "
+                 "missing connection between rank 3 and previous ring rank 2",
+                 "pair_missing", LogSeverity::kError, "rank 3 has no pair to rank 2"},
         // Gloo's pair.cc names the peer as sockaddr's str().
         LineCase{"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection "
                  "closed by peer [10.0.0.3]:19722",
@@ -808,6 +824,19 @@ TEST(ExplainLog, ATracebacksRaiseIsNotTheExceptionsLine) {
   ASSERT_EQ(e.hits.size(), 1u);
   EXPECT_EQ(e.hits[0].id, "process_group_not_initialized");
   EXPECT_EQ(e.hits[0].first_line, 3);
+}
+
+// rendezvous.py formats the scheme into its message: the source line a
+// traceback quotes is no URL (pytorch/pytorch#53135).
+TEST(ExplainLog, ARaisesFormatStringIsNotTheScheme) {
+  std::istringstream in(
+      "    raise RuntimeError(\"No rendezvous handler for {}://\".format(result.scheme))\n"
+      "RuntimeError: No rendezvous handler for env://\n");
+  LogExplanation e = ExplainLog(in, "traceback");
+  ASSERT_EQ(e.hits.size(), 1u);
+  EXPECT_EQ(e.hits[0].id, "bad_init_method");
+  EXPECT_EQ(e.hits[0].first_line, 2);
+  EXPECT_EQ(e.hits[0].detail, "scheme 'env://'");
 }
 
 TEST(ExplainLog, HealthyRunWithKnownWarningsHasNoError) {
