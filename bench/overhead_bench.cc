@@ -108,20 +108,6 @@ bool WaitUp(LoopbackCluster& cluster, absl::Duration timeout) {
   return false;
 }
 
-// The daemons' bandwidth budget: the default unless --extra_yaml sets one.
-double Budget() {
-  // With the keys LoopbackCluster adds for each daemon, so that the text parses.
-  absl::StatusOr<Config> config =
-      ParseConfig(absl::StrCat(kYaml,
-                               "node: n0\ngrpc_listen: 127.0.0.1:1\nmetrics_listen: "
-                               "127.0.0.1:2\n",
-                               absl::GetFlag(FLAGS_extra_yaml)),
-                  "--extra_yaml");
-  if (config.ok()) return config->schedule.bandwidth_budget;
-  Log(absl::StrCat("the budget of --extra_yaml is unknown: ", config.status().message()));
-  return Config().schedule.bandwidth_budget;
-}
-
 // Null (and said why) when a daemon does not start.
 std::unique_ptr<LoopbackCluster> StartCluster(int nodes) {
   auto cluster = std::make_unique<LoopbackCluster>(nodes, kYaml + absl::GetFlag(FLAGS_extra_yaml));
@@ -184,6 +170,13 @@ int Run() {
   // --- 31 peers ---------------------------------------------------------------
   auto cluster = StartCluster(kNodes);
   if (cluster == nullptr) return 1;
+  // The budget node 0 runs with: the default unless --extra_yaml sets one.
+  const absl::StatusOr<Config> config = LoadConfigFile(cluster->config_path(0));
+  if (!config.ok()) {
+    Log(absl::StrCat("cannot read node 0's configuration: ", config.status().message()));
+    return 1;
+  }
+  const double budget = config->schedule.bandwidth_budget;
   WaitUp(*cluster, absl::Seconds(60));
   absl::SleepFor(absl::Seconds(warmup));
   const pid_t d = cluster->process(0)->pid();
@@ -259,7 +252,6 @@ int Run() {
   const double in_window = *b1 - *b0;
   const double share = in_window / wall;
   const double since_start = age > 0 ? *b1 / age : 0;
-  const double budget = Budget();
   std::printf("\nCPU: %.3f%% of one core (target < 1%%): %s\n", core * 100,
               Verdict(core < 0.01,
                       absl::StrFormat("daemon + transport use more than 1%% of one core; %.2f s of "
