@@ -14,8 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "client/explain_log.h"
-#include "client/log_input.h"
+#include "client/explain_log/explain_log.h"
+#include "client/explain_log/log_input.h"
 
 ABSL_FLAG(int, megabytes, 256, "Size of the generated log");
 ABSL_FLAG(double, target_mb_per_second, 100, "Throughput target");

@@ -13,8 +13,8 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "client/cluster.h"
-#include "client/html_page.h"
+#include "client/health/cluster.h"
+#include "client/health/html_page.h"
 
 ABSL_FLAG(int, nodes, 256, "Nodes in the synthetic report (2..2048).");
 ABSL_FLAG(std::string, out, "", "Write the page here.");

@@ -12,7 +12,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
-#include "client/localise.h"
+#include "client/health/localise.h"
 #include "common/config.h"
 #include "daemon/topology.h"
 

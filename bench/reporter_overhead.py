@@ -17,7 +17,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.realpath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "client"))
+sys.path.insert(0, os.path.join(HERE, "..", "client", "reporter"))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "client", "torch"))
 
 TARGET_US = 10.0

@@ -1,6 +1,6 @@
-#include "client/cluster.h"
+#include "client/health/cluster.h"
 
-#include "client/render.h"
+#include "client/health/render.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

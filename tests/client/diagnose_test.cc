@@ -1,4 +1,4 @@
-#include "client/diagnose.h"
+#include "client/diagnose/diagnose.h"
 
 #include <fstream>
 

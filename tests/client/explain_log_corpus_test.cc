@@ -36,7 +36,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "client/explain_log.h"
+#include "client/explain_log/explain_log.h"
 #include "gtest/gtest.h"
 #include "tests/support/subprocess.h"
 

@@ -1,4 +1,4 @@
-#include "client/explain_log.h"
+#include "client/explain_log/explain_log.h"
 
 #include <zlib.h>
 #include <zstd.h>
@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "client/log_input.h"
+#include "client/explain_log/log_input.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/subprocess.h"

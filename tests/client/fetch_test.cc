@@ -1,6 +1,6 @@
 // fetch against an in-test gRPC server standing in for the daemon (test
 // double for deadline/error behaviour only).
-#include "client/fetch.h"
+#include "client/sources/fetch.h"
 
 #include <grpcpp/grpcpp.h>
 

@@ -2,7 +2,7 @@
 // the cell kinds (value bands, down, pending, not measured), and that hostile
 // node names are escaped everywhere. Chromium's view of it is in
 // tests/loopback/serve_chromium_test.cc.
-#include "client/html_page.h"
+#include "client/health/html_page.h"
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"

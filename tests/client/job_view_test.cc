@@ -1,6 +1,6 @@
-#include "client/job_view.h"
+#include "client/job/job_view.h"
 
-#include "client/job_prometheus.h"
+#include "client/sources/job_prometheus.h"
 #include "common/proto_time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

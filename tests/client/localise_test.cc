@@ -1,6 +1,6 @@
 // Localisation on synthetic link matrices: each fault shape names its culprit
 // and blames nothing else; a healthy matrix names nobody.
-#include "client/localise.h"
+#include "client/health/localise.h"
 
 #include <set>
 

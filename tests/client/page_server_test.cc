@@ -1,7 +1,7 @@
 // gloowatch serve's HTTP server on loopback, driven with raw sockets: the two
 // pages, and that every other request gets a 4xx/5xx and a closed connection
 // within its bounds (no hang, no crash).
-#include "client/page_server.h"
+#include "client/health/page_server.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>

@@ -1,6 +1,6 @@
 // Port scan classification on loopback (open/refused) and, in network
 // namespaces the test creates, filtered ports behind an nft drop rule.
-#include "client/port_scan.h"
+#include "client/diagnose/port_scan.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>

@@ -1,12 +1,12 @@
 // Unit tests of the preflight's pure parts: Slurm host lists, host parsing
 // and the verdict / JSON builders (client/preflight_report.h).
-#include "client/preflight.h"
+#include "client/preflight/preflight.h"
 
 #include <fstream>
 
 #include "absl/strings/str_join.h"
-#include "client/preflight_report.h"
-#include "client/slurm_nodelist.h"
+#include "client/core/slurm_nodelist.h"
+#include "client/preflight/preflight_report.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -1,9 +1,9 @@
 // Query results -> NodeStatus: canned Prometheus answers (the JSON shape of
 // /api/v1/query's data.result) through NodesFromSnapshot, then BuildCluster.
-#include "client/prometheus_source.h"
+#include "client/sources/prometheus_source.h"
 
-#include "client/cluster.h"
-#include "client/render.h"
+#include "client/health/cluster.h"
+#include "client/health/render.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

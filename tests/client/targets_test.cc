@@ -1,4 +1,4 @@
-#include "client/targets.h"
+#include "client/core/targets.h"
 
 #include <fstream>
 

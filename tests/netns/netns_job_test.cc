@@ -91,7 +91,7 @@ class NetnsJobTest : public ::testing::Test {
       };
       ranks_.push_back(std::make_unique<Process>(
           std::vector<std::string>{"ip", "netns", "exec", cluster_->ns(i), kPython,
-                                   SourcePath("client/gloowatch_report.py"), "run",
+                                   SourcePath("client/reporter/gloowatch_report.py"), "run",
                                    SourcePath("tests/client/torch/netns_job.py")},
           RankLogPath(i), env));
     }

@@ -15,7 +15,7 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.realpath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "client"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "client", "reporter"))
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402

@@ -14,7 +14,7 @@ import time
 import unittest
 
 HERE = os.path.dirname(os.path.realpath(__file__))
-CLIENT = os.path.join(HERE, "..", "..", "..", "client")
+CLIENT = os.path.join(HERE, "..", "..", "..", "client", "reporter")
 sys.path.insert(0, CLIENT)
 sys.path.insert(0, HERE)
 import gloowatch_report  # noqa: E402
