@@ -73,15 +73,17 @@ bool LoggedAsWarning(absl::string_view line) {
 }
 
 // A warning whose wait ended unanswered, so no retry follows: a connect that
-// timed out (errno 110: the address is unreachable or filtered; a start-up
-// race is refused, not dropped, and may still succeed), and socket.cpp's
+// timed out or found no route (the address is unreachable or filtered; a
+// start-up race is refused, not dropped, and may still succeed), and socket.cpp's
 // "waitForInput: socket ... timed out after N ms", logged just before the
 // store's wait gives up and throws.
 bool UnansweredRetry(absl::string_view line) {
   // ETIMEDOUT is 110 on Linux, 60 on macOS, WSAETIMEDOUT 10060 on Windows;
   // 2.4+ logs it as "The server socket on ADDR has timed out, will retry".
+  // No route (EHOSTUNREACH 113, macOS 65; ENETUNREACH 101, macOS 51) is the
+  // same: an ICMP answer from a REJECT rule or no path, not a start-up race.
   static const RE2* unanswered = new RE2(
-      R"(errno: (?:110|60)\b|Connection timed out|Operation timed out|system error: 10060\b|has timed out, will retry|waitForInput: socket .*timed out after)",
+      R"(errno: (?:110|60|113|65|101|51)\b|Connection timed out|Operation timed out|No route to host|Network is unreachable|system error: 1006[05]\b|has timed out, will retry|waitForInput: socket .*timed out after)",
       MatchOptions(true));
   return RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *unanswered);
 }

@@ -118,7 +118,7 @@ constexpr LogSignature kSignatures[] = {
     // exception). After the failures that explain it, before the SIGTERMs
     // the agent then sends the others (ChildFailedError lists those first).
     {"rank_exited",
-     R"(failed \(exitcode: ([1-9]\d*)\) local_rank: (\d+) \(pid: (\d+)\)|\bexitcode\s*:\s*([1-9]\d*) \(pid: (\d+)\)|process (\d+) terminated with exit code ([1-9]\d*)|\bexits with return code = ([1-9]\d*)|\btask \d+: Exited with exit code ([1-9]\d*)|\bProcess \d+ exit with status code [1-9]\d{0,2}\.|detected that one or more processes exited with non-zero status|has exited due to process rank \d+ with PID|\bworker \d+ failed with exit code : [1-9])",
+     R"(failed \(exitcode: ([1-9]\d*)\) local_rank: (\d+) \(pid: (\d+)\)|\bexitcode\s*:\s*([1-9]\d*) \(pid: (\d+)\)|process (\d+) terminated with exit code ([1-9]\d*)|\bexits with return code = ([1-9]\d*)|\btask \d+: Exited with exit code ([1-9]\d*)|\bProcess \d+ exit with status code [1-9]\d{0,2}\.|detected that one or more processes exited with non-zero status|has exited due to process rank \d+ with PID|\bworker \d+ failed with exit code : [1-9]|HorovodInternalError: Horovod has been shut down)",
      S::kError, St::kExited,
      "A rank exited with an error code: it raised a Python exception (its traceback, in this "
      "log above or in that rank's own log, names it). torch elastic then stops the other ranks.",
@@ -333,7 +333,7 @@ constexpr LogSignature kSignatures[] = {
      R"(interface \1)"},
     // An all-digit host name ("189") parses as an IPv4 address (0.0.0.189),
     // which getaddrinfo returns without asking DNS.
-    {"bad_address", R"(Unable to find interface for:? *(?:\[(0\.0\.\d+\.\d+)\]|(\S+))|\bbind: Cannot assign requested address|what\(\):\s*Invalid IP address|Error connecting to \S+: address not available)",
+    {"bad_address", R"(Unable to find interface for:? *(?:\[(0\.0\.\d+\.\d+)\]|(\S+))|\bbind: Cannot assign requested address|what\(\):\s*Invalid IP address|Error connecting to \S+: address not available|OSError: \[Errno (?:99|49)\] (?:Cannot|Can't) assign requested address|\buv_bind: address not available)",
      S::kError, St::kSetup,
      "The address Gloo was told to bind to is not configured on any local interface.",
      "Bind to an address of this host (`ip -br addr`), or use GLOO_SOCKET_IFNAME. An address "
@@ -436,13 +436,13 @@ constexpr LogSignature kSignatures[] = {
      "holding it.",
      R"(port \1 taken, retrying)"},
     {"store_port_in_use",
-     R"(failed to bind to .*(Address already in use|errno: (?:98|48)\b|system error: 10048\b)|EADDRINUSE|server socket has failed to (listen|bind)|RuntimeError: Address already in use( at |\s*$)|server could not be initialized on any address for port|Failed to listen on socket initialized from fd \d+: .*Address already in use|\bon \S+, port: \d+ already in use|Unable to find a port to bind to)",
+     R"(failed to bind to .*(Address already in use|errno: (?:98|48)\b|system error: 10048\b)|EADDRINUSE|server socket has failed to (listen|bind)|RuntimeError: Address already in use( at |\s*$)|server could not be initialized on any address for port|Failed to listen on socket initialized from fd \d+: .*Address already in use|\bon \S+, port: \d+ already in use|Unable to find a port to bind to|OSError: \[(?:Errno (?:98|48)|WinError 10048)\])",
      S::kError, St::kSetup,
      "MASTER_PORT is already in use on the rank 0 host (a stale job, or two jobs on one port).",
      "Pick a free MASTER_PORT or stop the stale process (`ss -ltnp sport = :PORT`)."},
     // pair.cc's bind or listen on its ephemeral port, GLOO_ENFORCE'd with
     // strerror ("[gloo/transport/tcp/pair.cc:185] listen: Address already in use").
-    {"pair_bind_in_use", R"(\b(?:bind|listen): Address already in use|Error on listener socket: address already in use)", S::kError, St::kSetup,
+    {"pair_bind_in_use", R"(\b(?:bind|listen): Address already in use|Error on listener socket: address already in use|\buv_(?:bind|listen): address already in use)", S::kError, St::kSetup,
      "A Gloo pair could not bind its listening socket: the address/port is taken (a fixed port "
      "range exhausted, or another process on it).",
      "Check net.ipv4.ip_local_port_range and what holds the ports (`ss -ltnp`); stale training "
@@ -460,7 +460,7 @@ constexpr LogSignature kSignatures[] = {
     // descriptor, buffer or permission for it (the descriptor limit has its
     // own signature, before this one).
     {"local_socket_error",
-     R"(The socket cannot be switched to (?:non-)?blocking mode|The port number of the socket cannot be retrieved|The socket is not initialized\.|The initialization of Winsock has failed|Unexpected poll revent on the master's listening socket|UV Store addr parsing failure|Failed to open existing socket\.|(?:rv|fd_) != -1\. -1 vs -1\. (?:epoll_ctl|epoll_create|getsockname|setsockopt|fcntl|socket|pipe): |RuntimeError: Failed to create a socket)",
+     R"(The socket cannot be switched to (?:non-)?blocking mode|The port number of the socket cannot be retrieved|The socket is not initialized\.|The initialization of Winsock has failed|Unexpected poll revent on the master's listening socket|UV Store addr parsing failure|Failed to open existing socket\.|(?:rv|fd_) != -1\. -1 vs -1\. (?:epoll_ctl|epoll_create|getsockname|setsockopt|fcntl|socket|pipe): |RuntimeError: Failed to create a socket|\buv_(?:accept|read_start|read_stop|tcp_getsockname|tcp_getpeername|loop_init|timer_start|interface_addresses): )",
      S::kError, St::kSetup,
      "A socket operation failed on this host itself, before anything reached the network: the "
      "process could not create, configure or poll a socket (a security policy, exhausted kernel "
@@ -613,7 +613,7 @@ constexpr LogSignature kSignatures[] = {
     // pair.cc: "connect PEER: " and strerror; the connect loop's "SO_ERROR: "
     // and strerror, with ", remote=PEER" in newer Gloo.
     {"pair_connect_refused",
-     R"(connect.*?(?:(\[[^\]\s]+\]:\d+): )?Connection refused(?:, remote=(\[[^\]\s]+\]:\d+))?|SO_ERROR: Connection refused(?:, remote=(\[[^\]\s]+\]:\d+))?)",
+     R"(\bconnect (?:rank \d+ \()?(\[[^\]\s]+\]:\d+)\)?: Connection refused|SO_ERROR: Connection refused(?:, remote=(\[[^\]\s]+\]:\d+))?|Error connecting to (\[[^\]\s]+\]:\d+): connection refused)",
      S::kError, St::kConnect,
      "A Gloo pair connect was refused: the peer was not listening on that address/port.",
      "Check the peer rank is running and bound to a reachable interface (GLOO_SOCKET_IFNAME); "
