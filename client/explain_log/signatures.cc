@@ -625,7 +625,7 @@ constexpr LogSignature kSignatures[] = {
      "`ip route get PEER`.",
      nullptr, nullptr,
      "store_connect_timeout rendezvous_failed connect_full_mesh pair_connect_timeout store_clients_missing"},
-    {"connect_full_mesh", R"(connectFullMesh failed|Backing context not fully connected|Pair is not connected \(|Cannot close pair while waiting on connection)", S::kError, St::kConnect,
+    {"connect_full_mesh", R"(connectFullMesh failed|Backing context not fully connected|Missing pair in backing context|Pair is not connected \(|Cannot close pair while waiting on connection)", S::kError, St::kConnect,
      "Gloo could not connect its pairs to every other rank during init_process_group.",
      "Read the error it quotes; common causes are an IPv4/IPv6 mix across hosts, a host name "
      "resolving to loopback, or blocked ephemeral ports. `gloowatch diagnose` checks all three."},
@@ -722,7 +722,7 @@ constexpr LogSignature kSignatures[] = {
      "Read the first failing rank's log (a crash or OOM there is the cause); rerun with "
      "NCCL_DEBUG=INFO to see the failing call, and check NCCL_SOCKET_IFNAME / the IB fabric.",
      R"(NCCL: \1|NCCL communicator aborted on rank \2)"},
-    {"pair_io_timeout", R"((Read|Write|Send) timeout (?:rank \d+ \()?\[)", S::kError, St::kWait,
+    {"pair_io_timeout", R"((Read|Write|Send) timeout (?:rank \d+ \()?\[|Timeout waiting for memory region from )", S::kError, St::kWait,
      "A Gloo pair socket read/write hit the timeout (peer hung or the network stalls).",
      "Check the peer rank is alive and the link is healthy (`gloowatch health`)."},
     // distributed_c10d.py's barrier waits while worker_count != world_size
