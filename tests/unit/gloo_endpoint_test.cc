@@ -1,4 +1,4 @@
-#include "daemon/gloo_endpoint.h"
+#include "daemon/system/gloo_endpoint.h"
 
 #include <map>
 #include <string>
