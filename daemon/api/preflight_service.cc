@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/user_text.h"
-#include "daemon/api/services.h"
+#include "daemon/api/grpc_status.h"
 
 namespace gloowatch {
 namespace {

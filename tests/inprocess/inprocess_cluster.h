@@ -18,7 +18,7 @@
 #include "channel/probe_observer.h"
 #include "common/config.h"
 #include "common/simulated_clock.h"
-#include "daemon/api/services.h"
+#include "daemon/api/peer_service.h"
 #include "daemon/daemon.h"
 #include "grpcpp/grpcpp.h"
 #include "tests/inprocess/thread_launcher.h"

@@ -13,7 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "daemon/api/services.h"
+#include "daemon/api/peer_service.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "transport/peer_prober.h"

@@ -1,27 +1,20 @@
-// gRPC services of the daemon: the operator-facing Status service and the
-// peer-to-peer Peer service, kept in separate classes.
+// The operator-facing gRPC service (gloowatch.v1.Status): the node's status,
+// and the training processes' step and collective reports.
 #pragma once
 
 #include <functional>
-#include <map>
-#include <memory>
-#include <set>
 #include <string>
-#include <vector>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
-#include "channel/responder_opener.h"
-#include "common/clock.h"
 #include "proto/gloowatch.grpc.pb.h"
 
 namespace gloowatch {
 
-grpc::Status ToGrpc(const absl::Status& status);
-
-// Both services use gRPC's callback API: a call holds no thread while it
-// waits, so a flood of one method cannot use up the threads another needs.
+// gRPC's callback API, as every service of the daemon: a call holds no
+// thread while it waits, so a flood of one method cannot use up the threads
+// another needs.
 class StatusService final : public v1::Status::CallbackService {
  public:
   using StatusFn = std::function<v1::NodeStatus()>;
@@ -59,30 +52,6 @@ class StatusService final : public v1::Status::CallbackService {
   ReportFn report_;
   CollectiveFn collective_;
   AdmitFn admit_;
-};
-
-// Serves OpenProbePair: checks who asks and what, then hands the request to
-// the opener. Only configured peers may open pairs.
-class PeerService final : public v1::Peer::CallbackService {
- public:
-  PeerService(std::string node, std::string version, std::set<std::string> allowed_peers,
-              ResponderOpener* opener);
-
-  grpc::ServerUnaryReactor* OpenProbePair(grpc::CallbackServerContext* context,
-                                          const v1::OpenProbePairRequest* request,
-                                          v1::OpenProbePairResponse* response) override;
-
-  void SetAllowedPeers(std::set<std::string> peers);
-
- private:
-  // Why `request` is refused before it reaches the opener, or OK.
-  grpc::Status Check(const v1::OpenProbePairRequest& request);
-
-  const std::string node_;
-  const std::string version_;
-  ResponderOpener* const opener_;
-  absl::Mutex mu_;
-  std::set<std::string> allowed_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gloowatch
