@@ -65,9 +65,9 @@ Daemon::Daemon(Config config, const Clock* clock)
 
 Daemon::~Daemon() {
   Shutdown(absl::Seconds(1));
-  // Its scrape server reads probed_ (the peer series): it stops before the
-  // members go.
-  metrics_.reset();
+  // The scrape server renders metrics_ and probed_ (the peer series) on its
+  // thread: it stops before the members go.
+  scrape_server_.reset();
 }
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock* clock,
@@ -124,7 +124,13 @@ absl::Status Daemon::ServeMetrics(const Config& c) {
     for (const Probed& probed : probed_) trackers.push_back(probed.tracker);
     return trackers;
   }));
-  return metrics_->Serve(c.metrics_listen.ToString(), c.metrics_web);
+  absl::StatusOr<ScrapeServer::Options> options = ScrapeServer::OptionsFor(c.metrics_web);
+  if (!options.ok()) return options.status();
+  absl::StatusOr<std::unique_ptr<ScrapeServer>> server = ScrapeServer::Start(
+      c.metrics_listen.ToString(), [this] { return metrics_->Render(); }, *std::move(options));
+  if (!server.ok()) return server.status();
+  scrape_server_ = *std::move(server);
+  return absl::OkStatus();
 }
 
 std::vector<std::string> Daemon::SelectFirstPeers(const Config& c) {

@@ -16,6 +16,7 @@
 #include "daemon/api/preflight_service.h"
 #include "daemon/api/report_admission.h"
 #include "daemon/api/status_service.h"
+#include "daemon/http/scrape_server.h"
 #include "daemon/metrics/host_load.h"
 #include "daemon/metrics/metrics.h"
 #include "daemon/peers/peer_tracker.h"
@@ -96,6 +97,8 @@ class Daemon {
   std::string hostname_;
   const std::shared_ptr<HostLoad> host_load_;
   std::unique_ptr<Metrics> metrics_;
+  // Serves metrics_->Render(), which reads probed_: reset before they go.
+  std::unique_ptr<ScrapeServer> scrape_server_;
   std::unique_ptr<TrainingReports> training_;
   std::unique_ptr<ReportAdmission> report_admission_;  // set before the server starts
   std::set<TrainingReports::Key> collective_series_;   // with collective gauges; Tick only

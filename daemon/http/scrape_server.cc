@@ -367,6 +367,20 @@ class ScrapeServer::Loop {
   std::map<int, Conn> conns_;
 };
 
+absl::StatusOr<ScrapeServer::Options> ScrapeServer::OptionsFor(const MetricsWebConfig& web) {
+  Options options;
+  if (web.tls()) {
+    auto tls = TlsServerContext::Load(web.tls_cert_file, web.tls_key_file, web.tls_client_ca_file);
+    if (!tls.ok()) return tls.status();
+    options.tls = *std::move(tls);
+  }
+  if (web.basic_auth()) {
+    options.basic_auth =
+        std::make_shared<BasicAuth>(web.basic_auth_user, web.basic_auth_password_hash);
+  }
+  return options;
+}
+
 absl::StatusOr<std::unique_ptr<ScrapeServer>> ScrapeServer::Start(const std::string& host_port,
                                                                   Render render, Options options) {
   absl::StatusOr<HostPort> address = ParseHostPort(host_port);

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/config.h"
 #include "daemon/http/basic_auth.h"
 #include "daemon/http/tls_stream.h"
 
@@ -36,8 +37,13 @@ class ScrapeServer {
     // server's thread.
     std::shared_ptr<BasicAuth> basic_auth;
   };
-  // The body of a GET /metrics (Prometheus text format).
+  // The body of a GET /metrics (Prometheus text format), rendered on the
+  // server's thread for every scrape.
   using Render = std::function<std::string()>;
+
+  // The TLS and basic auth `web` asks for, on the default limits. Fails
+  // (never throws) when a TLS file is bad.
+  static absl::StatusOr<Options> OptionsFor(const MetricsWebConfig& web);
 
   // Listens on host:port ("[::1]:9100" for IPv6) and serves until destroyed.
   static absl::StatusOr<std::unique_ptr<ScrapeServer>> Start(const std::string& host_port,

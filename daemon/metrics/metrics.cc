@@ -1,7 +1,6 @@
 #include "daemon/metrics/metrics.h"
 
 #include "absl/strings/str_cat.h"
-#include "daemon/http/scrape_server.h"
 #include "prometheus/text_serializer.h"
 
 namespace gloowatch {
@@ -115,9 +114,6 @@ void Metrics::SetThresholds(const v1::Thresholds& t) {
   threshold_cpu_steal_->Set(t.cpu_steal_ratio());
 }
 
-// The scrape server calls Collect() on its thread: it goes first.
-Metrics::~Metrics() { server_.reset(); }
-
 void Metrics::AddCollectable(std::shared_ptr<prometheus::Collectable> collectable) {
   absl::MutexLock lock(&collectables_mu_);
   collectables_.push_back(std::move(collectable));
@@ -139,24 +135,7 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
   return families;
 }
 
-absl::Status Metrics::Serve(const std::string& host_port, const MetricsWebConfig& web) {
-  ScrapeServer::Options options;
-  if (web.tls()) {
-    auto tls = TlsServerContext::Load(web.tls_cert_file, web.tls_key_file, web.tls_client_ca_file);
-    if (!tls.ok()) return tls.status();
-    options.tls = *std::move(tls);
-  }
-  if (web.basic_auth()) {
-    options.basic_auth =
-        std::make_shared<BasicAuth>(web.basic_auth_user, web.basic_auth_password_hash);
-  }
-  absl::StatusOr<std::unique_ptr<ScrapeServer>> server = ScrapeServer::Start(
-      host_port, [this] { return prometheus::TextSerializer().Serialize(Collect()); },
-      std::move(options));
-  if (!server.ok()) return server.status();
-  server_ = *std::move(server);
-  return absl::OkStatus();
-}
+std::string Metrics::Render() const { return prometheus::TextSerializer().Serialize(Collect()); }
 
 void Metrics::RecordTrainingStep(const std::string& job, int rank, double step_seconds,
                                  double communication_seconds) {

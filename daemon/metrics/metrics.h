@@ -1,7 +1,8 @@
-// Prometheus export: the daemon-wide metric families, the collectables read
-// at scrape time (per-peer series, process_*) and the /metrics server. Names
-// follow Prometheus conventions (gloowatch_ prefix, base units); labels are
-// `node` (ours) and `peer`, nothing per probe.
+// Prometheus export: the daemon-wide metric families and the collectables
+// read at scrape time (per-peer series, process_*), rendered as the body of
+// /metrics; the daemon's hub serves it (http/scrape_server). Names follow
+// Prometheus conventions (gloowatch_ prefix, base units); labels are `node`
+// (ours) and `peer`, nothing per probe.
 #pragma once
 
 #include <memory>
@@ -9,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/config.h"
 #include "daemon/metrics/process_metrics.h"
@@ -22,8 +22,6 @@
 #include "proto/gloowatch.pb.h"
 
 namespace gloowatch {
-
-class ScrapeServer;
 
 class Metrics {
  public:
@@ -39,11 +37,6 @@ class Metrics {
   };
 
   explicit Metrics(Identity identity);
-  ~Metrics();
-
-  // Serves /metrics on host:port, with the TLS and basic auth `web` asks
-  // for. Fails (never throws) when the port is taken or a TLS file is bad.
-  absl::Status Serve(const std::string& host_port, const MetricsWebConfig& web);
 
   // Adds the families `collectable` builds at every scrape (the per-peer
   // series) to what /metrics serves.
@@ -51,6 +44,9 @@ class Metrics {
   // Everything /metrics serves: the registry's families, the collectables'
   // and the process_* series.
   std::vector<prometheus::MetricFamily> Collect() const;
+  // Collect() in Prometheus' text format: the body of GET /metrics. Safe to
+  // call from any thread.
+  std::string Render() const;
   prometheus::Registry& registry() { return *registry_; }
 
   // Training-step reports, per (job, rank) series.
@@ -84,7 +80,6 @@ class Metrics {
       ABSL_GUARDED_BY(collectables_mu_);
   prometheus::Family<prometheus::Gauge>* build_info_ = nullptr;
   prometheus::Gauge* build_info_series_ = nullptr;
-  std::unique_ptr<ScrapeServer> server_;
   prometheus::Family<prometheus::Counter>* training_step_;
   prometheus::Family<prometheus::Counter>* training_comm_;
   prometheus::Family<prometheus::Counter>* training_steps_;
