@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "daemon/metrics/metric_catalogue.h"
 #include "daemon/metrics/metric_families.h"
 #include "daemon/system/proc_fs.h"
 
@@ -133,20 +134,15 @@ v1::HostLoad HostLoad::Figures() const {
 std::vector<prometheus::MetricFamily> HostLoadCollector::Collect() const {
   const v1::HostLoad f = load_->Figures();
   std::vector<prometheus::MetricFamily> out;
-  auto gauge = [&](const char* name, const char* help, bool has, double value) {
+  auto gauge = [&](const MetricSpec& spec, bool has, double value) {
     if (!has) return;  // no figure yet: no series, rather than a healthy-looking 0
-    out.push_back(Family(name, help, prometheus::MetricType::Gauge));
-    Add(out.back(), {{"node", node_}}, value);
+    out.push_back(Family(spec));
+    Add(out.back(), MetricLabels(spec, {node_}), value);
   };
-  gauge("gloowatch_host_scheduling_delay_seconds",
-        "Mean wait of gloowatch's threads from runnable to running over the last 10 s",
-        f.has_scheduling_delay_seconds(), f.scheduling_delay_seconds());
-  gauge("gloowatch_host_cpu_steal_ratio",
-        "Share of the host's CPU time stolen by the hypervisor over the last 10 s",
-        f.has_cpu_steal_ratio(), f.cpu_steal_ratio());
-  gauge("gloowatch_host_cpu_pressure_ratio",
-        "Share of time some task waited for a CPU, host-wide (PSI cpu some avg10)",
-        f.has_cpu_pressure_ratio(), f.cpu_pressure_ratio());
+  gauge(metric::kHostSchedulingDelay, f.has_scheduling_delay_seconds(),
+        f.scheduling_delay_seconds());
+  gauge(metric::kHostCpuSteal, f.has_cpu_steal_ratio(), f.cpu_steal_ratio());
+  gauge(metric::kHostCpuPressure, f.has_cpu_pressure_ratio(), f.cpu_pressure_ratio());
   return out;
 }
 

@@ -1,12 +1,23 @@
 #include "daemon/metrics/metrics.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
+#include "daemon/metrics/metric_catalogue.h"
+#include "daemon/metrics/metric_families.h"
 #include "prometheus/text_serializer.h"
 
 namespace gloowatch {
 
-using prometheus::BuildCounter;
-using prometheus::BuildGauge;
+namespace {
+
+// The series of one (job, rank) in a training family.
+prometheus::Labels TrainingLabels(const MetricSpec& spec, const std::string& node,
+                                  const std::string& job, int rank) {
+  return MetricLabels(spec, {node, job, absl::StrCat(rank)});
+}
+
+}  // namespace
 
 void Metrics::SetPlacement(const std::string& group, const TopologyLabels& labels) {
   if (build_info_series_ != nullptr && group == identity_.group && labels == identity_.labels) {
@@ -15,12 +26,10 @@ void Metrics::SetPlacement(const std::string& group, const TopologyLabels& label
   if (build_info_series_ != nullptr) build_info_->Remove(build_info_series_);
   identity_.group = group;
   identity_.labels = labels;
-  // The config keeps label names clear of these four.
-  prometheus::Labels all(labels.begin(), labels.end());
-  all["node"] = identity_.node;
-  all["version"] = identity_.version;
-  all["gloo_version"] = identity_.gloo_version;
-  all["group"] = group;
+  prometheus::Labels all = MetricLabels(
+      metric::kBuildInfo, {identity_.node, identity_.version, identity_.gloo_version, group});
+  // The config keeps label names clear of the catalogue's four.
+  all.insert(labels.begin(), labels.end());
   build_info_series_ = &build_info_->Add(all);
   build_info_series_->Set(1);
 }
@@ -28,80 +37,34 @@ void Metrics::SetPlacement(const std::string& group, const TopologyLabels& label
 Metrics::Metrics(Identity identity)
     : identity_(std::move(identity)), registry_(std::make_shared<prometheus::Registry>()) {
   auto& r = *registry_;
-  build_info_ = &BuildGauge()
-                     .Name("gloowatch_build_info")
-                     .Help(
-                         "Always 1; labels carry the gloowatch and Gloo versions, the "
-                         "node's group and its topology labels")
-                     .Register(r);
+  const std::string& node = identity_.node;
+  build_info_ = &RegisterGauge(metric::kBuildInfo, r);
   SetPlacement(identity_.group, identity_.labels);
   if (identity_.link_speed_bytes_per_second) {
-    BuildGauge()
-        .Name("gloowatch_link_speed_bytes_per_second")
-        .Help("Link speed of the interface the Gloo pairs use")
-        .Register(r)
-        .Add({{"node", identity_.node}, {"interface", identity_.interface}})
+    RegisterGauge(metric::kLinkSpeed, r)
+        .Add(MetricLabels(metric::kLinkSpeed, {node, identity_.interface}))
         .Set(*identity_.link_speed_bytes_per_second);
   }
-  training_step_ = &BuildCounter()
-                        .Name("gloowatch_training_step_seconds_total")
-                        .Help("Wall time of reported training steps")
-                        .Register(r);
-  training_comm_ = &BuildCounter()
-                        .Name("gloowatch_training_communication_seconds_total")
-                        .Help("Time reported training steps spent in communication")
-                        .Register(r);
-  transport_restarts_ = &BuildCounter()
-                             .Name("gloowatch_transport_restarts_total")
-                             .Help("Restarts of the probe transport process after it died")
-                             .Register(r)
-                             .Add({{"node", identity_.node}});
-  bandwidth_transfer_ = &BuildCounter()
-                             .Name("gloowatch_bandwidth_probe_seconds_total")
-                             .Help(
-                                 "Time this node's link spent in bandwidth probe transfers, its "
-                                 "own and the peers' it served")
-                             .Register(r)
-                             .Add({{"node", identity_.node}});
-  training_steps_ = &BuildCounter()
-                         .Name("gloowatch_training_steps_total")
-                         .Help("Number of reported training steps")
-                         .Register(r);
-  training_inside_ = &BuildGauge()
-                          .Name("gloowatch_training_collective_seconds")
-                          .Help(
-                              "How long the rank has been inside its current collective (0: "
-                              "between collectives)")
-                          .Register(r);
-  training_seq_ = &BuildGauge()
-                       .Name("gloowatch_training_collective_seq")
-                       .Help("Sequence number of the rank's current or last collective")
-                       .Register(r);
-  training_report_age_ = &BuildGauge()
-                              .Name("gloowatch_training_report_age_seconds")
-                              .Help(
-                                  "Time since the rank's last report (steps or heartbeat); grows "
-                                  "while the rank is stopped, hung or gone")
-                              .Register(r);
-  auto threshold = [&](const char* name, const char* help) {
-    return &BuildGauge().Name(name).Help(help).Register(r).Add({{"node", identity_.node}});
+  training_step_ = &RegisterCounter(metric::kTrainingStepSeconds, r);
+  training_comm_ = &RegisterCounter(metric::kTrainingCommunicationSeconds, r);
+  transport_restarts_ = &RegisterCounter(metric::kTransportRestarts, r)
+                             .Add(MetricLabels(metric::kTransportRestarts, {node}));
+  bandwidth_transfer_ = &RegisterCounter(metric::kBandwidthProbeSeconds, r)
+                             .Add(MetricLabels(metric::kBandwidthProbeSeconds, {node}));
+  training_steps_ = &RegisterCounter(metric::kTrainingSteps, r);
+  training_inside_ = &RegisterGauge(metric::kTrainingCollectiveSeconds, r);
+  training_seq_ = &RegisterGauge(metric::kTrainingCollectiveSeq, r);
+  training_report_age_ = &RegisterGauge(metric::kTrainingReportAge, r);
+  auto threshold = [&](const MetricSpec& spec) {
+    return &RegisterGauge(spec, r).Add(MetricLabels(spec, {node}));
   };
-  threshold_latency_ = threshold("gloowatch_threshold_latency_seconds",
-                                 "Latency p50 at or above which a link is degraded");
-  threshold_link_ratio_ = threshold("gloowatch_threshold_bandwidth_link_ratio",
-                                    "Link ratio below which a link is degraded");
-  threshold_clock_offset_ = threshold("gloowatch_threshold_clock_offset_seconds",
-                                      "Absolute clock offset at or above which a link is degraded");
-  threshold_failure_window_ = threshold("gloowatch_threshold_failure_window_seconds",
-                                        "Window in which any probe failure degrades a link");
-  threshold_communication_share_ =
-      threshold("gloowatch_threshold_communication_share",
-                "Communication share of step time above which a training job is degraded");
-  threshold_scheduling_delay_ = threshold(
-      "gloowatch_threshold_scheduling_delay_seconds",
-      "Mean scheduling delay of gloowatch's threads at or above which the host is overloaded");
-  threshold_cpu_steal_ = threshold("gloowatch_threshold_cpu_steal_ratio",
-                                   "CPU steal ratio at or above which the host is overloaded");
+  threshold_latency_ = threshold(metric::kThresholdLatency);
+  threshold_link_ratio_ = threshold(metric::kThresholdBandwidthLinkRatio);
+  threshold_clock_offset_ = threshold(metric::kThresholdClockOffset);
+  threshold_failure_window_ = threshold(metric::kThresholdFailureWindow);
+  threshold_communication_share_ = threshold(metric::kThresholdCommunicationShare);
+  threshold_scheduling_delay_ = threshold(metric::kThresholdSchedulingDelay);
+  threshold_cpu_steal_ = threshold(metric::kThresholdCpuSteal);
 }
 
 void Metrics::SetThresholds(const v1::Thresholds& t) {
@@ -139,37 +102,40 @@ std::string Metrics::Render() const { return prometheus::TextSerializer().Serial
 
 void Metrics::RecordTrainingStep(const std::string& job, int rank, double step_seconds,
                                  double communication_seconds) {
-  const prometheus::Labels labels = {
-      {"node", identity_.node}, {"training_job", job}, {"rank", absl::StrCat(rank)}};
-  training_step_->Add(labels).Increment(step_seconds);
-  training_comm_->Add(labels).Increment(communication_seconds);
-  training_steps_->Add(labels).Increment();
+  const std::string& node = identity_.node;
+  training_step_->Add(TrainingLabels(metric::kTrainingStepSeconds, node, job, rank))
+      .Increment(step_seconds);
+  training_comm_->Add(TrainingLabels(metric::kTrainingCommunicationSeconds, node, job, rank))
+      .Increment(communication_seconds);
+  training_steps_->Add(TrainingLabels(metric::kTrainingSteps, node, job, rank)).Increment();
 }
 
 void Metrics::SetTrainingCollective(const std::string& job, int rank, double inside_seconds,
                                     uint64_t seq, double report_age_seconds) {
-  const prometheus::Labels labels = {
-      {"node", identity_.node}, {"training_job", job}, {"rank", absl::StrCat(rank)}};
-  training_inside_->Add(labels).Set(inside_seconds);
-  training_seq_->Add(labels).Set(static_cast<double>(seq));
-  training_report_age_->Add(labels).Set(report_age_seconds);
+  const std::string& node = identity_.node;
+  training_inside_->Add(TrainingLabels(metric::kTrainingCollectiveSeconds, node, job, rank))
+      .Set(inside_seconds);
+  training_seq_->Add(TrainingLabels(metric::kTrainingCollectiveSeq, node, job, rank))
+      .Set(static_cast<double>(seq));
+  training_report_age_->Add(TrainingLabels(metric::kTrainingReportAge, node, job, rank))
+      .Set(report_age_seconds);
 }
 
 void Metrics::RemoveTrainingSeries(const std::string& job, int rank) {
-  const prometheus::Labels labels = {
-      {"node", identity_.node}, {"training_job", job}, {"rank", absl::StrCat(rank)}};
   // Add() returns the existing series for these labels.
-  for (auto* family : {training_step_, training_comm_, training_steps_}) {
-    family->Remove(&family->Add(labels));
+  for (auto [family, spec] : {std::pair{training_step_, &metric::kTrainingStepSeconds},
+                              std::pair{training_comm_, &metric::kTrainingCommunicationSeconds},
+                              std::pair{training_steps_, &metric::kTrainingSteps}}) {
+    family->Remove(&family->Add(TrainingLabels(*spec, identity_.node, job, rank)));
   }
   RemoveTrainingCollective(job, rank);
 }
 
 void Metrics::RemoveTrainingCollective(const std::string& job, int rank) {
-  const prometheus::Labels labels = {
-      {"node", identity_.node}, {"training_job", job}, {"rank", absl::StrCat(rank)}};
-  for (auto* family : {training_inside_, training_seq_, training_report_age_}) {
-    family->Remove(&family->Add(labels));
+  for (auto [family, spec] : {std::pair{training_inside_, &metric::kTrainingCollectiveSeconds},
+                              std::pair{training_seq_, &metric::kTrainingCollectiveSeq},
+                              std::pair{training_report_age_, &metric::kTrainingReportAge}}) {
+    family->Remove(&family->Add(TrainingLabels(*spec, identity_.node, job, rank)));
   }
 }
 

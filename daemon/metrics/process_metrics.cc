@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "daemon/metrics/metric_catalogue.h"
 #include "daemon/metrics/metric_families.h"
 #include "daemon/system/proc_fs.h"
 
@@ -80,18 +81,14 @@ ProcessCollector::ProcessCollector(std::string proc_root)
     : proc_root_(std::move(proc_root)), self_(getpid()) {}
 
 std::vector<prometheus::MetricFamily> ProcessCollector::Collect() const {
-  using prometheus::MetricType;
-  std::vector<prometheus::MetricFamily> families = {
-      Family("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
-             MetricType::Counter),
-      Family("process_resident_memory_bytes", "Resident memory size in bytes.", MetricType::Gauge),
-      Family("process_virtual_memory_bytes", "Virtual memory size in bytes.", MetricType::Gauge),
-      Family("process_start_time_seconds", "Start time of the process since unix epoch in seconds.",
-             MetricType::Gauge),
-      Family("process_open_fds", "Number of open file descriptors.", MetricType::Gauge),
-      Family("process_max_fds", "Maximum number of open file descriptors.", MetricType::Gauge),
+  const MetricSpec* const specs[] = {
+      &metric::kProcessCpuSeconds, &metric::kProcessResidentMemory, &metric::kProcessVirtualMemory,
+      &metric::kProcessStartTime,  &metric::kProcessOpenFds,        &metric::kProcessMaxFds,
   };
-  auto add = [&](pid_t pid, const std::vector<prometheus::ClientMetric::Label>& labels) {
+  std::vector<prometheus::MetricFamily> families;
+  for (const MetricSpec* spec : specs) families.push_back(Family(*spec));
+  // `process`: "" for the daemon itself, whose series carry no label.
+  auto add = [&](pid_t pid, const std::string& process) {
     absl::StatusOr<ProcessStats> stats = ReadProcessStats(proc_root_, pid);
     if (!stats.ok()) return;  // e.g. the transport just exited: its series skip a scrape
     const double values[] = {stats->cpu_seconds,
@@ -100,14 +97,15 @@ std::vector<prometheus::MetricFamily> ProcessCollector::Collect() const {
                              stats->start_time_seconds,
                              stats->open_fds,
                              stats->max_fds};
-    for (size_t i = 0; i < families.size(); ++i) Add(families[i], labels, values[i]);
+    for (size_t i = 0; i < families.size(); ++i) {
+      Add(families[i], process.empty() ? prometheus::Labels{} : MetricLabels(*specs[i], {process}),
+          values[i]);
+    }
   };
   // The daemon's own series carry no label, as every exporter's do, so the
   // usual process_* dashboards and rules work unchanged.
-  add(self_, {});
-  if (const pid_t transport = transport_pid_.load(); transport > 0) {
-    add(transport, {{"process", "transport"}});
-  }
+  add(self_, "");
+  if (const pid_t transport = transport_pid_.load(); transport > 0) add(transport, "transport");
   return families;
 }
 

@@ -1,10 +1,10 @@
 #include "daemon/peers/peer_series.h"
 
-#include <algorithm>
 #include <limits>
 #include <utility>
 
 #include "common/failure.h"
+#include "daemon/metrics/metric_catalogue.h"
 #include "daemon/metrics/metric_families.h"
 
 namespace gloowatch {
@@ -14,10 +14,10 @@ using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
 
-ClientMetric RttHistogram(const PeerSnapshot& peer, std::vector<ClientMetric::Label> labels) {
+ClientMetric RttHistogram(const PeerSnapshot& peer, const prometheus::Labels& labels) {
   const std::vector<double>& bounds = RttBucketBounds();
   ClientMetric metric;
-  metric.label = std::move(labels);
+  metric.label = SampleLabels(labels);
   uint64_t cumulative = 0;
   for (size_t i = 0; i < peer.rtt_buckets.size(); ++i) {
     cumulative += peer.rtt_buckets[i];
@@ -29,139 +29,102 @@ ClientMetric RttHistogram(const PeerSnapshot& peer, std::vector<ClientMetric::La
   return metric;
 }
 
+// A family of per-peer series and the catalogue entry it is made from.
+struct PeerFamily {
+  explicit PeerFamily(const MetricSpec& s) : spec(&s), family(Family(s)) {}
+  const MetricSpec* spec;
+  MetricFamily family;
+};
+
 }  // namespace
 
 PeerSeries::PeerSeries(std::string node, TrackerSource trackers)
     : node_(std::move(node)), trackers_(std::move(trackers)) {}
 
 std::vector<MetricFamily> PeerSeries::Collect() const {
-  MetricFamily up = Family("gloowatch_peer_up",
-                           "1 when the Gloo probe pair to the peer is connected and answering",
-                           MetricType::Gauge);
-  MetricFamily rtt =
-      Family("gloowatch_peer_rtt_seconds", "Round-trip time of small messages over the Gloo pair",
-             MetricType::Histogram);
-  MetricFamily rtt_p50 =
-      Family("gloowatch_peer_rtt_p50_seconds", "Median round-trip time over the sliding window",
-             MetricType::Gauge);
-  MetricFamily rtt_p99 =
-      Family("gloowatch_peer_rtt_p99_seconds",
-             "99th percentile round-trip time over the sliding window", MetricType::Gauge);
-  MetricFamily rtt_jitter = Family(
-      "gloowatch_peer_rtt_jitter_seconds",
-      "Latency jitter: p99 minus p50 round-trip time over the sliding window", MetricType::Gauge);
-  MetricFamily latency_lost = Family(
-      "gloowatch_peer_latency_probes_lost_total",
-      "Latency probes whose ping timed out (each also ends the session as a timeout failure)",
-      MetricType::Counter);
-  MetricFamily bandwidth =
-      Family("gloowatch_peer_bandwidth_bytes_per_second",
-             "Throughput of the last timed bulk transfer (direction tx|rx)", MetricType::Gauge);
-  MetricFamily link_ratio = Family(
-      "gloowatch_peer_bandwidth_link_ratio",
-      "Last measured bandwidth over the local link speed (direction tx|rx)", MetricType::Gauge);
-  MetricFamily offset =
-      Family("gloowatch_peer_clock_offset_seconds",
-             "Peer wall clock minus ours, best sample of the last burst", MetricType::Gauge);
-  MetricFamily offset_error =
-      Family("gloowatch_peer_clock_offset_error_seconds",
-             "Error bound (half the round trip) of the clock offset", MetricType::Gauge);
-  MetricFamily failures =
-      Family("gloowatch_peer_probe_failures_total",
-             "Failed probes and connection attempts, by classified reason", MetricType::Counter);
-  MetricFamily probes =
-      Family("gloowatch_peer_probes_total", "Completed probes by kind (latency|skew|bandwidth)",
-             MetricType::Counter);
-  MetricFamily tcp_retransmitted =
-      Family("gloowatch_peer_tcp_retransmitted_segments_total",
-             "TCP segments the probe pairs' sockets retransmitted to the peer (kernel tcp_info)",
-             MetricType::Counter);
-  MetricFamily tcp_spurious = Family(
-      "gloowatch_peer_tcp_spurious_retransmitted_segments_total",
-      "Of those, retransmissions the peer reported it already had (DSACK)", MetricType::Counter);
-  MetricFamily tcp_sent = Family(
-      "gloowatch_peer_tcp_sent_segments_total",
-      "TCP data segments the probe pairs' sockets sent to the peer, retransmissions included",
-      MetricType::Counter);
-  MetricFamily tcp_loss_ratio = Family(
-      "gloowatch_peer_tcp_loss_ratio",
-      "Lost (retransmitted, not spurious) over sent TCP segments of the probe pairs, last 60 s",
-      MetricType::Gauge);
-  MetricFamily tcp_rtt = Family(
-      "gloowatch_peer_tcp_rtt_seconds",
-      "Kernel's smoothed round-trip time of the command pair's TCP connection", MetricType::Gauge);
-  MetricFamily tcp_rtt_variation =
-      Family("gloowatch_peer_tcp_rtt_variation_seconds",
-             "Kernel's round-trip time variation of the same connection", MetricType::Gauge);
+  PeerFamily up(metric::kPeerUp);
+  PeerFamily rtt(metric::kPeerRtt);
+  PeerFamily rtt_p50(metric::kPeerRttP50);
+  PeerFamily rtt_p99(metric::kPeerRttP99);
+  PeerFamily rtt_jitter(metric::kPeerRttJitter);
+  PeerFamily latency_lost(metric::kPeerLatencyProbesLost);
+  PeerFamily bandwidth(metric::kPeerBandwidth);
+  PeerFamily link_ratio(metric::kPeerBandwidthLinkRatio);
+  PeerFamily offset(metric::kPeerClockOffset);
+  PeerFamily offset_error(metric::kPeerClockOffsetError);
+  PeerFamily failures(metric::kPeerProbeFailures);
+  PeerFamily probes(metric::kPeerProbes);
+  PeerFamily tcp_retransmitted(metric::kPeerTcpRetransmitted);
+  PeerFamily tcp_spurious(metric::kPeerTcpSpuriousRetransmitted);
+  PeerFamily tcp_sent(metric::kPeerTcpSent);
+  PeerFamily tcp_loss_ratio(metric::kPeerTcpLossRatio);
+  PeerFamily tcp_rtt(metric::kPeerTcpRtt);
+  PeerFamily tcp_rtt_variation(metric::kPeerTcpRttVariation);
 
   for (const std::shared_ptr<const PeerTracker>& tracker : trackers_()) {
     const PeerSnapshot peer = tracker->Snapshot();
     const v1::PeerStatus& status = peer.status;
-    // In label name order, as prometheus-cpp's families (a std::map) write them.
-    auto labels = [&](const char* key = nullptr, const char* value = nullptr) {
-      std::vector<ClientMetric::Label> out = {{"node", node_}, {"peer", status.name()}};
-      if (key != nullptr) {
-        out.push_back({key, value});
-        std::sort(out.begin(), out.end());
-      }
-      return out;
+    // node, peer and, in some families, the one label more their entry names.
+    auto labels = [&](const PeerFamily& f, const std::string& extra = "") {
+      return extra.empty() ? MetricLabels(*f.spec, {node_, status.name()})
+                           : MetricLabels(*f.spec, {node_, status.name(), extra});
+    };
+    auto add = [&](PeerFamily& f, double value, const std::string& extra = "") {
+      Add(f.family, labels(f, extra), value);
     };
 
-    Add(up, labels(), peer.up ? 1 : 0);
-    rtt.metric.push_back(RttHistogram(peer, labels()));
+    add(up, peer.up ? 1 : 0);
+    rtt.family.metric.push_back(RttHistogram(peer, labels(rtt)));
     const v1::LatencyFigures& latency = status.latency();
-    if (latency.has_p50_seconds()) Add(rtt_p50, labels(), latency.p50_seconds());
-    if (latency.has_p99_seconds()) Add(rtt_p99, labels(), latency.p99_seconds());
-    if (latency.has_jitter_seconds()) Add(rtt_jitter, labels(), latency.jitter_seconds());
-    Add(latency_lost, labels(), static_cast<double>(latency.lost_probes()));
+    if (latency.has_p50_seconds()) add(rtt_p50, latency.p50_seconds());
+    if (latency.has_p99_seconds()) add(rtt_p99, latency.p99_seconds());
+    if (latency.has_jitter_seconds()) add(rtt_jitter, latency.jitter_seconds());
+    add(latency_lost, static_cast<double>(latency.lost_probes()));
 
     // Each direction's own ratio; the status' link_ratio is the slower one's.
     const v1::BandwidthFigures& bw = status.bandwidth();
     const std::optional<double> speed = peer.link_speed_bytes_per_second;
     const bool with_ratio = speed && *speed > 0;
     if (bw.has_tx_bytes_per_second()) {
-      Add(bandwidth, labels("direction", "tx"), bw.tx_bytes_per_second());
-      if (with_ratio) Add(link_ratio, labels("direction", "tx"), bw.tx_bytes_per_second() / *speed);
+      add(bandwidth, bw.tx_bytes_per_second(), "tx");
+      if (with_ratio) add(link_ratio, bw.tx_bytes_per_second() / *speed, "tx");
     }
     if (bw.has_rx_bytes_per_second()) {
-      Add(bandwidth, labels("direction", "rx"), bw.rx_bytes_per_second());
-      if (with_ratio) Add(link_ratio, labels("direction", "rx"), bw.rx_bytes_per_second() / *speed);
+      add(bandwidth, bw.rx_bytes_per_second(), "rx");
+      if (with_ratio) add(link_ratio, bw.rx_bytes_per_second() / *speed, "rx");
     }
 
     // No offset before the first measurement: 0 would read as healthy.
     const v1::ClockFigures& clock = status.clock();
-    if (clock.has_offset_seconds()) Add(offset, labels(), clock.offset_seconds());
-    if (clock.has_error_seconds()) Add(offset_error, labels(), clock.error_seconds());
+    if (clock.has_offset_seconds()) add(offset, clock.offset_seconds());
+    if (clock.has_error_seconds()) add(offset_error, clock.error_seconds());
 
     // Every reason has a series from the start, so rate() and increase() see
     // the first failure.
     for (v1::FailureReason reason : kFailureReasons) {
       const std::string name(ReasonName(reason));
       const auto it = status.failures_by_reason().find(name);
-      Add(failures, labels("reason", name.c_str()),
-          it == status.failures_by_reason().end() ? 0 : static_cast<double>(it->second));
+      add(failures, it == status.failures_by_reason().end() ? 0 : static_cast<double>(it->second),
+          name);
     }
-    Add(probes, labels("kind", "latency"), static_cast<double>(peer.latency_probes));
-    Add(probes, labels("kind", "skew"), static_cast<double>(peer.skew_probes));
-    Add(probes, labels("kind", "bandwidth"), static_cast<double>(peer.bandwidth_probes));
+    add(probes, static_cast<double>(peer.latency_probes), "latency");
+    add(probes, static_cast<double>(peer.skew_probes), "skew");
+    add(probes, static_cast<double>(peer.bandwidth_probes), "bandwidth");
 
     const v1::TcpFigures& tcp = status.tcp();
-    Add(tcp_retransmitted, labels(), static_cast<double>(tcp.retransmitted_segments()));
-    Add(tcp_spurious, labels(), static_cast<double>(tcp.spurious_retransmitted_segments()));
-    Add(tcp_sent, labels(), static_cast<double>(tcp.sent_segments()));
-    if (tcp.has_loss_ratio()) Add(tcp_loss_ratio, labels(), tcp.loss_ratio());
-    if (tcp.has_rtt_seconds()) Add(tcp_rtt, labels(), tcp.rtt_seconds());
-    if (tcp.has_rtt_variation_seconds()) {
-      Add(tcp_rtt_variation, labels(), tcp.rtt_variation_seconds());
-    }
+    add(tcp_retransmitted, static_cast<double>(tcp.retransmitted_segments()));
+    add(tcp_spurious, static_cast<double>(tcp.spurious_retransmitted_segments()));
+    add(tcp_sent, static_cast<double>(tcp.sent_segments()));
+    if (tcp.has_loss_ratio()) add(tcp_loss_ratio, tcp.loss_ratio());
+    if (tcp.has_rtt_seconds()) add(tcp_rtt, tcp.rtt_seconds());
+    if (tcp.has_rtt_variation_seconds()) add(tcp_rtt_variation, tcp.rtt_variation_seconds());
   }
 
   std::vector<MetricFamily> out;
-  for (MetricFamily* family :
-       {&up, &rtt, &rtt_p50, &rtt_p99, &rtt_jitter, &latency_lost, &bandwidth, &link_ratio, &offset,
-        &offset_error, &failures, &probes, &tcp_retransmitted, &tcp_spurious, &tcp_sent,
-        &tcp_loss_ratio, &tcp_rtt, &tcp_rtt_variation}) {
-    if (!family->metric.empty()) out.push_back(std::move(*family));
+  for (PeerFamily* f : {&up, &rtt, &rtt_p50, &rtt_p99, &rtt_jitter, &latency_lost, &bandwidth,
+                        &link_ratio, &offset, &offset_error, &failures, &probes, &tcp_retransmitted,
+                        &tcp_spurious, &tcp_sent, &tcp_loss_ratio, &tcp_rtt, &tcp_rtt_variation}) {
+    if (!f->family.metric.empty()) out.push_back(std::move(f->family));
   }
   return out;
 }
