@@ -16,6 +16,7 @@
 #include "daemon/api/peer_service.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "transport/gloo_boundary.h"
 #include "transport/peer_prober.h"
 #include "transport/responder_registry.h"
 #include "transport/tcp_stats.h"
