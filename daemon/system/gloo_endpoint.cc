@@ -3,9 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <limits.h>
-#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <string.h>
@@ -50,49 +48,10 @@ std::optional<std::string> ReadWholeFile(const std::string& path) {
   return out;
 }
 
-std::optional<std::string> NumericHost(const sockaddr* sa) {
-  socklen_t len;
-  if (sa->sa_family == AF_INET) {
-    len = sizeof(sockaddr_in);
-  } else if (sa->sa_family == AF_INET6) {
-    len = sizeof(sockaddr_in6);
-  } else {
-    return std::nullopt;
-  }
-  char host[NI_MAXHOST];
-  if (getnameinfo(sa, len, host, sizeof(host), nullptr, 0, NI_NUMERICHOST) != 0) {
-    return std::nullopt;
-  }
-  return std::string(host);
-}
-
 class RealSystemView final : public SystemView {
  public:
   absl::StatusOr<std::vector<InterfaceInfo>> ListInterfaces() const override {
-    ifaddrs* ifap = nullptr;
-    if (getifaddrs(&ifap) != 0) {
-      return absl::InternalError(absl::StrCat("getifaddrs: ", strerror(errno)));
-    }
-    std::vector<InterfaceInfo> out;
-    for (ifaddrs* ifa = ifap; ifa != nullptr; ifa = ifa->ifa_next) {
-      if (ifa->ifa_name == nullptr) continue;
-      auto it = std::find_if(out.begin(), out.end(),
-                             [&](const InterfaceInfo& i) { return i.name == ifa->ifa_name; });
-      if (it == out.end()) {
-        InterfaceInfo info;
-        info.name = ifa->ifa_name;
-        info.flags_up = (ifa->ifa_flags & IFF_UP) != 0;
-        info.is_loopback = (ifa->ifa_flags & IFF_LOOPBACK) != 0;
-        out.push_back(std::move(info));
-        it = out.end() - 1;
-      }
-      if (ifa->ifa_addr == nullptr) continue;
-      if (std::optional<std::string> a = NumericHost(ifa->ifa_addr)) {
-        it->addresses.push_back(*std::move(a));
-      }
-    }
-    freeifaddrs(ifap);
-    return out;
+    return HostInterfaces();
   }
 
   std::optional<std::string> ReadSysfs(const std::string& iface,
@@ -133,7 +92,7 @@ class RealSystemView final : public SystemView {
     }
     std::vector<std::string> out;
     for (addrinfo* rp = result; rp != nullptr; rp = rp->ai_next) {
-      std::optional<std::string> a = NumericHost(rp->ai_addr);
+      std::optional<std::string> a = NumericAddress(rp->ai_addr);
       if (a && std::find(out.begin(), out.end(), *a) == out.end()) out.push_back(*std::move(a));
     }
     freeaddrinfo(result);
@@ -201,7 +160,7 @@ const InterfaceInfo* InterfaceForIp(const std::vector<InterfaceInfo>& ifaces, co
   }
   if (ip.family == AF_INET && IsLoopbackIp(ip)) {
     for (const InterfaceInfo& i : ifaces) {
-      if (i.is_loopback) return &i;
+      if (i.loopback) return &i;
     }
     for (const InterfaceInfo& i : ifaces) {
       for (const std::string& a : i.addresses) {
@@ -385,7 +344,7 @@ absl::Status ChooseByName(const std::string& name, const std::vector<InterfaceIn
   }
   std::optional<std::string> address = PickAddress(*c.iface);
   if (!address) {
-    if (!c.iface->flags_up) {
+    if (!c.iface->up) {
       return absl::FailedPreconditionError(
           absl::StrCat("interface ", name, " is down (from ", c.origin, ")"));
     }
@@ -473,12 +432,12 @@ absl::StatusOr<GlooEndpoint> ResolveGlooEndpoint(const EndpointRequest& req,
   if (!chosen.ok()) return chosen;
 
   GlooEndpoint& ep = c.ep;
-  if (c.iface != nullptr && !c.iface->flags_up) {
+  if (c.iface != nullptr && !c.iface->up) {
     return absl::FailedPreconditionError(
         absl::StrCat("interface ", c.iface->name, " is down (from ", c.origin, ")"));
   }
   ep.interface = c.iface != nullptr ? c.iface->name : "";
-  ep.is_loopback = IsLoopbackText(ep.address) || (c.iface != nullptr && c.iface->is_loopback);
+  ep.is_loopback = IsLoopbackText(ep.address) || (c.iface != nullptr && c.iface->loopback);
   if (ep.is_loopback && req.peers_are_remote) {
     // First, because nothing else matters if no peer can connect.
     c.warnings.insert(c.warnings.begin(),

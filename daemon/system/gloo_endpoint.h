@@ -11,22 +11,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/interfaces.h"
 
 namespace gloowatch {
-
-struct InterfaceInfo {
-  std::string name;
-  bool flags_up = false;     // IFF_UP
-  bool is_loopback = false;  // IFF_LOOPBACK
-  // Numeric IPv4/IPv6 addresses in kernel order; IPv6 link-local ones carry
-  // their scope ("fe80::1%eth0").
-  std::vector<std::string> addresses;
-};
 
 class SystemView {
  public:
   virtual ~SystemView() = default;
-  // Every interface, including ones without an IP address (getifaddrs).
+  // Every interface, including ones without an IP address (HostInterfaces).
   virtual absl::StatusOr<std::vector<InterfaceInfo>> ListInterfaces() const = 0;
   // Contents of /sys/class/net/<iface>/<file>, trailing whitespace removed;
   // nullopt when missing or unreadable (lo's "speed" read fails with EINVAL).
