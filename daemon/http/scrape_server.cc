@@ -14,64 +14,21 @@
 #include <map>
 #include <vector>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "common/config.h"
+#include "common/http_request.h"
 
 namespace gloowatch {
 namespace {
 
-struct Request {
-  std::string method;
-  std::string path;  // without the query
-  bool keep_alive = false;
-  bool has_body = false;
-  std::string authorization;  // as sent: credentials are case-sensitive
-};
-
-// Parses a request header (up to and without the blank line); false when it
-// is not HTTP/1.x.
-bool ParseRequest(absl::string_view header, Request* request) {
-  std::vector<absl::string_view> lines = absl::StrSplit(header, '\n');
-  std::vector<absl::string_view> first =
-      absl::StrSplit(absl::StripTrailingAsciiWhitespace(lines[0]), ' ');
-  if (first.size() != 3 || first[0].empty() || !absl::StartsWith(first[1], "/")) return false;
-  const absl::string_view version = first[2];
-  if (version != "HTTP/1.0" && version != "HTTP/1.1") return false;
-  request->method = std::string(first[0]);
-  request->path = std::string(first[1].substr(0, first[1].find('?')));
-  request->keep_alive = version == "HTTP/1.1";
-  for (size_t i = 1; i < lines.size(); ++i) {
-    const absl::string_view line = absl::StripAsciiWhitespace(lines[i]);
-    const size_t colon = line.find(':');
-    if (colon == absl::string_view::npos) continue;
-    const std::string name = absl::AsciiStrToLower(line.substr(0, colon));
-    if (name == "authorization") {
-      request->authorization = std::string(absl::StripAsciiWhitespace(line.substr(colon + 1)));
-      continue;
-    }
-    const std::string value =
-        absl::AsciiStrToLower(absl::StripAsciiWhitespace(line.substr(colon + 1)));
-    if (name == "connection") {
-      if (absl::StrContains(value, "close")) request->keep_alive = false;
-      if (absl::StrContains(value, "keep-alive")) request->keep_alive = true;
-    } else if ((name == "content-length" && value != "0") || name == "transfer-encoding") {
-      request->has_body = true;
-    }
-  }
-  return true;
-}
-
 // `extra_headers`: whole lines, each ending in \r\n.
-std::string Response(absl::string_view status, absl::string_view content_type,
-                     absl::string_view body, bool head_only, bool keep_alive,
-                     absl::string_view extra_headers = "") {
+std::string Response(int status, absl::string_view content_type, absl::string_view body,
+                     bool head_only, bool keep_alive, absl::string_view extra_headers = "") {
   std::string out = absl::StrCat(
-      "HTTP/1.1 ", status, "\r\nContent-Type: ", content_type, "\r\nContent-Length: ", body.size(),
-      "\r\nConnection: ", keep_alive ? "keep-alive" : "close", "\r\n", extra_headers, "\r\n");
+      "HTTP/1.1 ", status, " ", HttpReason(status), "\r\nContent-Type: ", content_type,
+      "\r\nContent-Length: ", body.size(), "\r\nConnection: ", keep_alive ? "keep-alive" : "close",
+      "\r\n", extra_headers, "\r\n");
   if (!head_only) out.append(body.data(), body.size());
   return out;
 }
@@ -250,66 +207,57 @@ class ScrapeServer::Loop {
 
   // Answers the next whole request in `conn.in`, if there is one.
   void Answer(int fd, Conn& conn) {
-    size_t end = conn.in.find("\r\n\r\n");
-    size_t skip = 4;
-    if (const size_t lf = conn.in.find("\n\n"); lf != std::string::npos && lf < end) {
-      end = lf;
-      skip = 2;
+    const RequestHead next = NextRequestHead(conn.in, options_.max_request_bytes);
+    if (next.state == RequestHead::State::kTooLarge) {
+      return Send(fd, conn,
+                  Response(kHttpHeaderTooLarge, "text/plain", "header too large\n", false, false),
+                  false);
     }
-    if (end == std::string::npos) {
-      if (conn.in.size() > options_.max_request_bytes) {
-        return Send(fd, conn,
-                    Response("431 Request Header Fields Too Large", "text/plain",
-                             "header too large\n", false, false),
-                    false);
-      }
+    if (next.state == RequestHead::State::kIncomplete) {
       if (conn.close_after) Drop(fd);
       return;
     }
-    Request request;
-    const bool parsed = ParseRequest(absl::string_view(conn.in).substr(0, end), &request);
-    conn.in.erase(0, end + skip);
-    if (!parsed) {
+    HttpRequest request;
+    const int refused = ParseRequestHead(next.text, &request);
+    conn.in.erase(0, next.consumed);
+    if (refused == kHttpBadRequest) {
       return Send(
           fd, conn,
-          Response("400 Bad Request", "text/plain", "not an HTTP/1.x request\n", false, false),
+          Response(kHttpBadRequest, "text/plain", "not an HTTP/1.x request\n", false, false),
           false);
     }
-    // A request body is never expected; rather than skip one, answer and close.
-    const bool keep_alive = request.keep_alive && !request.has_body && !conn.close_after;
-    const bool head = request.method == "HEAD";
-    if (request.method != "GET" && !head) {
+    if (refused == kHttpMethodNotAllowed) {
       return Send(
           fd, conn,
-          Response("405 Method Not Allowed", "text/plain", "only GET and HEAD\n", false, false),
+          Response(kHttpMethodNotAllowed, "text/plain", "only GET and HEAD\n", false, false),
           false);
     }
+    const bool keep_alive = request.keep_alive && !conn.close_after;
+    const bool head = request.head_only;
     if (options_.basic_auth) {
       switch (options_.basic_auth->Check(request.authorization, absl::Now())) {
         case BasicAuth::Verdict::kAllowed:
           break;
         case BasicAuth::Verdict::kDenied:
           return Send(fd, conn,
-                      Response("401 Unauthorized", "text/plain", "unauthorized\n", head, keep_alive,
+                      Response(401, "text/plain", "unauthorized\n", head, keep_alive,
                                "WWW-Authenticate: Basic realm=\"gloowatch\"\r\n"),
                       keep_alive);
         case BasicAuth::Verdict::kTooManyAttempts:
-          return Send(fd, conn,
-                      Response("429 Too Many Requests", "text/plain",
-                               "too many authentication attempts; retry in a second\n", head, false,
-                               "Retry-After: 1\r\n"),
-                      false);
+          return Send(
+              fd, conn,
+              Response(429, "text/plain", "too many authentication attempts; retry in a second\n",
+                       head, false, "Retry-After: 1\r\n"),
+              false);
       }
     }
     if (request.path != "/metrics") {
-      return Send(fd, conn,
-                  Response("404 Not Found", "text/plain", "see /metrics\n", head, keep_alive),
+      return Send(fd, conn, Response(404, "text/plain", "see /metrics\n", head, keep_alive),
                   keep_alive);
     }
-    Send(
-        fd, conn,
-        Response("200 OK", "text/plain; version=0.0.4; charset=utf-8", render_(), head, keep_alive),
-        keep_alive);
+    Send(fd, conn,
+         Response(200, "text/plain; version=0.0.4; charset=utf-8", render_(), head, keep_alive),
+         keep_alive);
   }
 
   void Send(int fd, Conn& conn, std::string response, bool keep_alive) {

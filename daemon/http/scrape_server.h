@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/config.h"
+#include "common/http_request.h"
 #include "daemon/http/basic_auth.h"
 #include "daemon/http/tls_stream.h"
 
@@ -30,7 +31,7 @@ class ScrapeServer {
     absl::Duration request_timeout = absl::Seconds(3);
     // To write a whole answer.
     absl::Duration response_timeout = absl::Seconds(10);
-    size_t max_request_bytes = 8 << 10;
+    size_t max_request_bytes = kMaxRequestHeadBytes;
     // TLS on every connection when set; plain HTTP otherwise.
     std::shared_ptr<const TlsServerContext> tls;
     // Every request must pass it when set (401 otherwise). Used only by the
