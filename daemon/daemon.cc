@@ -376,18 +376,7 @@ v1::NodeStatus Daemon::Status() const {
   s.set_version(GLOOWATCH_VERSION);
   s.set_gloo_version(GLOOWATCH_GLOO_VERSION);
   s.set_hostname(hostname_);
-  v1::GlooEndpoint* g = s.mutable_gloo();
-  g->set_interface(endpoint_.interface);
-  g->set_address(endpoint_.address);
-  g->set_source(endpoint_.source);
-  g->set_is_loopback(endpoint_.is_loopback);
-  if (endpoint_.link_speed_bytes_per_second) {
-    g->set_link_speed_bytes_per_second(*endpoint_.link_speed_bytes_per_second);
-  }
-  g->set_link_speed_note(endpoint_.link_speed_note);
-  g->set_mtu(endpoint_.mtu);
-  g->set_warning(endpoint_.warning);
-  for (const std::string& name : endpoint_.socket_ifnames) g->add_socket_ifnames(name);
+  *s.mutable_gloo() = GlooEndpointProto(endpoint_);
   *s.mutable_started_at() = ToProtoTimestamp(started_at_);
   *s.mutable_now() = ToProtoTimestamp(clock_->Now());
   for (const Probed& probed : probed_) {

@@ -39,20 +39,6 @@ absl::Status CheckSession(const std::string& session) {
   return absl::OkStatus();
 }
 
-void FillEndpoint(const GlooEndpoint& ep, v1::GlooEndpoint* g) {
-  g->set_interface(ep.interface);
-  g->set_address(ep.address);
-  g->set_source(ep.source);
-  g->set_is_loopback(ep.is_loopback);
-  if (ep.link_speed_bytes_per_second) {
-    g->set_link_speed_bytes_per_second(*ep.link_speed_bytes_per_second);
-  }
-  g->set_link_speed_note(ep.link_speed_note);
-  g->set_mtu(ep.mtu);
-  g->set_warning(ep.warning);
-  for (const std::string& name : ep.socket_ifnames) g->add_socket_ifnames(name);
-}
-
 }  // namespace
 
 absl::Status CheckResolveRequest(const v1::PreflightResolveRequest& request) {
@@ -108,7 +94,7 @@ v1::PreflightResolveResponse ResolveForJob(const std::string& socket_ifname,
   if (!socket_ifname.empty()) request.env_gloo_socket_ifname = socket_ifname;
   absl::StatusOr<GlooEndpoint> endpoint = ResolveGlooEndpoint(request, system);
   if (endpoint.ok()) {
-    FillEndpoint(*endpoint, out.mutable_gloo());
+    *out.mutable_gloo() = GlooEndpointProto(*endpoint);
   } else {
     out.set_error(std::string(endpoint.status().message()));
   }

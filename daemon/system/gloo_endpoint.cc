@@ -405,6 +405,22 @@ const SystemView& RealSystem() {
   return *sys;
 }
 
+v1::GlooEndpoint GlooEndpointProto(const GlooEndpoint& ep) {
+  v1::GlooEndpoint g;
+  g.set_interface(ep.interface);
+  g.set_address(ep.address);
+  g.set_source(ep.source);
+  g.set_is_loopback(ep.is_loopback);
+  if (ep.link_speed_bytes_per_second) {
+    g.set_link_speed_bytes_per_second(*ep.link_speed_bytes_per_second);
+  }
+  g.set_link_speed_note(ep.link_speed_note);
+  g.set_mtu(ep.mtu);
+  g.set_warning(ep.warning);
+  for (const std::string& name : ep.socket_ifnames) g.add_socket_ifnames(name);
+  return g;
+}
+
 absl::StatusOr<GlooEndpoint> ResolveGlooEndpoint(const EndpointRequest& req,
                                                  const SystemView& sys) {
   absl::StatusOr<std::vector<InterfaceInfo>> listed = sys.ListInterfaces();

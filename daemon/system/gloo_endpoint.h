@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/interfaces.h"
+#include "proto/gloowatch.pb.h"
 
 namespace gloowatch {
 
@@ -57,6 +58,9 @@ struct GlooEndpoint {
   // opens one device per name); empty otherwise.
   std::vector<std::string> socket_ifnames;
 };
+
+// As GetStatus and Preflight.Resolve report it.
+v1::GlooEndpoint GlooEndpointProto(const GlooEndpoint& endpoint);
 
 // Order: gloo.address, gloo.interface, GLOO_SOCKET_IFNAME, host name.
 // Errors (the daemon cannot probe the way training would): an address no
