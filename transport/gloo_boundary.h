@@ -40,10 +40,10 @@ absl::Status GuardGloo(absl::string_view what, Fn&& fn) {
 // device's destruction) take up to this long.
 inline constexpr absl::Duration kGlooLoopTimerSlack = absl::Milliseconds(100);
 
-// A Gloo TCP device bound to `address`, its event loop thread under
-// `loop_timer_slack` (none: the creating thread's own slack); the creating
-// thread's slack is left as it was. FAILED_PRECONDITION naming the address
-// when Gloo refuses it.
+// A Gloo TCP device bound to `address`, a numeric IPv4 or IPv6 address, its
+// event loop thread under `loop_timer_slack` (none: the creating thread's own
+// slack); the creating thread's slack is left as it was. FAILED_PRECONDITION
+// naming the address when it is not numeric or Gloo refuses it.
 absl::StatusOr<std::shared_ptr<gloo::transport::Device>> CreateGlooDevice(
     const std::string& address,
     std::optional<absl::Duration> loop_timer_slack = kGlooLoopTimerSlack);
