@@ -117,7 +117,8 @@ Case Plant(const Mesh& m, Fault f) {
     if (f == Fault::kUplink) bad = (m.nodes[a].group == vgroup) != (m.nodes[b].group == vgroup);
     if (f == Fault::kLink) bad = std::min(a, b) == link.first && std::max(a, b) == link.second;
     c.input.observations.push_back(LinkObservation{
-        a, b, bad, bad ? absl::StrCat(m.nodes[a].name, "->", m.nodes[b].name, ": loss") : ""});
+        a, b, bad, bad ? absl::StrCat(m.nodes[a].name, "->", m.nodes[b].name, ": loss") : "", false,
+        0.0});
   }
   return c;
 }
