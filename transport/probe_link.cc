@@ -221,8 +221,6 @@ absl::StatusOr<std::shared_ptr<gloo::transport::Device>> CreateGlooDevice(
   return device;
 }
 
-namespace {
-
 bool SockaddrFromBytes(const std::string& bytes, sockaddr_storage* out) {
   if (bytes.empty() || bytes.size() > gloo::transport::Address::kMaxByteSize) return false;
   try {
@@ -233,8 +231,6 @@ bool SockaddrFromBytes(const std::string& bytes, sockaddr_storage* out) {
     return false;
   }
 }
-
-}  // namespace
 
 std::string GlooAddressToString(const std::string& bytes) {
   sockaddr_storage ss;
