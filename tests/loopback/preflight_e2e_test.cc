@@ -179,6 +179,18 @@ TEST_F(PreflightTest, HealthyMeshAndStoreIsGo) {
     EXPECT_EQ(p["ok"], true) << p.dump();
     EXPECT_GT(p["seconds"].get<double>(), 0);
     EXPECT_LT(p["seconds"].get<double>(), 3.0);
+    // One address, so Gloo's port order picks the listener; the reverse
+    // round proves the other direction.
+    EXPECT_TRUE(p["listener"] == p["a"] || p["listener"] == p["b"]) << p.dump();
+    EXPECT_NE(p["a_to_b"]["gloo"], p["b_to_a"]["gloo"]) << p.dump();
+    for (const char* way : {"a_to_b", "b_to_a"}) {
+      EXPECT_EQ(p[way]["tried"], true) << p.dump();
+      EXPECT_EQ(p[way]["ok"], true) << p.dump();
+    }
+  }
+  for (const json& h : j["hosts"]) {
+    EXPECT_EQ(h["inbound"]["ok"], 2) << h.dump();
+    EXPECT_EQ(h["outbound"]["ok"], 2) << h.dump();
   }
   EXPECT_TRUE(j["findings"].empty()) << j["findings"].dump();
 
@@ -188,7 +200,7 @@ TEST_F(PreflightTest, HealthyMeshAndStoreIsGo) {
   ASSERT_EQ(text.exit_code, 0) << Describe(text);
   EXPECT_THAT(text.out, HasSubstr("GLOO_SOCKET_IFNAME=lo"));
   EXPECT_THAT(text.out, HasSubstr("env:GLOO_SOCKET_IFNAME"));
-  EXPECT_THAT(text.out, HasSubstr("pairs: 3 of 3 connected"));
+  EXPECT_THAT(text.out, HasSubstr("pairs: 3 of 3 connected; the other way 3 of 3"));
   EXPECT_THAT(text.out, HasSubstr("verdict: GO (exit 0)"));
 }
 
