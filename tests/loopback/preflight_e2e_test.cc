@@ -325,7 +325,7 @@ int PortOf(const std::string& bytes) {
 // listen connects the other way and the other side sees its rank arrive.
 // Towards a third rank (127.255.255.254 sorts above the daemons, so they
 // listened) whose reverse listener is a closed loopback port, both are
-// refused at once. Strangers' bytes on a reverse listener change nothing.
+// refused (not timed out). Strangers' bytes on a reverse listener change nothing.
 TEST_F(PreflightTest, ReverseRoundProvesTheOtherDirection) {
   StartCluster(2);
   const std::string session = "test-reverse";
@@ -357,7 +357,6 @@ TEST_F(PreflightTest, ReverseRoundProvesTheOtherDirection) {
         EXPECT_FALSE(p.reverse().ok()) << p.DebugString();
         EXPECT_EQ(p.reverse().reason(), v1::FAILURE_REASON_REFUSED) << p.DebugString();
         EXPECT_EQ(p.reverse().address(), absl::StrCat("127.0.0.1:", closed_port));
-        EXPECT_LT(p.reverse().seconds(), 1.0) << p.DebugString();
       } else {
         EXPECT_TRUE(p.ok()) << p.DebugString();
         EXPECT_TRUE(p.connected()) << p.DebugString();
