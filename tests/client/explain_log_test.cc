@@ -894,8 +894,12 @@ TEST(ExplainLog, EmptyInput) {
   std::istringstream in("");
   LogExplanation e = ExplainLog(in, "empty");
   EXPECT_EQ(e.lines, 0);
+  EXPECT_EQ(e.bytes, 0u);
   EXPECT_TRUE(e.hits.empty());
-  EXPECT_THAT(RenderExplanationText(e), HasSubstr("no known signatures"));
+  EXPECT_TRUE(InputError(e).ok());  // an empty log is a log
+  EXPECT_EQ(RenderExplanationText(e), "empty: empty input, nothing to explain\n");
+  EXPECT_EQ(ExplanationToJson(e)["empty"], true);
+  EXPECT_EQ(ExplanationExitCode(e), 0);
 }
 
 TEST(ExplainLog, UnknownText) {
@@ -916,9 +920,15 @@ TEST(ExplainLog, BinaryGarbageIsScannedSafely) {
   garbage += std::string(100000, 'A');  // one very long line
   std::istringstream in(garbage);
   LogExplanation e = ExplainLog(in, "garbage");
+  // Not a text log: said so, nothing "explained" from it, and the scan
+  // stopped once the first 64 KiB told.
   EXPECT_TRUE(e.binary);
-  ASSERT_EQ(e.hits.size(), 1u);
-  EXPECT_EQ(e.hits[0].id, "peer_connection_closed");
+  EXPECT_THAT(e.not_text, HasSubstr("binary data"));
+  EXPECT_TRUE(e.hits.empty());
+  EXPECT_LT(e.bytes, garbage.size());
+  const absl::Status error = InputError(e);
+  EXPECT_TRUE(absl::IsInvalidArgument(error));
+  EXPECT_THAT(std::string(error.message()), HasSubstr("garbage: not a text log: binary data"));
   // JSON must serialise even with invalid UTF-8 around.
   EXPECT_NO_THROW(
       ExplanationToJson(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -1060,8 +1070,10 @@ TEST_F(CompressedLogs, GzipAndZstdReadAsText) {
   auto paths = ExpandLogPaths({dir_.string()});
   ASSERT_TRUE(paths.ok());
   ASSERT_EQ(paths->size(), 3u);
-  for (const std::string& path : *paths) {
+  for (const LogPath& listed : *paths) {
+    const std::string& path = listed.path;
     SCOPED_TRACE(path);
+    EXPECT_TRUE(listed.in_directory);
     auto in = OpenLog(path);
     ASSERT_TRUE(in.ok()) << in.status();
     LogExplanation e = ExplainLog(**in, path);
