@@ -1,9 +1,11 @@
 #include "client/explain_log/explain_log.h"
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <optional>
+#include <tuple>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -15,6 +17,7 @@
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
 #include "client/explain_log/log_lines.h"
+#include "client/explain_log/unrecognised.h"
 #include "re2/re2.h"
 #include "re2/set.h"
 
@@ -34,10 +37,11 @@ RE2::Options MatchOptions(bool case_sensitive) {
   return options;
 }
 
-// Every signature in one automaton: a line costs one pass whatever the size
-// of the table, and most lines match none. Indices are table positions; a
-// pattern that does not compile holds its place with one that never
-// matches, so the positions after it stay right.
+// Every signature in one automaton, and after them the fallback's patterns
+// (unrecognised.h): a line costs one pass whatever the size of the table,
+// and most lines match none. Indices below LogSignatures().size() are table
+// positions; a pattern that does not compile holds its place with one that
+// never matches, so the positions after it stay right.
 const RE2::Set& SignatureSet() {
   static const RE2::Set* set = [] {
     RE2::Options options = MatchOptions(false);
@@ -46,6 +50,11 @@ const RE2::Set& SignatureSet() {
     constexpr char kNever[] = R"([^\x00-\xff])";
     for (const auto& signature : LogSignatures()) {
       if (s->Add(signature.regex, nullptr) < 0) s->Add(kNever, nullptr);
+    }
+    for (int p = 0; p < kFallbackPatterns; ++p) {
+      if (s->Add(FallbackPatternRegex(static_cast<FallbackPattern>(p)), nullptr) < 0) {
+        s->Add(kNever, nullptr);
+      }
     }
     s->Compile();
     return s;
@@ -256,8 +265,13 @@ void PromoteTheExplanation(LogExplanation& e) {
   }
 }
 
+// A line near a signature's (this many physical lines before or after it)
+// is part of that failure's output (a traceback's header, the C++ terminate
+// wrapper, the exception repeated), not an unrecognised error of its own.
+constexpr int kNearSignatureLines = 5;
+
 // Reads one log: each logical line gets one pass of the signature set, and
-// is judged against the signatures that match it.
+// is judged against the signatures that match it, or else the fallback.
 class Explainer {
  public:
   explicit Explainer(absl::string_view source)
@@ -280,10 +294,20 @@ class Explainer {
       uncaught_at_ = l.line;
       uncaught_named_ = false;
     }
-    if (!signature_matches_.empty()) JudgeMatches(l);
+    const bool ends_distributed_traceback = tracebacks_.Ends(
+        l.prefix.stream, l.text, fallback_[kTracebackStart], fallback_[kDistributedFrame]);
+    CommitCandidatesBefore(l.line - kNearSignatureLines);
+    if (!signature_matches_.empty() && JudgeMatches(l)) {
+      // What came just before is this failure's own output.
+      candidates_.clear();
+      last_signature_line_ = l.last_line;
+      return;
+    }
+    Fallback(l, ends_distributed_traceback);
   }
 
   LogExplanation Finish(const LogReader& reader) {
+    CommitCandidatesBefore(std::numeric_limits<int>::max());
     e_.lines = reader.physical_lines();
     e_.bytes = reader.bytes();
     e_.not_text = reader.not_text();
@@ -298,13 +322,14 @@ class Explainer {
       by_sig_[i].signature = &signatures_[i];
       e_.hits.push_back(std::move(by_sig_[i]));
     }
+    if (unrecognised_.count > 0) e_.hits.push_back(std::move(unrecognised_));
     std::sort(e_.hits.begin(), e_.hits.end(), [](const SignatureHit& a, const SignatureHit& b) {
       return a.first_line < b.first_line;
     });
-    // The root: the error of the earliest stage, the earliest line among
-    // equals.
+    // The root: a signature's error of the earliest stage, the earliest line
+    // among equals; the fallback only when no signature found an error.
     auto rank_of = [](const SignatureHit& h) {
-      return std::make_pair(h.signature->stage, h.line_of_example);
+      return std::make_tuple(h.unrecognised(), h.signature->stage, h.line_of_example);
     };
     for (size_t i = 0; i < e_.hits.size(); ++i) {
       const SignatureHit& h = e_.hits[i];
@@ -319,8 +344,16 @@ class Explainer {
   }
 
  private:
-  // The line as matched, after one pass of the set (signature_matches_
-  // holds its answer). A join that may have eaten a blank is
+  struct Candidate {
+    int line = 0;
+    Stage stage = Stage::kSetup;
+    std::string example, rank, time;
+    LogTimeKind time_kind = LogTimeKind::kNone;
+    double time_seconds = 0;
+  };
+
+  // The line as matched, after one pass of the set (signature_matches_ and
+  // fallback_ hold its answer). A join that may have eaten a blank is
   // matched with one too (rare: a wrap at the widest width): the reading
   // that names the more specific cause (the earlier in the table) wins; on
   // a tie (the same cause, its values may differ) the log's other wide
@@ -343,10 +376,38 @@ class Explainer {
     return joined;
   }
 
-  // One pass of the set: the signatures that match.
+  // An error of the stack that no signature named: a candidate, counted
+  // once no signature's line comes within kNearSignatureLines after it.
+  void Fallback(const LogicalLine& l, bool ends_distributed_traceback) {
+    const bool error_shape =
+        fallback_[kErrorShape] || l.prefix.level == 'E' || l.prefix.level == 'F';
+    const bool stack = fallback_[kStackWords] && !fallback_[kOtherStack];
+    if (!((error_shape && stack) || ends_distributed_traceback)) return;
+    if (last_signature_line_ > 0 && l.line - last_signature_line_ <= kNearSignatureLines) return;
+    if (!ReportUnrecognised(l.text, l.prefix.level, LoggedAsWarning(l.text))) return;
+    Candidate c;
+    c.line = l.line;
+    c.stage = UnrecognisedStage(l.text);
+    c.example = Printable(absl::StripLeadingAsciiWhitespace(l.shown), kExampleBytes);
+    c.rank = l.prefix.rank;
+    LineTime(l, &c.time, &c.time_kind, &c.time_seconds);
+    candidates_.push_back(std::move(c));
+  }
+
+  // One pass of the set: the signatures that match, and the fallback's
+  // patterns that do.
   void Match(const LogicalLine& l) {
+    matched_.clear();
+    set_.Match(re2::StringPiece(l.text.data(), l.text.size()), &matched_);
+    std::fill(std::begin(fallback_), std::end(fallback_), false);
     signature_matches_.clear();
-    set_.Match(re2::StringPiece(l.text.data(), l.text.size()), &signature_matches_);
+    for (int m : matched_) {
+      if (m < static_cast<int>(signatures_.size())) {
+        signature_matches_.push_back(m);
+      } else {
+        fallback_[m - signatures_.size()] = true;
+      }
+    }
   }
 
   // The line's own timestamp: the one its prefix started with, else one at
@@ -450,21 +511,52 @@ class Explainer {
     return static_cast<int>(i);
   }
 
+  // Candidates older than `line` are no signature's neighbours: they count.
+  void CommitCandidatesBefore(int line) {
+    while (!candidates_.empty() && candidates_.front().line < line) {
+      Candidate& c = candidates_.front();
+      SignatureHit& h = unrecognised_;
+      if (h.count++ == 0) {
+        h.id = kUnrecognisedId;
+        h.signature = &UnrecognisedSignature(c.stage);
+        h.severity = LogSeverity::kError;
+        h.first_line = h.line_of_example = c.line;
+        h.example = std::move(c.example);
+        h.rank = std::move(c.rank);
+        h.time = std::move(c.time);
+        h.time_kind = c.time_kind;
+        h.time_seconds = c.time_seconds;
+      }
+      h.last_line = c.line;
+      candidates_.pop_front();
+    }
+  }
+
   const absl::Span<const LogSignature> signatures_;
   const std::vector<std::unique_ptr<RE2>>& regexes_;
   const RE2::Set& set_;
   LogExplanation e_;
   std::vector<SignatureHit> by_sig_;
   std::vector<bool> example_is_retry_;
-  std::vector<int> signature_matches_;
+  std::vector<int> matched_, signature_matches_;
+  bool fallback_[kFallbackPatterns] = {};
   LogicalLine spaced_;
   int uncaught_at_ = 0;          // the line of the last uncaught C++ exception, if any
   bool uncaught_named_ = false;  // whether a signature named its message
   std::string line_rank_;        // the first "[rankN]:" seen
   bool several_ranks_ = false;
+  TracebackTracker tracebacks_;
+  std::deque<Candidate>
+      candidates_;  // unrecognised errors that may yet be a signature's neighbours
+  int last_signature_line_ = 0;
+  SignatureHit unrecognised_;
 };
 
 }  // namespace
+
+bool SignatureHit::unrecognised() const {
+  return signature != nullptr && IsUnrecognised(*signature);
+}
 
 bool SignatureCompiles(size_t index) { return CompiledSignatures().at(index)->ok(); }
 
@@ -495,6 +587,17 @@ absl::Status InputError(const LogExplanation& e) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// "most likely connect" for the fallback, "" for a signature.
+std::string Confidence(const SignatureHit& h) {
+  return h.unrecognised()
+             ? absl::StrCat("low confidence, most likely ", StageCategory(h.signature->stage))
+             : "";
+}
+
+}  // namespace
+
 std::string RenderExplanationText(const LogExplanation& e) {
   std::string out;
   if (!e.not_text.empty()) return absl::StrCat(e.source, ": not a text log: ", e.not_text, "\n");
@@ -502,18 +605,25 @@ std::string RenderExplanationText(const LogExplanation& e) {
   if (e.bytes == 0 && e.lines == 0) {
     return absl::StrCat(e.source, ": empty input, nothing to explain", truncated, "\n");
   }
-  const size_t known = e.hits.size();
+  const bool has_unrecognised = std::any_of(e.hits.begin(), e.hits.end(),
+                                            [](const SignatureHit& h) { return h.unrecognised(); });
+  const size_t known = e.hits.size() - (has_unrecognised ? 1 : 0);
   const std::string signatures =
       known == 0 ? "no known signatures"
                  : absl::StrCat(known, " known signature", known == 1 ? "" : "s");
-  absl::StrAppend(&out, e.source, ": ", signatures, " in ", e.lines, " lines",
-                  e.binary ? " (input holds NUL bytes)" : "", truncated, "\n");
+  absl::StrAppend(&out, e.source, ": ", signatures,
+                  has_unrecognised ? " and an unrecognised distributed error" : "", " in ", e.lines,
+                  " lines", e.binary ? " (input holds NUL bytes)" : "", truncated, "\n");
   if (e.hits.empty()) return out;
   if (e.root_cause >= 0) {
     const SignatureHit& root = e.hits[e.root_cause];
-    absl::StrAppend(&out, "root cause: ", root.id, " (line ", root.line_of_example,
-                    root.rank.empty() || !e.rank.empty() ? "" : absl::StrCat(", rank ", root.rank),
-                    ")", root.detail.empty() ? "" : absl::StrCat(": ", root.detail), "\n");
+    absl::StrAppend(
+        &out, "root cause", root.unrecognised() ? " (low confidence)" : "", ": ", root.id,
+        " (line ", root.line_of_example,
+        root.rank.empty() || !e.rank.empty() ? "" : absl::StrCat(", rank ", root.rank), ")",
+        root.unrecognised() ? absl::StrCat(", most likely ", StageCategory(root.signature->stage))
+                            : "",
+        root.detail.empty() ? "" : absl::StrCat(": ", root.detail), "\n");
   } else {
     absl::StrAppend(&out, "no errors; warnings only\n");
   }
@@ -527,10 +637,11 @@ std::string RenderExplanationText(const LogExplanation& e) {
                           LogSeverityName(h.severity), h.count, h.first_line, h.last_line);
   }
   for (const auto& h : e.hits) {
-    absl::StrAppend(&out, "\n", h.id, " (", LogSeverityName(h.severity), ", line ",
-                    h.line_of_example,
-                    h.rank.empty() || !e.rank.empty() ? "" : absl::StrCat(", rank ", h.rank),
-                    "): ", h.example, "\n");
+    const std::string confidence = Confidence(h);
+    absl::StrAppend(
+        &out, "\n", h.id, " (", LogSeverityName(h.severity), ", line ", h.line_of_example,
+        h.rank.empty() || !e.rank.empty() ? "" : absl::StrCat(", rank ", h.rank),
+        confidence.empty() ? "" : absl::StrCat(", ", confidence), "): ", h.example, "\n");
     if (!h.detail.empty()) absl::StrAppend(&out, "  seen:  ", h.detail, "\n");
     absl::StrAppend(&out, "  cause: ", h.signature->cause, "\n", "  fix:   ", h.signature->fix,
                     "\n");
@@ -542,8 +653,14 @@ namespace {
 
 // A finding as the JSON's root cause, echoes and signatures show it.
 nlohmann::json CauseJson(const SignatureHit& h) {
-  return {{"id", h.id},     {"line", h.line_of_example},   {"detail", h.detail},
-          {"time", h.time}, {"cause", h.signature->cause}, {"fix", h.signature->fix}};
+  return {{"id", h.id},
+          {"line", h.line_of_example},
+          {"detail", h.detail},
+          {"time", h.time},
+          {"category", StageCategory(h.signature->stage)},
+          {"confidence", h.unrecognised() ? "low" : "high"},
+          {"cause", h.signature->cause},
+          {"fix", h.signature->fix}};
 }
 
 }  // namespace
@@ -618,6 +735,8 @@ std::optional<bool> EarlierInTime(const SignatureHit& x, const SignatureHit& y) 
 bool Before(const JobExplanation& job, CauseRef a, CauseRef b) {
   const SignatureHit& x = Hit(job, a);
   const SignatureHit& y = Hit(job, b);
+  // The fallback's guess never outranks another log's signature.
+  if (x.unrecognised() != y.unrecognised()) return y.unrecognised();
   if (x.signature->stage != y.signature->stage) return x.signature->stage < y.signature->stage;
   if (x.time_seconds != y.time_seconds) {
     if (std::optional<bool> earlier = EarlierInTime(x, y)) return *earlier;
@@ -663,7 +782,8 @@ std::string RenderJobText(const JobExplanation& job) {
     absl::StrAppend(&out, "no errors in any of them\n");
   } else {
     const SignatureHit& root = Hit(job, job.root);
-    absl::StrAppend(&out, "root cause: ", Who(job, job.root), ": ", root.id,
+    absl::StrAppend(&out, "root cause", root.unrecognised() ? " (low confidence)" : "", ": ",
+                    Who(job, job.root), ": ", root.id,
                     root.detail.empty() ? "" : absl::StrCat(" (", root.detail, ")"), "\n",
                     "  cause: ", root.signature->cause, "\n", "  fix:   ", root.signature->fix,
                     "\n");

@@ -1,6 +1,7 @@
 // Maps log lines from PyTorch/Gloo jobs to known failure signatures with a
 // cause and a fix (the table: signatures.h), after a reading stage that
-// normalises them (log_lines.h).
+// normalises them (log_lines.h); an error no signature knows is reported by
+// the fallback (unrecognised.h).
 #pragma once
 
 #include <cstddef>
@@ -45,6 +46,9 @@ struct SignatureHit {
   double time_seconds = 0;
   // "N" of the "[rankN]:" prefix on that line, or "".
   std::string rank;
+  // Whether this is the fallback (unrecognised.h): an error of the
+  // distributed stack that no signature knows, with low confidence.
+  bool unrecognised() const;
 };
 
 struct LogExplanation {

@@ -169,6 +169,15 @@ TEST_F(ExplainLogInputCli, ADirectorysFilesThatAreNoLogsAreSkipped) {
   EXPECT_THAT(only.err, HasSubstr("no text logs in the given directories"));
 }
 
+TEST(ExplainLogCli, AnUnrecognisedDistributedErrorIsReported) {
+  ProcessResult r = Cli({"explain-log", "-"},
+                        "step 1\nRuntimeError: [c10d] could not connect the quux socket to "
+                        "host zork:1234\n");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("root cause (low confidence): unrecognised_distributed_error "
+                               "(line 2), most likely connect"));
+}
+
 TEST(ExplainLogCli, MissingFileNamesIt) {
   ProcessResult r = Cli({"explain-log", "/nonexistent/gloo.log"});
   EXPECT_EQ(r.exit_code, 66);

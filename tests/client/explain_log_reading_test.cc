@@ -394,8 +394,9 @@ TEST(Cleaning, CrLfAnsiAndBomAreRemovedBeforeMatching) {
   }
 }
 
-// Windows builds print c10's file with its whole path: the warning is still
-// a warning.
+// Windows builds print c10's file with its whole path, and tracebacks with
+// backslashes: the warning is still a warning, the frame still
+// torch.distributed's.
 TEST(Cleaning, WindowsPathsReadLikeLinuxOnes) {
   const std::string linux_form =
       "[W socket.cpp:558] [c10d] The client socket has failed to connect to "
@@ -411,6 +412,17 @@ TEST(Cleaning, WindowsPathsReadLikeLinuxOnes) {
   EXPECT_EQ(e.hits[0].severity, reference.severity);
   EXPECT_EQ(e.hits[0].detail, reference.detail);
   EXPECT_THAT(e.hits[0].example, HasSubstr("[W socket.cpp:558]"));
+  // A traceback through torch\distributed ending in an exception no
+  // signature knows is the stack's (the fallback, unrecognised.h).
+  const LogExplanation traceback = Explain(
+      "Traceback (most recent call last):\r\n"
+      "  File \"C:\\Users\\me\\anaconda3\\lib\\site-packages\\torch\\distributed\\"
+      "distributed_c10d.py\", line 1536, in all_reduce\r\n"
+      "    work = group.allreduce([tensor], opts)\r\n"
+      "ValueError: tensors of the quux kind differ\r\n");
+  ASSERT_EQ(traceback.hits.size(), 1u);
+  EXPECT_EQ(traceback.hits[0].id, "unrecognised_distributed_error");
+  EXPECT_EQ(traceback.hits[0].line_of_example, 4);
 }
 
 // Input that is no log: named, nothing explained from it.
