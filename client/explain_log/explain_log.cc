@@ -368,11 +368,15 @@ class Explainer {
                  : *std::min_element(signature_matches_.begin(), signature_matches_.end());
     };
     const int without = most_specific();
+    unspaced_matches_ = signature_matches_;
+    bool unspaced_fallback[kFallbackPatterns];
+    std::copy(std::begin(fallback_), std::end(fallback_), unspaced_fallback);
     SpaceUncertainJoins(joined, &spaced_);
     Match(spaced_);
     const int with = most_specific();
     if (with < without || (with == without && joined.word_wrapped)) return spaced_;
-    Match(joined);
+    signature_matches_.swap(unspaced_matches_);
+    std::copy(std::begin(unspaced_fallback), std::end(unspaced_fallback), fallback_);
     return joined;
   }
 
@@ -538,7 +542,7 @@ class Explainer {
   LogExplanation e_;
   std::vector<SignatureHit> by_sig_;
   std::vector<bool> example_is_retry_;
-  std::vector<int> matched_, signature_matches_;
+  std::vector<int> matched_, signature_matches_, unspaced_matches_;
   bool fallback_[kFallbackPatterns] = {};
   LogicalLine spaced_;
   int uncaught_at_ = 0;          // the line of the last uncaught C++ exception, if any
