@@ -328,6 +328,9 @@ absl::Status Daemon::ReportCollective(const v1::CollectiveReport& report,
 }
 
 void Daemon::Tick() {
+  // Through the transport's replies, the peers see this daemon is alive: a
+  // daemon whose main loop is stuck (or that is stopped) stops telling them.
+  transport_->TellAlive();
   host_load_->Sample();
   for (const TrainingReports::Key& key : training_->Expire()) {
     metrics_->RemoveTrainingSeries(key.first, key.second);

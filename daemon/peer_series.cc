@@ -93,6 +93,23 @@ std::vector<MetricFamily> PeerSeries::Collect() const {
   MetricFamily tcp_rtt_variation =
       Family("gloowatch_peer_tcp_rtt_variation_seconds",
              "Kernel's round-trip time variation of the same connection", MetricType::Gauge);
+  MetricFamily rtt_recent_p50 =
+      Family("gloowatch_peer_rtt_recent_p50_seconds",
+             "Median round-trip time over the last 60 s (absent without a round trip in it)",
+             MetricType::Gauge);
+  MetricFamily drops =
+      Family("gloowatch_peer_drops_total",
+             "Times the peer went from up to down (a restart or partition is one, however many "
+             "reconnects fail after it)",
+             MetricType::Counter);
+  MetricFamily last_failure = Family(
+      "gloowatch_peer_last_failure_timestamp_seconds",
+      "Unix time of the last failed probe or connection attempt to the peer", MetricType::Gauge);
+  MetricFamily daemon_silent = Family(
+      "gloowatch_peer_daemon_silent_seconds",
+      "How long the peer's daemon had been silent when its transport last answered us (over 3: "
+      "frozen while its transport answers)",
+      MetricType::Gauge);
 
   for (const std::shared_ptr<const PeerTracker>& tracker : trackers_()) {
     const PeerSnapshot peer = tracker->Snapshot();
@@ -113,7 +130,19 @@ std::vector<MetricFamily> PeerSeries::Collect() const {
     if (latency.has_p50_seconds()) Add(rtt_p50, labels(), latency.p50_seconds());
     if (latency.has_p99_seconds()) Add(rtt_p99, labels(), latency.p99_seconds());
     if (latency.has_jitter_seconds()) Add(rtt_jitter, labels(), latency.jitter_seconds());
+    if (latency.has_recent_p50_seconds()) {
+      Add(rtt_recent_p50, labels(), latency.recent_p50_seconds());
+    }
     Add(latency_lost, labels(), static_cast<double>(latency.lost_probes()));
+    Add(drops, labels(), static_cast<double>(peer.drops));
+    if (status.last_failure().has_time()) {
+      Add(last_failure, labels(),
+          static_cast<double>(status.last_failure().time().seconds()) +
+              status.last_failure().time().nanos() / 1e9);
+    }
+    if (status.peer_daemon().has_silent_seconds()) {
+      Add(daemon_silent, labels(), status.peer_daemon().silent_seconds());
+    }
 
     // Each direction's own ratio; the status' link_ratio is the slower one's.
     const v1::BandwidthFigures& bw = status.bandwidth();
@@ -157,10 +186,28 @@ std::vector<MetricFamily> PeerSeries::Collect() const {
   }
 
   std::vector<MetricFamily> out;
-  for (MetricFamily* family :
-       {&up, &rtt, &rtt_p50, &rtt_p99, &rtt_jitter, &latency_lost, &bandwidth, &link_ratio, &offset,
-        &offset_error, &failures, &probes, &tcp_retransmitted, &tcp_spurious, &tcp_sent,
-        &tcp_loss_ratio, &tcp_rtt, &tcp_rtt_variation}) {
+  for (MetricFamily* family : {&up,
+                               &rtt,
+                               &rtt_p50,
+                               &rtt_p99,
+                               &rtt_jitter,
+                               &rtt_recent_p50,
+                               &latency_lost,
+                               &bandwidth,
+                               &link_ratio,
+                               &offset,
+                               &offset_error,
+                               &failures,
+                               &probes,
+                               &drops,
+                               &last_failure,
+                               &daemon_silent,
+                               &tcp_retransmitted,
+                               &tcp_spurious,
+                               &tcp_sent,
+                               &tcp_loss_ratio,
+                               &tcp_rtt,
+                               &tcp_rtt_variation}) {
     if (!family->metric.empty()) out.push_back(std::move(*family));
   }
   return out;

@@ -98,8 +98,15 @@ TEST(MetricsDocTest, EveryExportedFamilyIsDocumentedAndViceVersa) {
 
   LoopbackCluster cluster(2, FastLoopbackYaml("10Gbps"));
   cluster.Start(0);
+  // node-b starts once node-a has failed to reach it: the last failure's
+  // time has a series from then on.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto s = GetStatus(cluster.grpc(0));
+        return s.ok() && FindPeer(*s, "node-b")->last_failure().has_time();
+      },
+      absl::Seconds(10)));
   cluster.Start(1);
-  ASSERT_TRUE(WaitFor([&] { return GetStatus(cluster.grpc(0)).ok(); }, absl::Seconds(10)));
 
   // A training step, so that the training families have series.
   bool training = true;
