@@ -84,6 +84,20 @@ Metrics::Metrics(Identity identity)
                                   "Time since the rank's last report (steps or heartbeat); grows "
                                   "while the rank is stopped, hung or gone")
                               .Register(r);
+  training_process_state_ =
+      &BuildGauge()
+           .Name("gloowatch_training_rank_process_state")
+           .Help(
+               "1 for the current state (running, stopped, gone) of the rank's process in /proc, "
+               "0 for the others; no series when unknown")
+           .Register(r);
+  training_job_ended_ = &BuildGauge()
+                             .Name("gloowatch_training_job_ended")
+                             .Help(
+                                 "1 while every process of the job's ranks on this node is gone; "
+                                 "how: died_in_collective (killed or crashed inside a call) or "
+                                 "exited")
+                             .Register(r);
   auto threshold = [&](const char* name, const char* help) {
     return &BuildGauge().Name(name).Help(help).Register(r).Add({{"node", identity_.node}});
   };
@@ -167,13 +181,53 @@ void Metrics::RecordTrainingStep(const std::string& job, int rank, double step_s
   training_steps_->Add(labels).Increment();
 }
 
-void Metrics::SetTrainingCollective(const std::string& job, int rank, double inside_seconds,
-                                    uint64_t seq, double report_age_seconds) {
+namespace {
+
+constexpr const char* kProcessStates[] = {"running", "stopped", "gone"};
+constexpr const char* kEndedHows[] = {"died_in_collective", "exited"};
+
+}  // namespace
+
+void Metrics::SetTrainingCollective(const std::string& job, int rank,
+                                    std::optional<double> inside_seconds, uint64_t seq,
+                                    double report_age_seconds) {
   const prometheus::Labels labels = {
       {"node", identity_.node}, {"training_job", job}, {"rank", absl::StrCat(rank)}};
-  training_inside_->Add(labels).Set(inside_seconds);
+  if (inside_seconds) {
+    training_inside_->Add(labels).Set(*inside_seconds);
+  } else {
+    training_inside_->Remove(&training_inside_->Add(labels));
+  }
   training_seq_->Add(labels).Set(static_cast<double>(seq));
   training_report_age_->Add(labels).Set(report_age_seconds);
+}
+
+void Metrics::SetTrainingProcessState(const std::string& job, int rank, const std::string& state) {
+  for (const char* name : kProcessStates) {
+    const prometheus::Labels labels = {{"node", identity_.node},
+                                       {"training_job", job},
+                                       {"rank", absl::StrCat(rank)},
+                                       {"state", name}};
+    prometheus::Gauge& gauge = training_process_state_->Add(labels);
+    if (state.empty()) {
+      training_process_state_->Remove(&gauge);
+    } else {
+      gauge.Set(state == name ? 1 : 0);
+    }
+  }
+}
+
+void Metrics::SetTrainingJobEnded(const std::string& job, const std::string& how) {
+  for (const char* name : kEndedHows) {
+    const prometheus::Labels labels = {
+        {"node", identity_.node}, {"training_job", job}, {"how", name}};
+    prometheus::Gauge& gauge = training_job_ended_->Add(labels);
+    if (how == name) {
+      gauge.Set(1);
+    } else {
+      training_job_ended_->Remove(&gauge);
+    }
+  }
 }
 
 void Metrics::RemoveTrainingSeries(const std::string& job, int rank) {
@@ -184,6 +238,7 @@ void Metrics::RemoveTrainingSeries(const std::string& job, int rank) {
     family->Remove(&family->Add(labels));
   }
   RemoveTrainingCollective(job, rank);
+  SetTrainingProcessState(job, rank, "");
 }
 
 void Metrics::RemoveTrainingCollective(const std::string& job, int rank) {
