@@ -768,7 +768,6 @@ TEST(TorchJobTest, DaemonTotalsMatchTheJobsOwnTiming) {
   ProcessResult h = Cli({"health", "--json", "--daemons", cluster.grpc(0)});
   json j = ParseJson(h.out);
   ASSERT_FALSE(j.is_discarded()) << Describe(h);
-  bool any_over = false;
   for (int rank = 0; rank < 2; ++rank) {
     const json* t = FindTraining(j, job, rank);
     ASSERT_NE(t, nullptr) << j["training"].dump();
@@ -776,9 +775,9 @@ TEST(TorchJobTest, DaemonTotalsMatchTheJobsOwnTiming) {
     ASSERT_NE(own, nullptr);
     EXPECT_DOUBLE_EQ((*t)["communication_share"].get<double>(), own->communication_share());
     EXPECT_EQ((*t)["over_threshold"], own->communication_share() > 0.3);
-    any_over |= own->communication_share() > 0.3;
   }
-  EXPECT_EQ(h.exit_code, any_over ? 1 : 0) << Describe(h);
+  // A job's share is a job signal: shown, never counted in the links' verdict.
+  EXPECT_EQ(h.exit_code, 0) << Describe(h);
 }
 
 }  // namespace
