@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <string>
@@ -20,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
@@ -251,6 +253,44 @@ class PrometheusE2ETest : public ::testing::Test {
 
   // Where each rank stands in its collectives, as gloowatch_report.instrument
   // sends it with every batch, so gloowatch_training_collective_* exist.
+  // A rank of another job inside a collective whose process is then killed:
+  // that job ends as died_in_collective, so gloowatch_training_job_ended
+  // (GloowatchTrainingJobDied's series) exists.
+  bool ReportARankThatDiesInACollective(std::string* output) {
+    Process rank({"/bin/sleep", "300"}, absl::StrCat(dir_.path(), "/dying-rank.log"));
+    std::ifstream stat(absl::StrCat("/proc/", rank.pid(), "/stat"));
+    const std::string text((std::istreambuf_iterator<char>(stat)), {});
+    // Fields from 3 on follow the ')' that ends the command; starttime is 22.
+    const std::vector<std::string> fields = absl::StrSplit(text.substr(text.rfind(')') + 2), ' ');
+    if (fields.size() < 20) {
+      *output = "cannot read the start time of pid " + std::to_string(rank.pid());
+      return false;
+    }
+    auto stub = v1::Status::NewStub(
+        grpc::CreateChannel(cluster_.grpc(0), grpc::InsecureChannelCredentials()));
+    v1::ReportStepsRequest request;
+    v1::CollectiveReport* c = request.mutable_collective();
+    c->set_job("e2e-killed");
+    c->set_rank(0);
+    c->mutable_state()->set_op("all_reduce");
+    c->mutable_state()->set_seq(1);
+    c->mutable_state()->set_group("world");
+    c->set_pid(static_cast<uint32_t>(rank.pid()));
+    c->set_start_time_ticks(std::stoull(fields[19]));
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+    v1::ReportStepsResponse response;
+    grpc::Status s = stub->ReportSteps(&context, request, &response);
+    rank.Signal(SIGKILL);
+    rank.Wait(absl::Seconds(5));
+    if (!s.ok() || !response.collective_error().empty()) {
+      *output = absl::StrCat("ReportSteps for the killed rank: ", s.error_message(),
+                             response.collective_error());
+      return false;
+    }
+    return true;
+  }
+
   bool ReportCollectives(uint64_t seq, std::string* output) {
     for (int rank = 0; rank < 2; ++rank) {
       auto stub = v1::Status::NewStub(
@@ -288,7 +328,7 @@ TEST_F(PrometheusE2ETest, EveryRuleAndPanelExpressionHasDataAndAKilledDaemonAler
   std::vector<Expression> expressions = RuleExpressions();
   ASSERT_EQ(std::count_if(expressions.begin(), expressions.end(),
                           [](const Expression& e) { return absl::StartsWith(e.where, "alert "); }),
-            10)
+            11)
       << "the alert set changed: update this test and the docs";
   const std::vector<Expression> dashboard = DashboardExpressions();
   ASSERT_GE(dashboard.size(), 15u);
@@ -303,7 +343,8 @@ TEST_F(PrometheusE2ETest, EveryRuleAndPanelExpressionHasDataAndAKilledDaemonAler
   // Training reports (Status.ReportStep through the CLI), one step per
   // rank about every second, so that the training counters have rates.
   std::string report_error;
-  bool reports_work = ReportSteps(0, &report_error) && ReportCollectives(1, &report_error);
+  bool reports_work = ReportSteps(0, &report_error) && ReportCollectives(1, &report_error) &&
+                      ReportARankThatDiesInACollective(&report_error);
   bool skip_training = false;
   if (!reports_work) {
     if (absl::StrContains(report_error, "UNIMPLEMENTED") ||
@@ -369,7 +410,7 @@ TEST_F(PrometheusE2ETest, EveryRuleAndPanelExpressionHasDataAndAKilledDaemonAler
       EXPECT_EQ(rule.value("health", ""), "ok") << rule.dump();
     }
   }
-  EXPECT_EQ(rule_count, 10);
+  EXPECT_EQ(rule_count, 11);
 
   // Kill node-c: Prometheus fails to scrape it at once, and
   // GloowatchDaemonDown goes pending at the next rule evaluation, naming the
