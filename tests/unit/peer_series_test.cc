@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "channel/peer_events.h"
-#include "common/simulated_clock.h"
 #include "daemon/peer_tracker.h"
 #include "gtest/gtest.h"
+#include "tests/support/simulated_clock.h"
 
 namespace gloowatch {
 namespace {
