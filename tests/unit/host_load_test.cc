@@ -11,8 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "tests/support/daemon_process.h"
 #include "tests/support/simulated_clock.h"
+#include "tests/support/temp_dir.h"
 
 namespace gloowatch {
 namespace {
