@@ -14,7 +14,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
-#include "daemon/transport_supervisor.h"
+#include "daemon/supervisor/transport_supervisor.h"
 #include "gtest/gtest.h"
 #include "tests/support/simulated_clock.h"
 

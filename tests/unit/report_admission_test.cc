@@ -1,4 +1,4 @@
-#include "daemon/report_admission.h"
+#include "daemon/api/report_admission.h"
 
 #include "gtest/gtest.h"
 #include "tests/support/simulated_clock.h"

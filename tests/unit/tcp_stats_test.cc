@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "channel/peer_events.h"
-#include "daemon/peer_series.h"
-#include "daemon/peer_tracker.h"
+#include "daemon/peers/peer_series.h"
+#include "daemon/peers/peer_tracker.h"
 #include "gtest/gtest.h"
 #include "tests/support/simulated_clock.h"
 
