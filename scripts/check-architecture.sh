@@ -22,17 +22,26 @@ production="common channel daemon transport gloowatchd client"
 # one. `gloo` stands for Gloo's headers. A C++ file no line covers is an
 # error: a new folder gets its line here.
 #
-# The daemon's internal layers go in the block marked "daemon/", one line a
-# subfolder (e.g. `daemon/peers  daemon/peers common proto`); the line
-# `daemon` stays the hub's (daemon/daemon.{h,cc}), which wires them all.
+# The daemon's internal layers are the block marked "daemon/", one line a
+# subfolder (docs/design.md, the table of daemon/'s folders); the line
+# `daemon` is the hub's (daemon/daemon.{h,cc}), which wires them all.
 rules="
 common                  common proto
 channel                 channel common proto
 transport               transport channel common proto gloo
 gloowatchd              gloowatchd daemon transport channel common proto
 
-# daemon/: the gloowatchd process; no Gloo.
+# daemon/: the gloowatchd process; no Gloo. One library a folder; each folder
+# includes from daemon/ only the folders below it named on its line, the hub
+# all of them.
 daemon                  daemon channel common proto
+daemon/api              daemon/api daemon/supervisor daemon/system channel common proto
+daemon/peers            daemon/peers daemon/metrics channel common proto
+daemon/training         daemon/training daemon/system channel common proto
+daemon/supervisor       daemon/supervisor channel common proto
+daemon/metrics          daemon/metrics daemon/system channel common proto
+daemon/http             daemon/http channel common proto
+daemon/system           daemon/system channel common proto
 
 # client/: layers only point down: cli -> features -> sources -> core. The
 # features are health, job, preflight, diagnose and explain_log; the one edge
@@ -148,7 +157,7 @@ while IFS= read -r file; do
     status=1
   fi
 done < <(git ls-files -- '*simulated_clock*')
-for cmake in CMakeLists.txt client/CMakeLists.txt; do
+for cmake in CMakeLists.txt $(git ls-files -- $(for p in $production; do echo "$p/*CMakeLists.txt"; done)); do
   if grep -n 'simulated_clock' "$cmake"; then
     echo "$cmake: a production library compiles the simulated clock"
     status=1
