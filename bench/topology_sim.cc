@@ -24,12 +24,12 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/config.h"
-#include "common/simulated_clock.h"
 #include "daemon/metrics/metrics.h"
 #include "daemon/peers/peer_series.h"
 #include "daemon/peers/peer_tracker.h"
 #include "daemon/peers/topology.h"
 #include "prometheus/text_serializer.h"
+#include "tests/support/simulated_clock.h"
 
 ABSL_FLAG(std::string, nodes, "1000,10000", "cluster sizes to simulate, comma-separated");
 ABSL_FLAG(uint32_t, group_size, 40, "nodes per group (rack); 0 = no groups");

@@ -27,7 +27,8 @@ double ValueOf(const nlohmann::json& sample) {
 }  // namespace
 
 absl::StatusOr<ClusterAtTime> ClusterAt(const PrometheusOptions& o, double time,
-                                        absl::Duration margin, double bandwidth_threshold) {
+                                        const ClusterAtOptions& options) {
+  const absl::Duration margin = options.margin;
   const std::string selector = SeriesSelector(o);
   const std::string window = absl::StrCat(absl::ToInt64Seconds(2 * margin), "s");
   // Evaluated at the end of the window, each looks back over all of it.
@@ -43,7 +44,7 @@ absl::StatusOr<ClusterAtTime> ClusterAt(const PrometheusOptions& o, double time,
   auto bandwidth =
       QueryPrometheus(o,
                       absl::StrCat("min_over_time(gloowatch_peer_bandwidth_link_ratio{", selector,
-                                   "}[", window, "]) < ", bandwidth_threshold),
+                                   "}[", window, "]) < ", options.bandwidth_threshold),
                       at);
   if (!bandwidth.ok()) return bandwidth.status();
 

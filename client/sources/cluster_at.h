@@ -30,11 +30,16 @@ struct ClusterAtTime {
   std::vector<LinkAtTime> unhealthy;  // sorted by node, peer
 };
 
+struct ClusterAtOptions {
+  // The window is time +- margin; explain-log --prometheus uses the default.
+  absl::Duration margin = absl::Seconds(30);
+  double bandwidth_threshold = 0.8;  // link ratios below it are named
+};
+
 // Three instant queries: peer_up's minimum, probe failures by reason, and the
-// bandwidth link ratio below `bandwidth_threshold`, over time +- margin.
-absl::StatusOr<ClusterAtTime> ClusterAt(const PrometheusOptions& options, double time,
-                                        absl::Duration margin = absl::Seconds(30),
-                                        double bandwidth_threshold = 0.8);
+// bandwidth link ratio below the threshold, over the window around `time`.
+absl::StatusOr<ClusterAtTime> ClusterAt(const PrometheusOptions& prometheus, double time,
+                                        const ClusterAtOptions& options = {});
 
 std::string RenderClusterAt(const ClusterAtTime& cluster, const std::string& url);
 nlohmann::json ClusterAtToJson(const ClusterAtTime& cluster);

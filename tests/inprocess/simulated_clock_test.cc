@@ -1,6 +1,6 @@
 // SimulatedClock: waits through the clock end when simulated time reaches
 // their deadline or their condition holds, never because real time passed.
-#include "common/simulated_clock.h"
+#include "tests/support/simulated_clock.h"
 
 #include <thread>
 

@@ -14,9 +14,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
-#include "common/simulated_clock.h"
 #include "daemon/supervisor/transport_supervisor.h"
 #include "gtest/gtest.h"
+#include "tests/support/simulated_clock.h"
 
 namespace gloowatch {
 namespace {

@@ -19,7 +19,7 @@ constexpr absl::Duration kWindow = absl::Seconds(20);
 // Above the budget: at each end of the window one transfer may straddle the
 // boundary and the counter lags by up to one heartbeat (1 s). With transfers
 // of at most ~100 ms on loopback that is (2 x 0.1 s + 0.05 x 2 s) / 20 s =
-// 0.015.
+// 0.015. The window is timed by the daemons' own clock (GetStatus's now).
 constexpr double kTolerance = 0.015;
 
 constexpr char kYaml[] =
@@ -30,14 +30,29 @@ constexpr char kYaml[] =
     "  backoff_initial: 200ms\n  backoff_max: 1s\n";
 
 struct Reading {
-  absl::Time at;
+  absl::Time at;  // the daemon's own clock (GetStatus's now), not the test's
   double transfer_seconds = 0;
   double bandwidth_probes = 0;
 };
 
-std::optional<Reading> Read(const LoopbackCluster& cluster, int node) {
+// The daemon's `now`, or nullopt.
+std::optional<absl::Time> DaemonNow(const LoopbackCluster& cluster, int node) {
+  absl::StatusOr<v1::NodeStatus> s = GetStatus(cluster.grpc(node));
+  if (!s.ok()) return std::nullopt;
+  return absl::FromUnixSeconds(s->now().seconds()) + absl::Nanoseconds(s->now().nanos());
+}
+
+// The transfer counters, with the daemon's time read before them at the
+// start of a window (`time_first`) and after them at its end: the counters'
+// difference then covers no transfer time outside the window, so a share
+// above the budget is the daemon's, not the reads' timing.
+std::optional<Reading> Read(const LoopbackCluster& cluster, int node, bool time_first) {
   Reading r;
-  r.at = absl::Now();
+  if (time_first) {
+    std::optional<absl::Time> now = DaemonNow(cluster, node);
+    if (!now) return std::nullopt;
+    r.at = *now;
+  }
   auto body = HttpGet(cluster.node(node).metrics_port, "/metrics");
   if (!body.ok()) return std::nullopt;
   const auto metrics = ParseMetrics(*body);
@@ -50,6 +65,11 @@ std::optional<Reading> Read(const LoopbackCluster& cluster, int node) {
                                      {{"peer", cluster.node(peer).name}, {"kind", "bandwidth"}})
                               .value_or(0);
   }
+  if (!time_first) {
+    std::optional<absl::Time> now = DaemonNow(cluster, node);
+    if (!now) return std::nullopt;
+    r.at = *now;
+  }
   return r;
 }
 
@@ -60,7 +80,7 @@ TEST(BandwidthBudgetTest, LinkTimeInTransfersStaysWithinTheBudget) {
   for (int i = 0; i < kNodes; ++i) {
     ASSERT_TRUE(WaitFor(
         [&] {
-          auto r = Read(cluster, i);
+          auto r = Read(cluster, i, /*time_first=*/true);
           return r && r->transfer_seconds > 0;
         },
         absl::Seconds(30)))
@@ -69,14 +89,14 @@ TEST(BandwidthBudgetTest, LinkTimeInTransfersStaysWithinTheBudget) {
   }
   Reading before[kNodes];
   for (int i = 0; i < kNodes; ++i) {
-    auto r = Read(cluster, i);
+    auto r = Read(cluster, i, /*time_first=*/true);
     ASSERT_TRUE(r.has_value());
     before[i] = *r;
   }
-  absl::SleepFor(kWindow);
+  absl::SleepFor(kWindow);  // the window to measure over, not a wait for an event
   double completed = 0;
   for (int i = 0; i < kNodes; ++i) {
-    auto after = Read(cluster, i);
+    auto after = Read(cluster, i, /*time_first=*/false);
     ASSERT_TRUE(after.has_value());
     const double elapsed = absl::ToDoubleSeconds(after->at - before[i].at);
     const double share = (after->transfer_seconds - before[i].transfer_seconds) / elapsed;

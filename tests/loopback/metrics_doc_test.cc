@@ -162,29 +162,22 @@ TEST(MetricsDocTest, EveryExportedFamilyIsDocumentedAndViceVersa) {
       absl::Seconds(10)));
   cluster.Start(1);
 
-  // A training step, so that the training families have series.
-  bool training = true;
+  // A training step, so that the training families have series. The daemon
+  // implements ReportStep: a refusal (UNIMPLEMENTED included) fails.
   for (int step = 0; step < 2; ++step) {
     const std::string log = absl::StrCat(cluster.dir().path(), "/report.log");
     Process cli({BinaryPath("client/gloowatch"), "report-step", "--daemon", cluster.grpc(0),
                  "--job", "doc-job", "--rank", "0", "--step", std::to_string(step),
                  "--step-seconds", "0.5", "--comm-seconds", "0.1"},
                 log);
-    if (cli.Wait(absl::Seconds(10)) != 0) {
-      const std::string out = cli.Log();
-      if (absl::StrContains(out, "UNIMPLEMENTED") || absl::StrContains(out, "not available")) {
-        training = false;  // ReportStep not wired: see below
-        break;
-      }
-      FAIL() << "gloowatch report-step failed:\n" << out;
-    }
+    if (cli.Wait(absl::Seconds(10)) != 0) FAIL() << "gloowatch report-step failed:\n" << cli.Log();
   }
 
   // Collective reports (what gloowatch_report.instrument sends), so that
   // the collective gauges have series: this process as a rank of doc-job,
   // and a rank of ended-job whose process is killed inside its call.
   std::unique_ptr<Process> rank;
-  if (training) {
+  {
     auto stub = v1::Status::NewStub(
         grpc::CreateChannel(cluster.grpc(0), grpc::InsecureChannelCredentials()));
     auto report = [&](const std::string& job, pid_t pid) {
@@ -221,7 +214,6 @@ TEST(MetricsDocTest, EveryExportedFamilyIsDocumentedAndViceVersa) {
     body = *got;
     scraped = ScrapedFamilies(body);
     for (const auto& [name, f] : catalogued) {
-      if (!training && absl::StartsWith(name, "gloowatch_training_")) continue;
       auto it = scraped.find(name);
       if (it == scraped.end() || it->second.samples == 0) return false;
     }
@@ -229,7 +221,6 @@ TEST(MetricsDocTest, EveryExportedFamilyIsDocumentedAndViceVersa) {
   };
   const bool all = WaitFor(complete, absl::Seconds(30));
   for (const auto& [name, f] : catalogued) {
-    if (!training && absl::StartsWith(name, "gloowatch_training_")) continue;
     auto it = scraped.find(name);
     if (it == scraped.end() || it->second.samples == 0) {
       ADD_FAILURE() << "in the catalogue but not exported: " << name;
@@ -246,10 +237,6 @@ TEST(MetricsDocTest, EveryExportedFamilyIsDocumentedAndViceVersa) {
         << ")";
   }
   if (!all) ADD_FAILURE() << "scrape:\n" << body << "\nnode-a log:\n" << cluster.process(0)->Log();
-  if (!training) {
-    GTEST_SKIP() << "ReportStep answers UNIMPLEMENTED: the gloowatch_training_* families were "
-                    "not checked against the scrape";
-  }
 }
 
 }  // namespace

@@ -15,7 +15,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/time/clock.h"
 #include "gloo/transport/tcp/address.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -177,6 +176,7 @@ TEST_F(PreflightTest, HealthyMeshAndStoreIsGo) {
   ASSERT_EQ(j["pairs"].size(), 3u);
   for (const json& p : j["pairs"]) {
     EXPECT_EQ(p["ok"], true) << p.dump();
+    // As the report gives it: connected within the job's timeout.
     EXPECT_GT(p["seconds"].get<double>(), 0);
     EXPECT_LT(p["seconds"].get<double>(), 3.0);
     // One address, so Gloo's port order picks the listener; the reverse
@@ -290,7 +290,6 @@ TEST_F(PreflightTest, PairThatNeverConnectsFailsAtTheTimeout) {
   const std::string session = "test-timeout";
   const std::vector<v1::PreflightResolveResponse> resolved = PrepareThreeRanks(session);
   ASSERT_EQ(resolved.size(), 2u);
-  const absl::Time start = absl::Now();
   auto results = ConnectBoth(session, resolved);
   for (int i = 0; i < 2; ++i) {
     auto [status, response] = results[i];
@@ -302,7 +301,9 @@ TEST_F(PreflightTest, PairThatNeverConnectsFailsAtTheTimeout) {
         EXPECT_FALSE(p.ok()) << p.DebugString();
         EXPECT_EQ(p.reason(), v1::FAILURE_REASON_TIMEOUT) << p.DebugString();
         EXPECT_EQ(p.peer_address(), "127.255.255.254:65000");
-        // Gloo's connect deadline is the job's timeout (5 pair timeouts).
+        // The pair's own account: it waited out the job's timeout (1.5 s),
+        // which Gloo's connect deadline of 5 pair timeouts makes (a context
+        // timeout of the whole 1.5 s would have read 7.5 s).
         EXPECT_GE(p.seconds(), 1.4) << p.DebugString();
         EXPECT_LT(p.seconds(), 6.0) << p.DebugString();
       } else {
@@ -311,7 +312,6 @@ TEST_F(PreflightTest, PairThatNeverConnectsFailsAtTheTimeout) {
     }
     EXPECT_FALSE(response.master().checked());
   }
-  EXPECT_LT(absl::Now() - start, absl::Seconds(15));
 }
 
 // The port in a serialized Gloo TCP address (IPv4).
@@ -458,9 +458,10 @@ TEST_F(PreflightTest, HostileFieldsAreRefusedAndTheDaemonStaysResponsive) {
       return Resolve(*stub, r);
     }));
   }
-  const absl::Time before = absl::Now();
-  EXPECT_TRUE(GetStatus(cluster_->grpc(0), absl::Seconds(2)).ok());
-  EXPECT_LT(absl::Now() - before, absl::Seconds(2));
+  // Not wedged: it answers while the flood is admitted and refused (the
+  // deadline bounds the wait; how fast is the attack suite's figure).
+  const absl::StatusOr<v1::NodeStatus> during = GetStatus(cluster_->grpc(0), absl::Seconds(10));
+  EXPECT_TRUE(during.ok()) << during.status();
   std::vector<int> admitted;
   int refused = 0;
   for (int i = 0; i < 16; ++i) {

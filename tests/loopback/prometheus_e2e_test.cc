@@ -47,7 +47,7 @@ std::string ReadFile(const std::string& path) {
 struct Expression {
   std::string where;  // "rule GloowatchPeerDown", "panel 'Bandwidth' A", ...
   std::string promql;
-  bool must_have_data = true;
+  bool must_have_data = true;  // alert annotations only must parse
 };
 
 // Grafana variables and interval macros -> what a dashboard with every
@@ -342,23 +342,11 @@ TEST_F(PrometheusE2ETest, EveryRuleAndPanelExpressionHasDataAndAKilledDaemonAler
 
   // Training reports (Status.ReportStep through the CLI), one step per
   // rank about every second, so that the training counters have rates.
+  // The daemon implements them: a refusal (UNIMPLEMENTED included) fails.
   std::string report_error;
-  bool reports_work = ReportSteps(0, &report_error) && ReportCollectives(1, &report_error) &&
-                      ReportARankThatDiesInACollective(&report_error);
-  bool skip_training = false;
-  if (!reports_work) {
-    if (absl::StrContains(report_error, "UNIMPLEMENTED") ||
-        absl::StrContains(report_error, "not available")) {
-      skip_training = true;
-      std::cout << "ReportStep is not implemented by the daemon: expressions over "
-                   "gloowatch_training_* are not required to return data\n";
-      for (Expression& e : expressions) {
-        if (absl::StrContains(e.promql, "gloowatch_training_")) e.must_have_data = false;
-      }
-    } else {
-      ADD_FAILURE() << "gloowatch report-step failed:\n" << report_error;
-    }
-  }
+  const bool reports_work = ReportSteps(0, &report_error) && ReportCollectives(1, &report_error) &&
+                            ReportARankThatDiesInACollective(&report_error);
+  ASSERT_TRUE(reports_work) << "training reports failed:\n" << report_error;
 
   // Every expression must return data within the time the cluster needs to
   // measure everything (bandwidth comes first after up to 5 s).
@@ -368,10 +356,9 @@ TEST_F(PrometheusE2ETest, EveryRuleAndPanelExpressionHasDataAndAKilledDaemonAler
   int64_t step = 1;
   const absl::Time deadline = absl::Now() + absl::Seconds(45);
   while (!missing.empty() && absl::Now() < deadline) {
-    if (reports_work) {
-      ReportSteps(step, &report_error);
-      ReportCollectives(static_cast<uint64_t>(++step), &report_error);
-    }
+    // (A later report that fails shows as an expression without data.)
+    ReportSteps(step, &report_error);
+    ReportCollectives(static_cast<uint64_t>(++step), &report_error);
     for (auto it = missing.begin(); it != missing.end();) {
       const Expression& e = expressions[*it];
       std::string error;
@@ -443,9 +430,6 @@ TEST_F(PrometheusE2ETest, EveryRuleAndPanelExpressionHasDataAndAKilledDaemonAler
       absl::Seconds(20));
   EXPECT_TRUE(alerted) << "GloowatchDaemonDown for node-c not pending/firing; alerts:\n" << seen;
   std::cout << "whole test took " << absl::FormatDuration(absl::Now() - start) << "\n";
-  if (skip_training) {
-    GTEST_SKIP() << "ReportStep answers UNIMPLEMENTED: training expressions were only parsed";
-  }
 }
 
 }  // namespace

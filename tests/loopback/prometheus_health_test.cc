@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "client/sources/cluster_at.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/daemon_process.h"
@@ -133,17 +134,22 @@ class PrometheusHealthTest : public ::testing::Test {
                                                           cluster_.node(2).metrics_port})));
     prometheus_ = StartPrometheus(config, dir_.path(), prom_port_);
     // Prometheus watches the targets before the daemons start (up == 0 for
-    // all three), then the daemons start 2 s apart: the first ones count
-    // refused connections to the later ones while Prometheus scrapes them.
-    // The daemons do not count failures before a peer was first up, and
-    // neither must health --prometheus.
+    // all three), then the daemons start one after another, each once
+    // Prometheus has scraped a refused probe from the one before: start-up
+    // failures that Prometheus holds. The daemons do not count failures
+    // before a peer was first up, and neither must health --prometheus.
     ASSERT_TRUE(WaitFor([&] { return Scalar("count(up{job=\"gloowatch\"} == 0)") == 3; },
                         absl::Seconds(20)))
         << "Prometheus never scraped the (not yet started) targets; log:\n"
         << prometheus_->Log();
     for (int i = 0; i < 3; ++i) {
       cluster_.Start(i);
-      if (i < 2) absl::SleepFor(absl::Seconds(2));
+      if (i == 2) break;
+      const std::string failures =
+          absl::StrCat("sum(gloowatch_peer_probe_failures_total{job=\"gloowatch\",node=\"",
+                       cluster_.node(i).name, "\"})");
+      ASSERT_TRUE(WaitFor([&] { return Scalar(failures) > 0; }, absl::Seconds(20)))
+          << cluster_.node(i).name << " counted no refused probe to the daemons not started yet";
     }
     std::string last;
     ASSERT_TRUE(WaitFor(
@@ -191,13 +197,31 @@ class PrometheusHealthTest : public ::testing::Test {
 };
 
 // explain-log --prometheus: a training log's failure meets what gloowatch saw
-// on the links at that moment. node-c dies; a log line stamped now (read in
-// TZ=UTC) names the Gloo symptom; the cluster view names node-c's links as
-// down and blames nothing else.
+// on the links at that moment. node-c dies; a log line stamped at the kill
+// (read in TZ=UTC) names the Gloo symptom; the cluster view around it names
+// node-c's links as down. The CLI looks 30 s either side, which on a fresh
+// cluster still holds its start-up (links not up yet, refused probes), so
+// "and blames nothing else" is asserted on the same view read with a margin
+// of kMargin (client::ClusterAt, what the CLI calls), once Prometheus holds
+// a clean stretch that long.
 TEST_F(PrometheusHealthTest, ExplainLogShowsTheLinksAtTheTimeOfTheFailure) {
-  // The view covers +-30 s around the line: let the start-up, when links
-  // were not up yet, fall out of it.
-  absl::SleepFor(absl::Seconds(31));
+  constexpr absl::Duration kMargin = absl::Seconds(10);
+  // The stamp is the kill's second, so the window starts up to 1 s earlier.
+  const std::string clean_window = absl::StrCat(absl::ToInt64Seconds(kMargin) + 2, "s");
+  std::string last;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const double up = Scalar(absl::StrCat(
+            "count(min_over_time(gloowatch_peer_up{job=\"gloowatch\"}[", clean_window, "]) == 1)"));
+        const double failed = Scalar(
+            absl::StrCat("sum(increase(gloowatch_peer_probe_failures_total{job=\"gloowatch\"}[",
+                         clean_window, "])) or vector(0)"));
+        last = absl::StrCat(up, " links up throughout, ", failed, " failures");
+        return up == 6 && failed == 0;
+      },
+      absl::Seconds(60)))
+      << "no clean " << clean_window << " in Prometheus: " << last;
+  const absl::Time kill = absl::Now();
   cluster_.Kill(2, SIGKILL);
   ASSERT_TRUE(WaitFor(
       [&] {
@@ -205,31 +229,52 @@ TEST_F(PrometheusHealthTest, ExplainLogShowsTheLinksAtTheTimeOfTheFailure) {
                Scalar("gloowatch_peer_up{node=\"node-b\",peer=\"node-c\"}") == 0;
       },
       absl::Seconds(20)));
-  const std::string stamp =
-      absl::FormatTime("%Y-%m-%d %H:%M:%S,000", absl::Now(), absl::UTCTimeZone());
+  const std::string stamp = absl::FormatTime("%Y-%m-%d %H:%M:%S,000", kill, absl::UTCTimeZone());
   const std::string log = dir_.Write(
       "rank0.log", absl::StrCat(stamp, " INFO step 12\n", stamp,
                                 " RuntimeError: [../third_party/gloo/gloo/transport/tcp/"
                                 "pair.cc:598] Connection closed by peer [127.0.0.1]:40000\n"));
+
+  // The CLI: the root cause, its line's time, the default margin, node-c's
+  // links down (the start-up may add more).
   const std::map<std::string, std::string> env = {{"TZ", "UTC"}};
-  ProcessResult text = RunProcess({CliPath(), "explain-log", "--prometheus", Url(), log}, env, "",
-                                  absl::Seconds(20));
-  EXPECT_EQ(text.exit_code, 2) << text.err;
-  EXPECT_TRUE(absl::StrContains(text.out, "2 of 6 links not healthy")) << text.out;
-  EXPECT_TRUE(absl::StrContains(text.out, "node-a -> node-c: down")) << text.out;
-  EXPECT_TRUE(absl::StrContains(text.out, "node-b -> node-c: down")) << text.out;
-  EXPECT_FALSE(absl::StrContains(text.out, "node-a -> node-b")) << text.out;
   ProcessResult j = RunProcess({CliPath(), "explain-log", "--json", "--prometheus", Url(), log},
                                env, "", absl::Seconds(20));
+  EXPECT_EQ(j.exit_code, 2) << j.err;
   json parsed = ParseJson(j);
   ASSERT_FALSE(parsed.is_discarded()) << j.out << j.err;
   EXPECT_EQ(parsed["root_cause"]["id"], "peer_connection_closed");
+  const json& at_failure = parsed["cluster_at_failure"];
+  EXPECT_EQ(at_failure["time"], static_cast<double>(absl::ToUnixSeconds(kill))) << at_failure;
+  EXPECT_EQ(at_failure["margin_seconds"], 30) << at_failure;
   std::set<std::string> down;
-  for (const json& l : parsed["cluster_at_failure"]["unhealthy"]) {
+  for (const json& l : at_failure["unhealthy"]) {
     if (l["down"] == true)
       down.insert(l["node"].get<std::string>() + "->" + l["peer"].get<std::string>());
   }
-  EXPECT_EQ(down, (std::set<std::string>{"node-a->node-c", "node-b->node-c"})) << parsed.dump(1);
+  EXPECT_TRUE(down.count("node-a->node-c") && down.count("node-b->node-c")) << at_failure.dump(1);
+  ProcessResult text = RunProcess({CliPath(), "explain-log", "--prometheus", Url(), log}, env, "",
+                                  absl::Seconds(20));
+  EXPECT_EQ(text.exit_code, 2) << text.err;
+  EXPECT_TRUE(absl::StrContains(text.out, "node-a -> node-c: down")) << text.out;
+  EXPECT_TRUE(absl::StrContains(text.out, "node-b -> node-c: down")) << text.out;
+
+  // The same view with a margin inside the clean stretch: exactly node-c's
+  // two links, all six seen.
+  client::PrometheusOptions prometheus;
+  prometheus.url = Url();
+  client::ClusterAtOptions options;
+  options.margin = kMargin;
+  absl::StatusOr<client::ClusterAtTime> view =
+      client::ClusterAt(prometheus, static_cast<double>(absl::ToUnixSeconds(kill)), options);
+  ASSERT_TRUE(view.ok()) << view.status();
+  const std::string rendered = client::RenderClusterAt(*view, Url());
+  EXPECT_TRUE(absl::StrContains(rendered, "2 of 6 links not healthy")) << rendered;
+  EXPECT_TRUE(absl::StrContains(rendered, "node-a -> node-c: down")) << rendered;
+  EXPECT_TRUE(absl::StrContains(rendered, "node-b -> node-c: down")) << rendered;
+  EXPECT_FALSE(absl::StrContains(rendered, "node-a -> node-b")) << rendered;
+  EXPECT_FALSE(absl::StrContains(rendered, "node-b -> node-a")) << rendered;
+
   // A Prometheus that is not there: a clear error, 69.
   ProcessResult gone = RunProcess({CliPath(), "explain-log", "--prometheus",
                                    absl::StrCat("http://127.0.0.1:", FreePort()), log},

@@ -230,10 +230,20 @@ class NetnsFuzzTest : public ::testing::Test {
     ASSERT_TRUE(cluster_->daemon(kTarget)->running()) << "target daemon died";
     absl::Status up = cluster_->WaitAllUp(absl::Seconds(10), /*measured=*/false);
     EXPECT_TRUE(up.ok()) << up;
-    absl::SleepFor(absl::Seconds(1));
-    const auto after = ProbesOk();
-    for (const auto& [link, ok] : before) {
-      EXPECT_GT(after.count(link) ? after.at(link) : 0, ok) << link << " stopped probing";
+    // Every link probes again: wait (bounded) until each has grown, rather
+    // than sleep a second and hope each did.
+    std::map<std::string, uint64_t> after;
+    auto all_grew = [&] {
+      after = ProbesOk();
+      for (const auto& [link, ok] : before) {
+        if ((after.count(link) ? after.at(link) : 0) <= ok) return false;
+      }
+      return true;
+    };
+    if (!WaitFor(all_grew, absl::Seconds(10))) {
+      for (const auto& [link, ok] : before) {
+        EXPECT_GT(after.count(link) ? after.at(link) : 0, ok) << link << " stopped probing";
+      }
     }
     auto metrics = cluster_->Metrics(kTarget);
     ASSERT_TRUE(metrics.ok()) << metrics.status();

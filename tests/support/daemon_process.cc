@@ -25,23 +25,6 @@
 
 namespace gloowatch::testing {
 
-TempDir::TempDir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string templ = absl::StrCat(base ? base : "/tmp", "/gloowatch-test-XXXXXX");
-  path_ = mkdtemp(templ.data());
-}
-
-TempDir::~TempDir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
-}
-
-std::string TempDir::Write(const std::string& name, const std::string& contents) const {
-  const std::string path = absl::StrCat(path_, "/", name);
-  std::ofstream(path) << contents;
-  return path;
-}
-
 absl::StatusOr<Pki> MakePki(const TempDir& dir, const std::string& name) {
   const std::string p = absl::StrCat(dir.path(), "/", name);
   const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
@@ -147,15 +130,6 @@ pid_t ChildPid(pid_t parent) {
     if (!children.empty()) return std::stoi(children);
   }
   return -1;
-}
-
-bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (true) {
-    if (condition()) return true;
-    if (absl::Now() >= deadline) return false;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
 }
 
 absl::StatusOr<v1::NodeStatus> GetStatus(const std::string& address, absl::Duration deadline,

@@ -17,20 +17,10 @@
 #include "grpcpp/security/credentials.h"
 #include "proto/gloowatch.grpc.pb.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/wait_for.h"
 
 namespace gloowatch::testing {
-
-// A fresh directory under $TMPDIR, removed by the destructor.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::string& path() const { return path_; }
-  std::string Write(const std::string& name, const std::string& contents) const;
-
- private:
-  std::string path_;
-};
 
 // A CA and a certificate for 127.0.0.1 signed by it (EC P-256, 2 days),
 // written by the openssl CLI into `dir` as <name>-ca.pem, <name>.pem and
@@ -72,9 +62,6 @@ ProcessUsage UsageOf(pid_t pid);
 
 // The only child of process `parent` (a daemon's transport), or -1.
 pid_t ChildPid(pid_t parent);
-
-// Polls `condition` every 50 ms until it holds or `timeout` passes.
-bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout);
 
 // GetStatus on host:port with a deadline (plaintext unless `credentials`).
 absl::StatusOr<v1::NodeStatus> GetStatus(

@@ -741,6 +741,24 @@ absl::Status NetnsCluster::SetLink(int host, bool up) const {
   return Ip({"-n", ns(host), "link", "set", "eth0", up ? "up" : "down"});
 }
 
+absl::Status NetnsCluster::ClearFaults() const {
+  for (int host = 0; host < size(); ++host) {
+    if (absl::Status s = ClearNft(host); !s.ok()) return s;
+    if (absl::Status s = Unshape(host); !s.ok()) return s;
+    if (absl::Status s = SetLink(host, true); !s.ok()) return s;
+  }
+  if (!router_ns_.empty()) {
+    for (int rack = 0; rack < racks(); ++rack) {
+      // As in Unshape: deleting a default root qdisc fails; that is fine.
+      RunCommand({"ip", "netns", "exec", router_ns_, "tc", "qdisc", "del", "dev", router_port(rack),
+                  "root"});
+      RunCommand({"ip", "netns", "exec", rack_switch_ns_[rack], "tc", "qdisc", "del", "dev",
+                  "uplink", "root"});
+    }
+  }
+  return ClearNetworkNft();
+}
+
 absl::StatusOr<v1::NodeStatus> NetnsCluster::Status(int host, absl::Duration deadline) const {
   return GetStatusInNetns(ns(host), ip(host), kGrpcPort, deadline);
 }

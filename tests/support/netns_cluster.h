@@ -188,6 +188,11 @@ class NetnsCluster {
   absl::Status ShapeUplink(int rack, const std::string& rate) const;
   // ip link set eth0 up/down in the host's namespace.
   absl::Status SetLink(int host, bool up) const;
+  // Undoes every fault the helpers above inject, everywhere: the gwfault nft
+  // tables of every host, switch and the router, every tbf (eth0s, switch
+  // ports, uplinks), every eth0 down. The namespaces and daemons stay: what a
+  // bed shared by several scenarios needs between them.
+  absl::Status ClearFaults() const;
 
   // The host's daemon, reached from inside its namespace.
   absl::StatusOr<v1::NodeStatus> Status(int host, absl::Duration deadline = absl::Seconds(2)) const;

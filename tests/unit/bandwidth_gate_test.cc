@@ -1,7 +1,7 @@
 // The bandwidth gate's accounting and budget, on an injected clock.
 #include "absl/time/time.h"
-#include "common/simulated_clock.h"
 #include "gtest/gtest.h"
+#include "tests/support/simulated_clock.h"
 #include "transport/probe_link.h"
 
 namespace gloowatch {

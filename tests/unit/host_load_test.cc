@@ -10,9 +10,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "common/simulated_clock.h"
 #include "gtest/gtest.h"
-#include "tests/support/daemon_process.h"
+#include "tests/support/simulated_clock.h"
+#include "tests/support/temp_dir.h"
 
 namespace gloowatch {
 namespace {

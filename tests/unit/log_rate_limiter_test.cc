@@ -2,8 +2,8 @@
 #include <cstdint>
 
 #include "common/log.h"
-#include "common/simulated_clock.h"
 #include "gtest/gtest.h"
+#include "tests/support/simulated_clock.h"
 
 namespace gloowatch {
 namespace {

@@ -12,9 +12,9 @@
 
 #include "channel/peer_events.h"
 #include "common/proto_time.h"
-#include "common/simulated_clock.h"
 #include "daemon/peers/peer_tracker.h"
 #include "gtest/gtest.h"
+#include "tests/support/simulated_clock.h"
 
 namespace gloowatch {
 namespace {

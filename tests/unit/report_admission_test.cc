@@ -1,7 +1,7 @@
 #include "daemon/api/report_admission.h"
 
-#include "common/simulated_clock.h"
 #include "gtest/gtest.h"
+#include "tests/support/simulated_clock.h"
 
 namespace gloowatch {
 namespace {

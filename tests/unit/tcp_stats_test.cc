@@ -11,10 +11,10 @@
 #include <thread>
 
 #include "channel/peer_events.h"
-#include "common/simulated_clock.h"
 #include "daemon/peers/peer_series.h"
 #include "daemon/peers/peer_tracker.h"
 #include "gtest/gtest.h"
+#include "tests/support/simulated_clock.h"
 
 namespace gloowatch {
 namespace {

@@ -11,10 +11,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "common/simulated_clock.h"
 #include "daemon/system/proc_fs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/simulated_clock.h"
 
 namespace gloowatch {
 namespace {

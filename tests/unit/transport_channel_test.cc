@@ -2,8 +2,11 @@
 // SOCK_SEQPACKET packet may be (the config of a 10,000-node cluster) intact,
 // and does not mix up concurrent senders.
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -13,6 +16,7 @@
 #include "channel/peer_events.h"
 #include "gtest/gtest.h"
 #include "proto/transport.pb.h"
+#include "tests/support/wait_for.h"
 
 namespace gloowatch {
 namespace {
@@ -127,12 +131,38 @@ TEST_F(ChannelTest, AMessageCutOffHalfWayEndsTheStream) {
   EXPECT_EQ(reader.Receive(&m, absl::Seconds(10)), MessageChannel::Received::kClosed);
 }
 
+// Whether thread `tid` of this process sleeps inside a send system call: the
+// kernel's own account (/proc/self/task/TID/syscall names the call a blocked
+// thread is in, and says "running" for one on a CPU).
+bool BlockedInSend(pid_t tid) {
+  std::ifstream in(absl::StrCat("/proc/self/task/", tid, "/syscall"));
+  long call = -1;
+  if (!(in >> call)) return false;
+  return call == SYS_sendto || call == SYS_sendmsg
+#ifdef SYS_send
+         || call == SYS_send
+#endif
+      ;
+}
+
 TEST_F(ChannelTest, ShutdownWakesASenderBlockedOnAFullSocket) {
   ToTransport big = BigConfigure(20000);  // several MiB: far more than the buffer holds
-  std::thread sender([&] { EXPECT_FALSE(a_->Send(big)); });
-  absl::SleepFor(absl::Milliseconds(100));  // let it fill the buffer and block
+  std::atomic<pid_t> sender_tid{0};
+  std::atomic<bool> sent{true};
+  std::thread sender([&] {
+    sender_tid = gettid();
+    sent = a_->Send(big);
+  });
+  // Shut down only once the sender is provably asleep in send() on the full
+  // socket: a Shutdown that came first would fail the Send without testing
+  // the wake-up.
+  const bool blocked =
+      testing::WaitFor([&] { return sender_tid.load() != 0 && BlockedInSend(sender_tid.load()); },
+                       absl::Seconds(10), absl::Milliseconds(1));
   a_->Shutdown();
   sender.join();  // returns: no reader needed
+  EXPECT_TRUE(blocked) << "the sender never blocked in send()";
+  EXPECT_FALSE(sent);
 }
 
 // One probe's measurements cost the daemon one message: they wait for the

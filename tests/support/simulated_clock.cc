@@ -1,4 +1,4 @@
-#include "common/simulated_clock.h"
+#include "tests/support/simulated_clock.h"
 
 #include <algorithm>
 

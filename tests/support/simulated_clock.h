@@ -1,7 +1,8 @@
 // A clock for tests whose time moves only when the test says so, after
 // Envoy's SimulatedTimeSystem: code that waits through Clock::AwaitUntil
 // wakes when simulated time reaches its deadline (or its condition holds),
-// never because real time passed. Thread-safe.
+// never because real time passed. Thread-safe. Tests and benchmarks only:
+// no production folder may include it (scripts/check-architecture.sh).
 #pragma once
 
 #include <atomic>
