@@ -103,7 +103,7 @@ if command -v lintian >/dev/null; then
     printf '%s\n' "$contents" | grep -qxF "$page" || err "package lacks $page"
   done
 else
-  err "lintian is not installed (scripts/packages.txt lists it)"
+  err "lintian is not installed (scripts/packages-test.txt lists it)"
 fi
 
 # Run what was packaged.
@@ -149,7 +149,7 @@ if command -v hardening-check >/dev/null; then
     fi
   done
 else
-  err "hardening-check is not installed (devscripts; scripts/packages.txt lists it)"
+  err "hardening-check is not installed (devscripts; scripts/packages-test.txt lists it)"
 fi
 version=$("$tmp/root/usr/sbin/gloowatchd" --version) || err "gloowatchd --version failed"
 echo "$version"
