@@ -44,6 +44,10 @@ int RunHealth(const std::vector<std::string>& args) {
       return absl::IsInvalidArgument(c.status()) ? kExitUsage : kExitUnavailable;
     }
     code = c->ExitCode();
+    if (c->NothingAnswered()) {
+      std::cerr << "gloowatch health: no daemon answered (" << c->node_reports.size()
+                << " asked)\n";
+    }
     if (!html.empty()) {
       if (int w = WriteOutput(html, RenderHealthHtml(*c)); w != kExitOk) return w;
     }
@@ -66,7 +70,7 @@ int RunHealth(const std::vector<std::string>& args) {
 const Command& HealthCommand() {
   static const auto* command = new Command{
       "health",
-      "health (--daemons A,B | --config FILE | --cluster FILE | --prometheus URL) [flags]",
+      "health [--daemons A,B | --config FILE | --cluster FILE | --prometheus URL] [flags]",
       "cluster health: matrices, worst links, verdict", RunHealth,
       With(kSourceFlags, {"json", "color", "watch", "watch_count", "html"})};
   return *command;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/exit_codes.h"
 #include "common/failure.h"
 
 namespace gloowatch::client {
@@ -354,7 +355,15 @@ std::string OverloadOf(const v1::NodeStatus& s, const EffectiveThresholds& t) {
   return absl::StrJoin(why, ", ");
 }
 
+bool ClusterPicture::NothingAnswered() const {
+  // From Prometheus, an unreachable node is Prometheus' answer, not silence.
+  return source == "daemons" && !node_reports.empty() &&
+         std::none_of(node_reports.begin(), node_reports.end(),
+                      [](const NodeReport& n) { return n.reachable; });
+}
+
 int ClusterPicture::ExitCode() const {
+  if (NothingAnswered()) return kExitUnavailable;
   return verdict == Health::kHealthy ? 0 : verdict == Health::kDegraded ? 1 : 2;
 }
 

@@ -98,7 +98,10 @@ struct ClusterPicture {
   std::string source = "daemons";
   std::string source_url;
   Health verdict = Health::kHealthy;
-  int ExitCode() const;  // 0 healthy, 1 degraded, 2 failed/unreachable
+  // 0 healthy, 1 degraded, 2 failed; 69 when no daemon asked answered (the
+  // cluster could not be judged from here at all).
+  int ExitCode() const;
+  bool NothingAnswered() const;
 
   // view(i, j): node i's PeerStatus for node j, or null.
   const v1::PeerStatus* View(size_t i, size_t j) const;

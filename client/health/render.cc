@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "client/core/plural.h"
 #include "client/health/pending.h"
 #include "client/health/suspects_render.h"
 
@@ -181,6 +182,8 @@ void AppendProblemsText(const ClusterPicture& c, bool color, std::string& out) {
     for (const auto& p : l.problems) absl::StrAppend(&out, "            ", p, "\n");
   }
   for (const auto& n : c.node_reports) {
+    // An unreachable daemon's error is its row in the node table: once.
+    if (!n.reachable) continue;
     for (const auto& p : n.problems) {
       absl::StrAppend(&out, any ? "" : "\n", "  ",
                       Paint(Cell(HealthName(n.health), 8, true), n.health, color), "  node ",
@@ -315,9 +318,10 @@ std::string RenderHealthText(const ClusterPicture& c, bool color) {
   std::string out;
   const std::string asked = c.source == "prometheus"
                                 ? absl::StrCat("from Prometheus ", c.source_url)
-                                : absl::StrCat(c.node_reports.size(), " daemons asked");
+                                : absl::StrCat(Counted(c.node_reports.size(), "daemon"), " asked");
   absl::StrAppend(&out, "cluster: ", Paint(HealthName(c.verdict), c.verdict, color), " (", asked,
-                  ", ", c.nodes.size(), " nodes, ", c.links.size(), " links)\n");
+                  ", ", Counted(c.nodes.size(), "node"), ", ", Counted(c.links.size(), "link"),
+                  ")\n");
   absl::StrAppend(&out, RenderSuspectsText(c.suspects, color));
   absl::StrAppend(
       &out, "coverage: ", c.coverage.measured_pairs, " of ", c.coverage.node_pairs,

@@ -146,6 +146,9 @@ TEST(DaemonStartupTest, HelpListsTheFlagsAndABadFlagIsAUsageError) {
   Process bad({BinaryPath("gloowatchd"), "--no-such-flag"}, dir.path() + "/bad.log");
   EXPECT_EQ(bad.Wait(absl::Seconds(10)), 64);
   EXPECT_THAT(bad.Log(), HasSubstr("unknown flag '--no-such-flag'"));
+  Process typo({BinaryPath("gloowatchd"), "--check-confg", "x.yaml"}, dir.path() + "/typo.log");
+  EXPECT_EQ(typo.Wait(absl::Seconds(10)), 64);
+  EXPECT_THAT(typo.Log(), HasSubstr("did you mean --check-config?"));
   Process extra({BinaryPath("gloowatchd"), "stray"}, dir.path() + "/extra.log");
   EXPECT_EQ(extra.Wait(absl::Seconds(10)), 64);
 }
