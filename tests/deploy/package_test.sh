@@ -35,6 +35,7 @@ for path in ./usr/sbin/gloowatchd ./usr/bin/gloowatch ./usr/bin/gloowatch-report
     ./usr/share/gloowatch/deploy/prometheus/prometheus.yml \
     ./usr/share/gloowatch/deploy/grafana/gloowatch-dashboard.json \
     ./usr/share/gloowatch/deploy/systemd/tls-credentials.conf \
+    ./usr/share/gloowatch/deploy/systemd/fleet-node.conf \
     ./usr/share/gloowatch/python/proto/gloowatch_pb2.py \
     ./usr/share/doc/gloowatch/operations.md ./usr/share/doc/gloowatch/metrics.md; do
   printf '%s\n' "$contents" | grep -qxF "$path" || err "package lacks $path"
