@@ -66,7 +66,11 @@ std::string ShortRpcError(const grpc::Status& status, absl::Duration deadline) {
   // address the caller already names: only the cause is news.
   if (const size_t last = detail.find("last error: "); last != absl::string_view::npos) {
     detail.remove_prefix(last + 12);
-    absl::ConsumePrefix(&detail, "UNKNOWN: ");
+    // The subchannel's own status code ("UNKNOWN: ", "UNAVAILABLE: ").
+    const size_t code_end = detail.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_");
+    if (code_end > 0 && code_end != absl::string_view::npos && detail.substr(code_end, 2) == ": ") {
+      detail.remove_prefix(code_end + 2);
+    }
     if (absl::StartsWith(detail, "ipv4:") || absl::StartsWith(detail, "ipv6:") ||
         absl::StartsWith(detail, "unix:")) {
       if (const size_t colon = detail.find(": "); colon != absl::string_view::npos) {
