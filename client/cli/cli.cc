@@ -92,7 +92,9 @@ int RunCli(int argc, char** argv) {
     std::cout << CommandHelp(*c);
     return kExitOk;
   }
-  auto args = ParseFlags(argc, argv, 2, {{"target", "prometheus_header"}, c->flags});
+  auto args = ParseFlags(
+      argc, argv, 2,
+      {{"target", "prometheus_header", "node"}, c->flags, {{"o", "output"}, {"l", "selector"}}});
   if (!args.ok()) return Usage(absl::StrCat(c->name, ": ", args.status().message()));
   const std::string color = absl::GetFlag(FLAGS_color);
   if (color != "auto" && color != "always" && color != "never") {

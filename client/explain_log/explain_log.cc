@@ -74,14 +74,19 @@ bool LoggedAsWarning(absl::string_view line) {
 }
 
 // A warning whose wait ended unanswered, so no retry follows: a connect that
-// timed out (errno 110: the address is unreachable or filtered; a start-up
-// race is refused, not dropped, and may still succeed), and socket.cpp's
+// timed out or found no route (the address is unreachable or filtered; a
+// start-up race is refused, not dropped, and may still succeed), and socket.cpp's
 // "waitForInput: socket ... timed out after N ms", logged just before the
 // store's wait gives up and throws.
 bool UnansweredRetry(absl::string_view line) {
-  return absl::StrContains(line, "errno: 110") || absl::StrContains(line, "Connection timed out") ||
-         (absl::StrContains(line, "waitForInput: socket") &&
-          absl::StrContains(line, "timed out after"));
+  // ETIMEDOUT is 110 on Linux, 60 on macOS, WSAETIMEDOUT 10060 on Windows;
+  // 2.4+ logs it as "The server socket on ADDR has timed out, will retry".
+  // No route (EHOSTUNREACH 113, macOS 65; ENETUNREACH 101, macOS 51) is the
+  // same: an ICMP answer from a REJECT rule or no path, not a start-up race.
+  static const RE2* unanswered = new RE2(
+      R"(errno: (?:110|60|113|65|101|51)\b|Connection timed out|Operation timed out|No route to host|Network is unreachable|system error: 1006[05]\b|has timed out, will retry|waitForInput: socket .*timed out after)",
+      MatchOptions(true));
+  return RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *unanswered);
 }
 
 // libstdc++'s "terminate called after throwing an instance of 'T'", then
@@ -100,6 +105,18 @@ bool AbortLine(absl::string_view line) {
   static const RE2* abort = new RE2(
       R"(\bAborted\b|SIGABRT|\bsignal 6\b|exitcode\s*:\s*-6\b|Signal 6 \()", MatchOptions(true));
   return RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *abort);
+}
+
+// A line of Python source that a traceback quotes: a `raise X(...)`
+// statement, or a message's string literal continued on its own line.
+// Messages are often written into the raise, so the source repeats the
+// error's words (with `{}` where the values go); the exception's own line
+// after it is the error, this one is code.
+bool QuotesSource(absl::string_view line) {
+  static const RE2* source = new RE2(
+      R"(^\s*raise\s+[\w.]+\(|^\s+[rbfuRBFU]?(?:"[^"]*"|'[^']*')(?:\s*[rbfuRBFU]?(?:"[^"]*"|'[^']*'))*\s*[,)]*\s*$)",
+      MatchOptions(true));
+  return RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *source);
 }
 
 std::string Printable(absl::string_view s, size_t limit) {
@@ -225,14 +242,17 @@ bool ListsId(const char* ids, absl::string_view id) {
 
 // A hit that explains the root cause (LogSignature::explains) and came
 // before it becomes the root, as an error: it is the reason for it, even
-// where each of its lines was logged as a retry.
+// where each of its lines was logged as a retry. Evidence of a state
+// (explains_in_any_order) counts after the root too: logs hold the context
+// of a failure on either side of it (another thread's denied connect, a
+// rank's interface choice logged after its error).
 void PromoteTheExplanation(LogExplanation& e) {
   if (e.root_cause < 0) return;
   const SignatureHit& root = e.hits[e.root_cause];
   for (size_t i = 0; i < e.hits.size(); ++i) {
     SignatureHit& h = e.hits[i];
-    if (static_cast<int>(i) == e.root_cause || h.first_line > root.line_of_example ||
-        !ListsId(h.signature->explains, root.id)) {
+    if (static_cast<int>(i) == e.root_cause || !ListsId(h.signature->explains, root.id) ||
+        (h.first_line > root.line_of_example && !h.signature->explains_in_any_order)) {
       continue;
     }
     h.severity = LogSeverity::kError;
@@ -270,6 +290,8 @@ LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
     }
     matched.clear();
     if (!set.Match(re2::StringPiece(view.data(), view.size()), &matched)) continue;
+    // Only the few lines that match pay for this second look.
+    if (QuotesSource(view)) continue;
     // The line counts for the first signature in table order that accepts it.
     std::sort(matched.begin(), matched.end());
     const auto chosen = std::find_if(matched.begin(), matched.end(), [&](int m) {

@@ -39,13 +39,19 @@ struct LogSignature {
   // signature that matches.
   bool (*accept)(absl::string_view line) = nullptr;
   // Ids of errors, space-separated, that this signature's line explains when
-  // it comes before them in one log, or nullptr: a retry warning that names
-  // why the error at the end happened (the store's host does not resolve, so
-  // its connect timed out) is that log's root cause, raised to an error.
+  // it comes before them in one log (see explains_in_any_order), or nullptr:
+  // a retry warning that names why the error at the end happened (the
+  // store's host does not resolve, so its connect timed out) is that log's
+  // root cause, raised to an error.
   const char* explains = nullptr;
   // Whether a line of it logged as a warning is a retry that may yet succeed
   // (and so only a warning); not for a signal, which no one retries.
   bool warning_is_retry = true;
+  // Whether it explains those errors wherever it is in the log, not only
+  // when it came before them: evidence of a state (a local firewall denying
+  // connects, a rank bound to loopback) rather than the retry that led to
+  // the error, which another connection's later retry would not be.
+  bool explains_in_any_order = false;
 };
 
 // In priority order: a line counts for the first signature that matches it.

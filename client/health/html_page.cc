@@ -12,6 +12,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "client/core/plural.h"
 #include "client/health/pending.h"
@@ -139,7 +140,9 @@ void RenderVerdict(const ClusterPicture& c, std::string& out) {
                                 : absl::StrCat(Counted(c.node_reports.size(), "daemon"), " asked");
   absl::StrAppend(
       &out, "<header id=\"verdict\" class=\"verdict ", HealthName(c.verdict), "\"><h1>cluster ",
-      HealthName(c.verdict), "</h1><p>", asked, ", ", Counted(c.nodes.size(), "node"), ", ",
+      HealthName(c.verdict),
+      c.reasons.empty() ? "" : absl::StrCat(": ", HtmlEscape(absl::StrJoin(c.reasons, "; "))),
+      "</h1><p>", asked, ", ", Counted(c.nodes.size(), "node"), ", ",
       Counted(c.links.size(), "link"), "; ", c.coverage.measured_pairs, " of ",
       c.coverage.node_pairs, " node pairs measured directly",
       c.coverage.sampled ? " (sampled mesh: pairs neither node probes are not shown)" : "",

@@ -300,7 +300,8 @@ TEST(CliHabits, NothingAnsweredIsUnavailableInEveryCommand) {
   ProcessResult health = Cli({"health", "--daemons", dead, "--color=never"});
   EXPECT_EQ(health.exit_code, 69) << health.out << health.err;
   EXPECT_THAT(health.err, HasSubstr("no daemon answered (2 asked)"));
-  EXPECT_THAT(health.out, HasSubstr("cluster: failed (2 daemons asked, 2 nodes, 0 links)"));
+  EXPECT_THAT(health.out, HasSubstr("cluster: failed: 2 nodes unreachable ("));
+  EXPECT_THAT(health.out, HasSubstr("(2 daemons asked, 2 nodes, 0 links)"));
   // One short line per daemon: its row, with the cause and not gRPC's story.
   EXPECT_EQ(Occurrences(health.out, "UNAVAILABLE: Connection refused"), 2u) << health.out;
   EXPECT_THAT(health.out, Not(HasSubstr("failed to connect to all addresses")));

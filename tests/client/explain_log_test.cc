@@ -551,7 +551,11 @@ TEST(ExplainLog, NearMissesOfTheKilledAndCudaSignaturesAreNotThem) {
       "[enforce fail at gloo/common/linux.cc:93] rv == 0. -2 vs 0\n"
       "[enforce fail at gloo/transport/tcp/device.cc:156] rv == 0. -1 vs 0\n");
   LogExplanation e = ExplainLog(in, "near");
-  EXPECT_TRUE(e.hits.empty());
+  // getaddrinfo's -1 (EAI_BADFLAGS) is no resolution failure: only the
+  // catch-all for Gloo's transport checks names it.
+  ASSERT_EQ(e.hits.size(), 1u);
+  EXPECT_EQ(e.hits[0].id, "gloo_enforce_failed");
+  EXPECT_EQ(e.hits[0].first_line, 7);
 }
 
 // libstdc++ aborts a process whose C++ exception no one caught; when the
@@ -740,6 +744,136 @@ TEST(ExplainLog, AResolutionMissAfterTheTimeoutOrAloneIsNotItsCause) {
   e = ExplainLog(alone, "alone");
   EXPECT_EQ(e.root_cause, -1);
   EXPECT_EQ(ExplanationExitCode(e), 1);  // a warning
+}
+
+// A Gloo connect that failed at an address no other host can reach is the
+// interface a rank chose, not a plain mesh failure; the same failure at a
+// routable address stays the connect timeout.
+TEST(ExplainLog, AConnectToAnAddressOnTheWrongInterfaceIsTheInterface) {
+  for (const std::string address : {"172.17.0.2", "127.0.1.1", "169.254.3.1"}) {
+    SCOPED_TRACE(address);
+    std::istringstream in(
+        "epoch 0 step 0\n"
+        "RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/"
+        "pair.cc:144] timed out connecting: SO_ERROR: Connection timed out, remote=[" +
+        address + "]:41234\n");
+    LogExplanation e = ExplainLog(in, "wrong");
+    ASSERT_GE(e.root_cause, 0);
+    EXPECT_EQ(e.hits[e.root_cause].id, "pair_wrong_interface");
+    EXPECT_EQ(e.hits[e.root_cause].line_of_example, 2);
+    EXPECT_THAT(e.hits[e.root_cause].detail, HasSubstr(address));
+  }
+  std::istringstream routable(
+      "RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/"
+      "pair.cc:144] timed out connecting: SO_ERROR: Connection timed out, "
+      "remote=[10.1.2.5]:41234\n");
+  LogExplanation e = ExplainLog(routable, "routable");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "pair_connect_timeout");
+  // Gloo's connect log names this rank's own address too: bound to loopback.
+  std::istringstream local(
+      "[E0501 12:00:00.000 debug_logger.cc:9] failed to connect, willRetry=0, retry=3, "
+      "retryLimit=3, rank=1, size=2, local=[127.0.1.1]:41234, remote=[10.1.2.5]:41234, "
+      "error=SO_ERROR: Connection timed out, remote=[10.1.2.5]:41234\n");
+  e = ExplainLog(local, "local");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "pair_wrong_interface");
+}
+
+// A store that cannot be reached is the firewall when the log shows one
+// denying the connect, before or after the timeout; with no such evidence
+// the timeout stays the cause, and "No route to host" (a REJECT rule's
+// ICMP answer) explains it only as the retry that came before it.
+TEST(ExplainLog, AStoreTimeoutNextToFirewallEvidenceIsTheFirewall) {
+  const std::string timeout =
+      "[E socket.cpp:860] [c10d] The client socket has timed out after 60s while trying to "
+      "connect to (10.1.2.5, 29400).\n"
+      "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the "
+      "C10d store has failed. See inner exception for details.\n";
+  const std::string denied =
+      "[W socket.cpp:558] [c10d] The client socket has failed to connect to [node-b]:29400 "
+      "(errno: 1 - Operation not permitted).\n";
+  for (const std::string& log : {denied + timeout, timeout + denied}) {
+    std::istringstream in(log);
+    LogExplanation e = ExplainLog(in, "firewall");
+    ASSERT_GE(e.root_cause, 0);
+    EXPECT_EQ(e.hits[e.root_cause].id, "firewall_blocked");
+    EXPECT_EQ(e.hits[e.root_cause].severity, LogSeverity::kError);
+  }
+  const std::string no_route =
+      "[W socket.cpp:558] [c10d] The client socket has failed to connect to [node-b]:29400 "
+      "(errno: 113 - No route to host).\n";
+  std::istringstream before(no_route + timeout);
+  LogExplanation e = ExplainLog(before, "no route before");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "no_route");
+  std::istringstream after(timeout + no_route);
+  e = ExplainLog(after, "no route after");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "store_connect_timeout");
+  std::istringstream alone(timeout);
+  e = ExplainLog(alone, "alone");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "store_connect_timeout");
+}
+
+// The loopback fallback is a state of the rank, so it explains the mesh
+// failure even when another thread's output puts it after the error.
+TEST(ExplainLog, TheLoopbackFallbackExplainsTheMeshFailureInEitherOrder) {
+  std::istringstream in(
+      "RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/"
+      "pair.cc:144] no error\n"
+      "[W ProcessGroupGloo.cpp:694] Warning: Unable to resolve hostname to a (local) address. "
+      "Using the loopback address as fallback. Manually set the network interface to bind to "
+      "with GLOO_SOCKET_IFNAME. (function operator())\n");
+  LogExplanation e = ExplainLog(in, "after");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "loopback_fallback");
+  EXPECT_EQ(e.hits[e.root_cause].line_of_example, 2);
+}
+
+// A traceback quotes the source of the raise, whose message is often
+// written into it: the exception's own line is the error.
+TEST(ExplainLog, ATracebacksQuotedSourceIsNotTheError) {
+  std::istringstream in(
+      "  File \".../horovod/run/run.py\", line 722, in run\n"
+      "    raise ValueError('Gloo support has not been built.  If this is not expected, ensure "
+      "CMake is installed '\n"
+      "ValueError: Gloo support has not been built.  If this is not expected, ensure CMake is "
+      "installed and reinstall Horovod with HOROVOD_WITH_GLOO=1 to debug the build error.\n"
+      "  File \".../torch/distributed/distributed_c10d.py\", line 496, in helper\n"
+      "    \"Distributed package doesn't have MPI built in.\"\n");
+  LogExplanation e = ExplainLog(in, "source");
+  ASSERT_EQ(e.hits.size(), 1u);
+  EXPECT_EQ(e.hits[0].id, "backend_not_built");
+  EXPECT_EQ(e.hits[0].first_line, 3);
+  EXPECT_EQ(e.hits[0].count, 1);
+  // A JSON error report's field is output, not source.
+  std::istringstream json(
+      "    \"message\": \"ValueError: Unsupported nproc_per_node value: 4(x2)\",\n");
+  e = ExplainLog(json, "json");
+  ASSERT_EQ(e.hits.size(), 1u);
+  EXPECT_EQ(e.hits[0].id, "launcher_bad_argument");
+  EXPECT_THAT(e.hits[0].detail, HasSubstr("4(x2)"));
+}
+
+// The store answered the connect but not its first exchange: something in
+// between (a proxy, a VPN's fake IP) took the connection.
+TEST(ExplainLog, AStoreConnectionAcceptedButNeverAnsweredIsNoReply) {
+  std::istringstream in(
+      "[W1206 19:45:43.875072000 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=26, "
+      "addr=[::26.26.26.1]:50817, remote=[::ffff:26.26.26.1]:50810): Connection reset by peer\n"
+      "[W1206 19:45:43.892069000 TCPStore.cpp:347] [c10d] TCP client failed to connect/validate "
+      "to host 26.26.26.1:50810 - retrying (try=0, timeout=1800000ms, delay=487ms): Connection "
+      "reset by peer\n"
+      "[E1206 20:15:44.000000000 TCPStore.cpp:347] [c10d] TCP client failed to connect/validate "
+      "to host 26.26.26.1:50810 - timed out (try=9, timeout=1800000ms): Connection reset by "
+      "peer\n");
+  LogExplanation e = ExplainLog(in, "proxy");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "store_no_reply");
+  EXPECT_EQ(e.hits[e.root_cause].line_of_example, 3);
+  EXPECT_THAT(e.hits[e.root_cause].detail, HasSubstr("26.26.26.1:50810"));
 }
 
 // torch elastic stops the surviving ranks with SIGTERM after one failed: the
