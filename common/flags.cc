@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "absl/flags/commandlineflag.h"
 #include "absl/flags/reflection.h"
@@ -12,6 +14,58 @@
 #include "absl/strings/string_view.h"
 
 namespace gloowatch {
+namespace {
+
+// Edit distance with adjacent swaps (optimal string alignment): "deamons"
+// is one edit from "daemons", as a typist sees it.
+size_t EditDistance(absl::string_view a, absl::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// "; did you mean --daemons?" for a flag name close to one the command
+// takes, spelled with dashes when the user typed dashes.
+std::string Suggestion(absl::string_view typed, const std::string& name,
+                       const std::vector<std::string>& allowed) {
+  std::string match = ClosestMatch(name, allowed);
+  if (match.empty()) return "";
+  if (typed.find('-') != absl::string_view::npos) {
+    std::replace(match.begin(), match.end(), '_', '-');
+  }
+  return absl::StrCat("; did you mean --", match, "?");
+}
+
+}  // namespace
+
+std::string ClosestMatch(absl::string_view word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = 3;  // at most 2 edits
+  for (const std::string& c : candidates) {
+    const size_t d = EditDistance(word, c);
+    if (d < best_distance && d * 2 < word.size()) {
+      best = c;
+      best_distance = d;
+    }
+  }
+  if (!best.empty() || word.size() < 3) return best;
+  for (const std::string& c : candidates) {
+    if (!absl::StartsWith(c, word)) continue;
+    if (!best.empty()) return "";  // ambiguous
+    best = c;
+  }
+  return best;
+}
 
 absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv, int start,
                                                     const FlagRules& rules) {
@@ -47,12 +101,15 @@ absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv, int s
       if (!negated) flag = nullptr;
     }
     if (flag == nullptr || absl::StartsWith(flag->Filename(), "absl/")) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag '", arg, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown flag '", arg, "'",
+                       Suggestion(body.substr(0, body.find('=')), name, rules.allowed)));
     }
     if (!rules.allowed.empty() && std::find(rules.allowed.begin(), rules.allowed.end(),
                                             flag->Name()) == rules.allowed.end()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("flag '--", flag->Name(), "' does not apply to this command"));
+          absl::StrCat("flag '--", flag->Name(), "' does not apply to this command",
+                       Suggestion(body.substr(0, body.find('=')), name, rules.allowed)));
     }
     if (flag->IsOfType<bool>() && !has_value) {
       value = negated ? "false" : "true";

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace gloowatch {
 
@@ -33,5 +34,11 @@ bool WantsHelp(int argc, char** argv, int start);
 
 // "  --name=DEFAULT\n      help" for each of `names`, as --help prints them.
 std::string DescribeFlags(const std::vector<std::string>& names);
+
+// The candidate `word` was most likely a typo of: the nearest by edit
+// distance (a swap of two neighbours counts one), at most 2 edits and fewer
+// than half the word's letters, or the only candidate it is a prefix of (3
+// letters at least). Empty when none is close.
+std::string ClosestMatch(absl::string_view word, const std::vector<std::string>& candidates);
 
 }  // namespace gloowatch

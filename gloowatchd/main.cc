@@ -2,6 +2,7 @@
 // figures to Prometheus and a gRPC status API.
 #include <malloc.h>
 #include <signal.h>
+#include <sys/prctl.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -10,7 +11,9 @@
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "common/config.h"
 #include "common/exit_codes.h"
@@ -21,6 +24,7 @@
 #include "daemon/supervisor/transport_launcher.h"
 #include "daemon/system/systemd_notify.h"
 #include "google/protobuf/stubs/logging.h"
+#include "grpc/support/log.h"
 #include "transport/transport_main.h"
 
 ABSL_FLAG(std::string, config, "/etc/gloowatch/gloowatchd.yaml", "Path of the YAML config");
@@ -64,6 +68,21 @@ void LogProtobuf(google::protobuf::LogLevel level, const char* /*file*/, int /*l
                         : level == google::protobuf::LOGLEVEL_WARNING ? LogLevel::kWarning
                                                                       : LogLevel::kInfo;
   Log(ours, "protobuf: %s%s", message, SuppressedSuffix(suppressed));
+}
+
+// gRPC logs what it cannot do (a port in use, a peer's failed TLS
+// handshake) in long lines of its own, before or beside ours, which say the
+// same for the operator. Its lines (at GRPC_VERBOSITY, ERROR by default)
+// are for debugging: --log_level=debug.
+// An assertion is logged just before gRPC aborts: that one always shows.
+void LogGrpc(gpr_log_func_args* args) {
+  const absl::string_view message = args->message;
+  if (absl::StartsWith(message, "assertion failed")) {
+    Log(LogLevel::kError, "grpc: %s", message);
+    return;
+  }
+  if (!LogEnabled(LogLevel::kDebug)) return;
+  Log(LogLevel::kDebug, "grpc: %s (%s:%d)", message, args->file, args->line);
 }
 
 ConfigOptions CommandLineConfigOptions() {
@@ -155,12 +174,15 @@ int Run() {
   }
   SetLogLevel(level);
   google::protobuf::SetLogHandler(&LogProtobuf);
+  gpr_set_log_function(&LogGrpc);
 
   if (const std::string path = absl::GetFlag(FLAGS_check_config); !path.empty()) {
     return CheckConfig(path);
   }
 
   if (const int fd = absl::GetFlag(FLAGS_transport_fd); fd >= 0) {
+    // Exec'd as /proc/self/exe, it would show as "exe" in ps and top.
+    prctl(PR_SET_NAME, kTransportProcessName);
     signal(SIGPIPE, SIG_IGN);
     return RunTransport(absl::GetFlag(FLAGS_gloo_address), fd);
   }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Demo: installs dependencies, builds, starts three gloowatchd daemons on
-# loopback that probe each other over Gloo pairs, then shows the cluster as
-# `gloowatch health` sees it, plus a few of the Prometheus metrics.
+# Demo: installs what building and running needs (not the tests'
+# packages), builds, starts three gloowatchd daemons on loopback that probe
+# each other over Gloo pairs, then shows the cluster as `gloowatch health`
+# sees it, plus a few of the Prometheus metrics.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --build-only
 # Its own build directory: the demo must not leave build/ configured without
 # tests for the README's test command.
 cmake -S . -B build-demo -DGLOOWATCH_BUILD_TESTS=OFF >/dev/null

@@ -30,15 +30,41 @@ constexpr char kExitCodes[] =
 
 std::string ProgramUsage() {
   std::string out =
-      "usage: gloowatch COMMAND [flags]   (gloowatch COMMAND --help for its flags)\n"
+      "usage: gloowatch COMMAND [flags]   (gloowatch help COMMAND for its flags)\n"
       "commands:\n";
   for (const Command* c : Commands()) {
     absl::StrAppend(&out, "  ", absl::StrFormat("%-12s", c->name), " ", c->summary, "\n");
   }
-  absl::StrAppend(&out, "  --version    print the version\n", kExitCodes,
+  absl::StrAppend(&out, "  ", absl::StrFormat("%-12s", "help"), " this list, or help COMMAND\n",
+                  "  --version    print the version\n", kExitCodes,
                   "see docs/client.md for every flag, exit code and JSON schema\n");
   return out;
 }
+
+std::string CommandHelp(const Command& c) {
+  return absl::StrCat("usage: gloowatch ", c.usage, "\n", c.summary, "\n\nflags:\n",
+                      DescribeFlags(c.flags), kExitCodes);
+}
+
+const Command* FindCommand(const std::string& name) {
+  for (const Command* c : Commands()) {
+    if (name == c->name) return c;
+  }
+  return nullptr;
+}
+
+int UnknownCommand(const std::string& name) {
+  std::vector<std::string> names;
+  for (const Command* c : Commands()) names.push_back(c->name);
+  const std::string match = ClosestMatch(name, names);
+  std::cerr << "gloowatch: unknown command '" << name << "'"
+            << (match.empty() ? "" : absl::StrCat("; did you mean '", match, "'?"))
+            << "\nrun 'gloowatch help' for the list of commands\n";
+  return kExitUsage;
+}
+
+// The command being run: its usage follows a usage error's message.
+const Command* running = nullptr;
 
 }  // namespace
 
@@ -46,6 +72,12 @@ int RunCli(int argc, char** argv) {
   if (argc < 2) return Usage("missing command");
   const std::string command = argv[1];
   if (command == "help" || command == "--help" || command == "-h") {
+    if (command == "help" && argc > 2 && std::string(argv[2]) != "help") {
+      const Command* c = FindCommand(argv[2]);
+      if (c == nullptr) return UnknownCommand(argv[2]);
+      std::cout << CommandHelp(*c);
+      return kExitOk;
+    }
     std::cout << ProgramUsage();
     return kExitOk;
   }
@@ -53,33 +85,34 @@ int RunCli(int argc, char** argv) {
     std::cout << "gloowatch " << GLOOWATCH_VERSION << "\n";
     return kExitOk;
   }
-  for (const Command* command_ptr : Commands()) {
-    const Command& c = *command_ptr;
-    if (command != c.name) continue;
-    if (WantsHelp(argc, argv, 2)) {
-      std::cout << "usage: gloowatch " << c.usage << "\n"
-                << c.summary << "\n\nflags:\n"
-                << DescribeFlags(c.flags) << kExitCodes;
-      return kExitOk;
-    }
-    auto args = ParseFlags(
-        argc, argv, 2,
-        {{"target", "prometheus_header", "node"}, c.flags, {{"o", "output"}, {"l", "selector"}}});
-    if (!args.ok()) {
-      return Usage(
-          absl::StrCat(c.name, ": ", args.status().message(), " (gloowatch ", c.name, " --help)"));
-    }
-    const std::string color = absl::GetFlag(FLAGS_color);
-    if (color != "auto" && color != "always" && color != "never") {
-      return Usage(absl::StrCat("--color must be auto, always or never, got '", color, "'"));
-    }
-    return c.run(*args);
+  const Command* c = FindCommand(command);
+  if (c == nullptr) return UnknownCommand(command);
+  running = c;
+  if (WantsHelp(argc, argv, 2)) {
+    std::cout << CommandHelp(*c);
+    return kExitOk;
   }
-  return Usage(absl::StrCat("unknown command '", command, "'"));
+  auto args = ParseFlags(
+      argc, argv, 2,
+      {{"target", "prometheus_header", "node"}, c->flags, {{"o", "output"}, {"l", "selector"}}});
+  if (!args.ok()) return Usage(absl::StrCat(c->name, ": ", args.status().message()));
+  const std::string color = absl::GetFlag(FLAGS_color);
+  if (color != "auto" && color != "always" && color != "never") {
+    return Usage(absl::StrCat("--color must be auto, always or never, got '", color, "'"));
+  }
+  return c->run(*args);
 }
 
+// A usage error of a command shows that command's usage line, not the list
+// of every command: the message says what was wrong, the line how it goes.
 int Usage(const std::string& message) {
-  std::cerr << "gloowatch: " << message << "\n" << ProgramUsage();
+  std::cerr << "gloowatch: " << message << "\n";
+  if (running == nullptr) {
+    std::cerr << ProgramUsage();
+  } else {
+    std::cerr << "usage: gloowatch " << running->usage << "\n"
+              << "(gloowatch help " << running->name << " for its flags)\n";
+  }
   return kExitUsage;
 }
 

@@ -19,7 +19,9 @@
 #include "client/diagnose/diagnose.h"
 #include "common/exit_codes.h"
 
-ABSL_FLAG(std::string, report_path, "", "diagnose: where to write the JSON report (required).");
+ABSL_FLAG(std::string, report_path, "",
+          "diagnose: also write the JSON report to FILE (- = the JSON on stdout and the text on "
+          "stderr); without it the report goes to stdout only.");
 ABSL_FLAG(std::string, ports, "29500-29600", "diagnose: port range to scan on each peer host.");
 ABSL_FLAG(std::vector<std::string>, target, {}, "diagnose: extra host to scan (repeatable).");
 ABSL_FLAG(std::string, training_config, "", "diagnose: training config YAML to audit.");
@@ -35,7 +37,6 @@ int RunDiagnoseCommand(const std::vector<std::string>& args) {
   if (!args.empty()) return Usage(absl::StrCat("diagnose takes no arguments, got '", args[0], "'"));
   DiagnoseOptions o;
   const std::string report_path = absl::GetFlag(FLAGS_report_path);
-  if (report_path.empty()) return Usage("diagnose needs --report-path FILE");
   auto daemons = DaemonTargets(false);
   if (!daemons.ok()) return InputError(daemons.status());
   o.daemons = *daemons;
@@ -63,7 +64,7 @@ int RunDiagnoseCommand(const std::vector<std::string>& args) {
     std::cerr << RenderReportText(report, UseColor(STDERR_FILENO));
     return report.ExitCode();
   }
-  {
+  if (!report_path.empty()) {
     std::ofstream out(report_path, std::ios::trunc);
     out << DumpJson(ReportToJson(report, o)) << "\n";
     if (!out) {
@@ -72,8 +73,12 @@ int RunDiagnoseCommand(const std::vector<std::string>& args) {
       return kExitCantCreate;
     }
   }
-  std::cout << RenderReportText(report, UseColor(STDOUT_FILENO)) << "report: " << report_path
-            << "\n";
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << DumpJson(ReportToJson(report, o)) << "\n";
+  } else {
+    std::cout << RenderReportText(report, UseColor(STDOUT_FILENO))
+              << (report_path.empty() ? "" : absl::StrCat("report: ", report_path, "\n"));
+  }
   return report.ExitCode();
 }
 
@@ -81,10 +86,11 @@ int RunDiagnoseCommand(const std::vector<std::string>& args) {
 
 const Command& DiagnoseCommand() {
   static const auto* command = new Command{
-      "diagnose", "diagnose --report-path FILE|- [flags]",
+      "diagnose", "diagnose [--daemons A,B | --config FILE | --cluster FILE] [--json] [flags]",
       "connectivity and environment checks of a Gloo setup", RunDiagnoseCommand,
-      With(kDaemonFlags, {"color", "report_path", "ports", "ifname", "target", "training_config",
-                          "connect_timeout", "scan_timeout", "scan_concurrency"})};
+      With(kDaemonFlags,
+           {"json", "color", "report_path", "ports", "ifname", "target", "training_config",
+            "connect_timeout", "scan_timeout", "scan_concurrency"})};
   return *command;
 }
 

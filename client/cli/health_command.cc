@@ -88,6 +88,11 @@ int RunHealth(const std::vector<std::string>& args) {
       std::cerr << "gloowatch health: " << c.status().message() << "\n";
       return absl::IsInvalidArgument(c.status()) ? kExitUsage : kExitUnavailable;
     }
+    // Counted before --node/--group/-l narrow the picture: every daemon asked.
+    if (c->NothingAnswered()) {
+      std::cerr << "gloowatch health: no daemon answered (" << c->node_reports.size()
+                << " asked)\n";
+    }
     ApplyNodeFilter(*filter, *c);
     code = c->ExitCode();
     if (!html.empty()) {
@@ -112,7 +117,7 @@ int RunHealth(const std::vector<std::string>& args) {
 const Command& HealthCommand() {
   static const auto* command = new Command{
       "health",
-      "health (--daemons A,B | --config FILE | --cluster FILE | --prometheus URL) [-o wide] "
+      "health [--daemons A,B | --config FILE | --cluster FILE | --prometheus URL] [-o wide] "
       "[--node N] [--group G] [-l key=value] [flags]",
       "cluster health: the verdict and why, suspects, nodes, links, matrices", RunHealth,
       With(kSourceFlags, {"json", "color", "watch", "watch_count", "html", "matrices", "output",

@@ -35,7 +35,7 @@ int RunJob(const std::vector<std::string>& args) {
   absl::StatusOr<JobView> view = BuildJobView(*nodes, args[0]);
   if (!view.ok()) {
     std::cerr << "gloowatch job: " << view.status().message() << "\n";
-    return kExitNoInput;
+    return absl::IsUnavailable(view.status()) ? kExitUnavailable : kExitNoInput;
   }
   std::cout << (absl::GetFlag(FLAGS_json) ? JobToJson(*view).dump(2) + "\n" : RenderJobText(*view));
   return view->ExitCode();
@@ -46,7 +46,7 @@ int RunJob(const std::vector<std::string>& args) {
 const Command& JobCommand() {
   static const auto* command = new Command{
       "job",
-      "job NAME (--daemons A,B | --config FILE | --cluster FILE | --prometheus URL) [--json]",
+      "job NAME [--daemons A,B | --config FILE | --cluster FILE | --prometheus URL] [--json]",
       "which ranks of a training job wait in which collective, and for whom, and the links "
       "between them",
       RunJob, With(kSourceFlags, {"json"})};

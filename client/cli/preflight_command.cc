@@ -40,7 +40,7 @@ absl::StatusOr<std::vector<DaemonTarget>> PreflightHosts() {
   const std::string hosts = absl::GetFlag(FLAGS_hosts);
   const std::string hostfile = absl::GetFlag(FLAGS_hostfile);
   std::string nodelist = absl::GetFlag(FLAGS_nodelist);
-  auto daemons = DaemonTargets(false);
+  auto daemons = ExplicitDaemonTargets();
   if (!daemons.ok()) return daemons.status();
   const int given = !hosts.empty() + !hostfile.empty() + !nodelist.empty() + !daemons->empty();
   if (given > 1) {
@@ -59,9 +59,13 @@ absl::StatusOr<std::vector<DaemonTarget>> PreflightHosts() {
     if (given == 0) {
       const char* env = std::getenv("SLURM_JOB_NODELIST");
       if (env == nullptr || *env == '\0') {
+        // Outside a Slurm job: the fleet of this host's daemon config.
+        auto fleet = DefaultDaemonTargets();
+        if (!fleet.ok() || !fleet->empty()) return fleet;
         return absl::InvalidArgumentError(
-            "preflight needs the job's hosts: --hosts, --hostfile, --nodelist (or "
-            "SLURM_JOB_NODELIST), --daemons, --config or --cluster");
+            absl::StrCat("preflight needs the job's hosts: --hosts, --hostfile, --nodelist (or "
+                         "SLURM_JOB_NODELIST), --daemons, --config or --cluster (there is no ",
+                         kDefaultConfig, " on this host)"));
       }
       nodelist = env;
     }
@@ -136,7 +140,7 @@ int RunPreflightCommand(const std::vector<std::string>& args) {
 const Command& PreflightCommand() {
   static const auto* command = new Command{
       "preflight",
-      "preflight (--hosts A,B | --hostfile F | --nodelist node[01-04] | --daemons A,B | ...) "
+      "preflight [--hosts A,B | --hostfile F | --nodelist node[01-04] | --daemons A,B | ...] "
       "[--world_size N] [--ifname IF] [--master ADDR:PORT] [--timeout 10s] [--json]",
       "before a job: each host's Gloo address, a real Gloo full mesh at the job's timeout, "
       "and the store; exit 0 go, 1 degraded, 2 do not start",

@@ -56,8 +56,8 @@ int RunServe(const std::vector<std::string>& args) {
 const Command& ServeCommand() {
   static const auto* command =
       new Command{"serve",
-                  "serve [--listen HOST:PORT] (--daemons A,B | --config FILE | --cluster FILE | "
-                  "--prometheus URL) [flags]",
+                  "serve [--listen HOST:PORT] [--daemons A,B | --config FILE | --cluster FILE | "
+                  "--prometheus URL] [flags]",
                   "serve the heatmap page live over HTTP (GET / and /health.json)", RunServe,
                   With(kSourceFlags, {"listen", "refresh"})};
   return *command;

@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/cli/command.h"
+#include "client/core/plural.h"
 #include "client/sources/fetch.h"
 #include "common/exit_codes.h"
 #include "common/tls.h"
@@ -77,18 +78,62 @@ bool UseColor(int fd) {
          !(term != nullptr && std::string(term) == "dumb");
 }
 
-absl::StatusOr<std::vector<DaemonTarget>> DaemonTargets(bool required) {
+std::string ThisHost() {
+  char name[256] = {0};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "";
+  return name;
+}
+
+absl::StatusOr<std::vector<DaemonTarget>> ExplicitDaemonTargets() {
   const int given = !absl::GetFlag(FLAGS_daemons).empty() + !absl::GetFlag(FLAGS_config).empty() +
                     !absl::GetFlag(FLAGS_cluster).empty();
   if (given > 1)
     return absl::InvalidArgumentError("give only one of --daemons, --config, --cluster");
-  if (given == 0) {
-    if (required) return absl::InvalidArgumentError("need --daemons, --config or --cluster");
-    return std::vector<DaemonTarget>{};
-  }
   if (!absl::GetFlag(FLAGS_daemons).empty()) return ParseDaemonList(absl::GetFlag(FLAGS_daemons));
-  if (!absl::GetFlag(FLAGS_config).empty()) return LoadDaemonConfig(absl::GetFlag(FLAGS_config));
-  return LoadClusterFile(absl::GetFlag(FLAGS_cluster));
+  if (!absl::GetFlag(FLAGS_config).empty()) {
+    return LoadDaemonConfig(absl::GetFlag(FLAGS_config), ThisHost());
+  }
+  if (!absl::GetFlag(FLAGS_cluster).empty()) return LoadClusterFile(absl::GetFlag(FLAGS_cluster));
+  return std::vector<DaemonTarget>{};
+}
+
+std::optional<std::string> DefaultConfigPath() {
+  if (const char* env = std::getenv(kConfigEnv); env != nullptr) {
+    if (*env == '\0') return std::nullopt;  // set but empty: no default
+    return std::string(env);
+  }
+  if (access(kDefaultConfig, F_OK) == 0) return std::string(kDefaultConfig);
+  return std::nullopt;
+}
+
+absl::StatusOr<std::vector<DaemonTarget>> DefaultDaemonTargets() {
+  const std::optional<std::string> path = DefaultConfigPath();
+  if (!path) return std::vector<DaemonTarget>{};
+  const bool from_env = std::getenv(kConfigEnv) != nullptr;
+  absl::StatusOr<std::vector<DaemonTarget>> targets = LoadDaemonConfig(*path, ThisHost());
+  if (!targets.ok()) {
+    return absl::Status(targets.status().code(),
+                        absl::StrCat(targets.status().message(),
+                                     from_env ? absl::StrCat(" (", kConfigEnv, ")") : ""));
+  }
+  // Which file decided is not obvious from the command line: say it.
+  std::cerr << "gloowatch: asking the " << Counted(targets->size(), "daemon") << " of " << *path
+            << (from_env ? absl::StrCat(" (", kConfigEnv, ")") : "") << "\n";
+  return targets;
+}
+
+absl::StatusOr<std::vector<DaemonTarget>> DaemonTargets(bool required) {
+  absl::StatusOr<std::vector<DaemonTarget>> targets = ExplicitDaemonTargets();
+  if (!targets.ok() || !targets->empty()) return targets;
+  targets = DefaultDaemonTargets();
+  if (!targets.ok() || !targets->empty() || !required) return targets;
+  if (std::getenv(kConfigEnv) != nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("need --daemons, --config or --cluster (",
+                                                   kConfigEnv, " is empty: no default config)"));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("need --daemons, --config or --cluster: there is no ", kDefaultConfig,
+                   " on this host (", kConfigEnv, " may name another daemon config)"));
 }
 
 int InputError(const absl::Status& s) {

@@ -40,8 +40,25 @@ std::string DumpJson(const nlohmann::json& j);
 // TERM=dumb on a TTY).
 bool UseColor(int fd);
 
-// Daemons from exactly one of --daemons / --config / --cluster (none is an
-// empty list unless `required`).
+// The daemon config a command reads when no flag names its daemons:
+// $GLOOWATCH_CONFIG (set but empty: none), else /etc/gloowatch/gloowatchd.yaml
+// when it exists.
+inline constexpr char kDefaultConfig[] = "/etc/gloowatch/gloowatchd.yaml";
+inline constexpr char kConfigEnv[] = "GLOOWATCH_CONFIG";
+std::optional<std::string> DefaultConfigPath();
+
+// This host's name, as systemd's %H has it (the fleet file's drop-in starts
+// gloowatchd with --node %H).
+std::string ThisHost();
+
+// Daemons from exactly one of --daemons / --config / --cluster; an empty
+// list when none is given.
+absl::StatusOr<std::vector<DaemonTarget>> ExplicitDaemonTargets();
+// The daemons of the default config (saying on stderr which file it read);
+// an empty list when there is none.
+absl::StatusOr<std::vector<DaemonTarget>> DefaultDaemonTargets();
+// The explicit ones, else the default config's; none is an error when
+// `required`.
 absl::StatusOr<std::vector<DaemonTarget>> DaemonTargets(bool required);
 
 // Prints the error; 66 for a missing file, 64 for a flag's error, else 65.

@@ -2,6 +2,11 @@
 
 #include <chrono>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
+
 namespace gloowatch::client {
 
 std::shared_ptr<grpc::Channel> DaemonChannel(
@@ -48,6 +53,37 @@ const char* StatusCodeName(grpc::StatusCode code) {
     default:
       return "ERROR";
   }
+}
+
+std::string ShortRpcError(const grpc::Status& status, absl::Duration deadline) {
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    return absl::StrCat("timeout: no answer within ", absl::FormatDuration(deadline));
+  }
+  const std::string message = status.error_message();  // a copy: it returns by value
+  absl::string_view detail = message;
+  detail = detail.substr(0, detail.find('\n'));
+  // gRPC's connect failures end with the subchannel's error, behind the
+  // address the caller already names: only the cause is news.
+  if (const size_t last = detail.find("last error: "); last != absl::string_view::npos) {
+    detail.remove_prefix(last + 12);
+    // The subchannel's own status code ("UNKNOWN: ", "UNAVAILABLE: ").
+    const size_t code_end = detail.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_");
+    if (code_end > 0 && code_end != absl::string_view::npos && detail.substr(code_end, 2) == ": ") {
+      detail.remove_prefix(code_end + 2);
+    }
+    if (absl::StartsWith(detail, "ipv4:") || absl::StartsWith(detail, "ipv6:") ||
+        absl::StartsWith(detail, "unix:")) {
+      if (const size_t colon = detail.find(": "); colon != absl::string_view::npos) {
+        detail.remove_prefix(colon + 2);
+      }
+    }
+    absl::ConsumePrefix(&detail, "Failed to connect to remote host: ");
+  }
+  constexpr size_t kMaxDetail = 200;
+  std::string out =
+      absl::StrCat(StatusCodeName(status.error_code()), ": ", detail.substr(0, kMaxDetail));
+  if (detail.size() > kMaxDetail) out += "...";
+  return out;
 }
 
 }  // namespace gloowatch::client

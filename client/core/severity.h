@@ -3,10 +3,15 @@
 
 namespace gloowatch::client {
 
-enum class Severity { kPass, kWarn, kFail };
+// Worst last (a check's status is the max of what it found). SKIP: the check
+// had nothing to look at (no daemon answered, a variable unset), which is
+// not a pass.
+enum class Severity { kSkip, kPass, kWarn, kFail };
 
-inline const char* SeverityName(Severity s) {  // PASS, WARN, FAIL
+inline const char* SeverityName(Severity s) {  // SKIP, PASS, WARN, FAIL
   switch (s) {
+    case Severity::kSkip:
+      return "SKIP";
     case Severity::kPass:
       return "PASS";
     case Severity::kWarn:

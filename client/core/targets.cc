@@ -96,19 +96,40 @@ absl::StatusOr<std::vector<DaemonTarget>> ParseDaemonList(absl::string_view text
   return out;
 }
 
-absl::StatusOr<std::vector<DaemonTarget>> LoadDaemonConfig(const std::string& path) {
+absl::StatusOr<std::vector<DaemonTarget>> LoadDaemonConfig(const std::string& path,
+                                                           const std::string& this_host) {
+  // A fleet file has no `node:`; which host it is read on decides.
+  auto root = LoadYaml(path);
+  if (absl::IsNotFound(root.status())) return root.status();
+  ConfigOptions options;
+  bool listed = true;
+  if (root.ok() && root->IsMap() && !(*root)["node"] && !this_host.empty()) {
+    options.node = this_host;
+    listed = false;
+    const YAML::Node peers = (*root)["peers"];
+    for (size_t i = 0; peers && peers.IsSequence() && i < peers.size(); ++i) {
+      const YAML::Node name = peers[i].IsMap() ? peers[i]["name"] : YAML::Node();
+      listed |= name && name.IsScalar() && name.Scalar() == this_host;
+    }
+  }
   // The daemon's own reader: a file the daemon would refuse is refused here
   // too, with the same file:line:column message.
-  absl::StatusOr<Config> config = LoadConfigFile(path);
+  absl::StatusOr<Config> config = LoadConfigFile(path, options);
   if (!config.ok()) {
     if (absl::IsNotFound(config.status())) return config.status();
-    return absl::InvalidArgumentError(config.status().message());
+    return absl::InvalidArgumentError(
+        options.node.empty() ? std::string(config.status().message())
+                             : absl::StrCat(config.status().message(), " (read as this host's, '",
+                                            this_host, "': the file has no node:)"));
   }
-  // A wildcard listen address is reachable on loopback from this host.
-  Endpoint self{config->grpc_listen.host, config->grpc_listen.port};
-  if (self.host == "0.0.0.0") self.host = "127.0.0.1";
-  if (self.host == "::") self.host = "::1";
-  std::vector<DaemonTarget> out{{config->node, self}};
+  std::vector<DaemonTarget> out;
+  if (listed) {
+    // A wildcard listen address is reachable on loopback from this host.
+    Endpoint self{config->grpc_listen.host, config->grpc_listen.port};
+    if (self.host == "0.0.0.0") self.host = "127.0.0.1";
+    if (self.host == "::") self.host = "::1";
+    out.push_back({config->node, self});
+  }
   for (const PeerConfig& peer : config->peers) {
     out.push_back({peer.name, {peer.grpc.host, peer.grpc.port}});
   }

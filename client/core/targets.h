@@ -26,8 +26,13 @@ absl::StatusOr<Endpoint> ParseEndpoint(absl::string_view text);
 // Comma-separated endpoints; duplicates are an error (they would double count).
 absl::StatusOr<std::vector<DaemonTarget>> ParseDaemonList(absl::string_view text);
 // Daemon config: the node itself (grpc_listen, 0.0.0.0/:: mapped to loopback)
-// plus every peer's grpc address.
-absl::StatusOr<std::vector<DaemonTarget>> LoadDaemonConfig(const std::string& path);
+// plus every peer's grpc address. A fleet file without `node:` (one file
+// listing every node, which gloowatchd reads with `--node %H`) is read as
+// `this_host`'s, as that daemon reads it: its own entry is asked through
+// grpc_listen, not twice. A host the fleet file does not list (a login node)
+// asks every node listed.
+absl::StatusOr<std::vector<DaemonTarget>> LoadDaemonConfig(const std::string& path,
+                                                           const std::string& this_host = "");
 // Cluster file: `nodes: [{name, grpc}]`.
 absl::StatusOr<std::vector<DaemonTarget>> LoadClusterFile(const std::string& path);
 

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "client/core/plural.h"
 #include "client/preflight/preflight.h"
 #include "common/net.h"
 #include "yaml-cpp/yaml.h"
@@ -32,6 +33,16 @@ Check Make(std::string id) {
 }
 
 void Raise(Check& c, Severity s) { c.status = std::max(c.status, s); }
+
+// A check that had nothing to look at says so instead of passing.
+Check Skipped(std::string id, std::string why) {
+  Check c = Make(std::move(id));
+  c.status = Severity::kSkip;
+  c.summary = std::move(why);
+  return c;
+}
+
+constexpr char kNoDaemonAnswered[] = "no daemon answered: not checked";
 
 std::vector<const v1::NodeStatus*> Reached(const std::vector<FetchResult>& daemons) {
   std::vector<const v1::NodeStatus*> out;
@@ -85,7 +96,7 @@ Check CheckDaemonsReachable(const std::vector<FetchResult>& daemons) {
       c.evidence.push_back(absl::StrCat(d.target.endpoint.ToString(), ": ", d.error));
     }
   }
-  c.summary = absl::StrCat(ok, " of ", daemons.size(), " daemons answered");
+  c.summary = absl::StrCat(ok, " of ", Counted(daemons.size(), "daemon"), " answered");
   if (c.status != Severity::kPass) {
     c.remediation =
         "Check gloowatchd runs on the unreachable hosts (systemctl status gloowatchd) "
@@ -130,6 +141,7 @@ Check CheckPortScan(const HostScan& scan) {
 
 Check CheckEphemeralPorts(const std::vector<FetchResult>& daemons,
                           const std::vector<HostScan>& scans) {
+  if (Reached(daemons).empty()) return Skipped("ephemeral_ports", kNoDaemonAnswered);
   Check c = Make("ephemeral_ports");
   std::map<std::string, const HostScan*> scan_by_host;
   for (const auto& s : scans) scan_by_host[s.host] = &s;
@@ -178,7 +190,6 @@ Check CheckEphemeralPorts(const std::vector<FetchResult>& daemons,
   c.remediation = absl::StrJoin(remedies, " ");
   c.summary = c.status == Severity::kPass ? "ephemeral port ranges look fine"
                                           : "ephemeral port problems (see evidence)";
-  if (c.evidence.empty()) c.summary = "no daemon data (use --daemons)";
   return c;
 }
 
@@ -246,6 +257,7 @@ Check CheckInterface(const std::vector<std::string>& ifnames,
 }
 
 Check CheckMtu(const std::vector<FetchResult>& daemons) {
+  if (Reached(daemons).empty()) return Skipped("mtu", kNoDaemonAnswered);
   Check c = Make("mtu");
   std::set<uint32_t> mtus;
   for (const v1::NodeStatus* n : Reached(daemons)) {
@@ -266,6 +278,7 @@ Check CheckMtu(const std::vector<FetchResult>& daemons) {
 }
 
 Check CheckThresholds(const std::vector<FetchResult>& daemons) {
+  if (Reached(daemons).empty()) return Skipped("link_quality", kNoDaemonAnswered);
   Check c = Make("link_quality");
   int links = 0;
   for (const v1::NodeStatus* n : Reached(daemons)) {
@@ -298,9 +311,10 @@ Check CheckThresholds(const std::vector<FetchResult>& daemons) {
       }
     }
   }
-  c.summary = links == 0                    ? "no link data (use --daemons)"
-              : c.status == Severity::kPass ? absl::StrCat(links, " links within thresholds")
-                                            : "links outside thresholds (see evidence)";
+  if (links == 0) return Skipped("link_quality", "the daemons that answered list no peers");
+  c.summary = c.status == Severity::kPass
+                  ? absl::StrCat(Counted(links, "link"), " within thresholds")
+                  : "links outside thresholds (see evidence)";
   if (c.status != Severity::kPass) {
     c.remediation =
         "Run `gloowatch health` for the full matrices; fix clock sync (chrony), "
@@ -347,6 +361,7 @@ std::map<size_t, std::vector<std::string>> GlooDeviceCounts(
 }  // namespace
 
 Check CheckConsistency(const std::vector<FetchResult>& daemons) {
+  if (Reached(daemons).empty()) return Skipped("consistency", kNoDaemonAnswered);
   Check c = Make("consistency");
   std::map<std::string, std::map<std::string, std::vector<std::string>>> values;
   std::map<std::string, std::vector<std::string>> by_family;
@@ -422,8 +437,9 @@ Check CheckMasterAddr(const std::map<std::string, std::string>& env, bool remote
   const auto addr = env.find("MASTER_ADDR");
   const auto port = env.find("MASTER_PORT");
   if (addr == env.end()) {
-    c.summary = "MASTER_ADDR not set here (torchrun and the launcher set it per job)";
-    return c;
+    return Skipped("master_addr",
+                   "MASTER_ADDR not set here: not checked (torchrun and the launcher set it per "
+                   "job)");
   }
   const std::string& a = addr->second;
   c.evidence.push_back(absl::StrCat("MASTER_ADDR=", a));
@@ -528,8 +544,15 @@ Check CheckJobResolution(const std::vector<PreflightHost>& hosts, const std::str
                                         "' resolves first to ", h.resolved->hostname_addresses(0)));
     }
   }
-  c.summary = problems.empty() ? absl::StrCat("the job's Gloo address resolves on ", resolved,
-                                              " host", resolved == 1 ? "" : "s", " (", setting, ")")
+  if (resolved == 0 && c.status == Severity::kPass) {
+    Check skipped = Skipped("job_resolution",
+                            "no daemon answered: the job's Gloo address was "
+                            "not resolved anywhere");
+    skipped.evidence = std::move(c.evidence);
+    return skipped;
+  }
+  c.summary = problems.empty() ? absl::StrCat("the job's Gloo address resolves on ",
+                                              Counted(resolved, "host"), " (", setting, ")")
                                : absl::StrCat(setting, ": ", absl::StrJoin(problems, "; "));
   if (c.status != Severity::kPass) {
     c.remediation =
@@ -600,7 +623,20 @@ DiagnoseReport MakeReport(std::vector<Check> checks) {
   DiagnoseReport r;
   r.checks = std::move(checks);
   for (const auto& c : r.checks) {
-    (c.status == Severity::kPass ? r.pass : c.status == Severity::kWarn ? r.warn : r.fail)++;
+    switch (c.status) {
+      case Severity::kSkip:
+        ++r.skip;
+        break;
+      case Severity::kPass:
+        ++r.pass;
+        break;
+      case Severity::kWarn:
+        ++r.warn;
+        break;
+      case Severity::kFail:
+        ++r.fail;
+        break;
+    }
   }
   return r;
 }
@@ -667,6 +703,7 @@ nlohmann::json ReportToJson(const DiagnoseReport& r, const DiagnoseOptions& o) {
   j["generated_at"] = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
   j["exit_code"] = r.ExitCode();
   j["summary"] = {{"pass", r.pass},
+                  {"skip", r.skip},
                   {"warn", r.warn},
                   {"fail", r.fail},
                   {"verdict", r.fail   ? "fail"
@@ -694,17 +731,18 @@ std::string RenderReportText(const DiagnoseReport& r, bool color) {
   std::string out;
   auto paint = [&](Severity s) -> std::string {
     std::string name = SeverityName(s);
-    if (!color) return name;
+    if (!color || s == Severity::kSkip) return name;
     const char* code = s == Severity::kPass ? "32" : s == Severity::kWarn ? "33" : "31";
     return absl::StrCat("\033[", code, "m", name, "\033[0m");
   };
   for (const auto& c : r.checks) {
     absl::StrAppend(&out, paint(c.status), "  ", c.id, ": ", c.summary, "\n");
-    if (c.status == Severity::kPass) continue;
+    if (c.status == Severity::kPass || c.status == Severity::kSkip) continue;
     for (const auto& e : c.evidence) absl::StrAppend(&out, "      ", e, "\n");
     if (!c.remediation.empty()) absl::StrAppend(&out, "      fix: ", c.remediation, "\n");
   }
-  absl::StrAppend(&out, "\n", r.pass, " pass, ", r.warn, " warn, ", r.fail, " fail\n");
+  absl::StrAppend(&out, "\n", r.pass, " pass, ", r.warn, " warn, ", r.fail, " fail",
+                  r.skip > 0 ? absl::StrCat(", ", r.skip, " skipped") : "", "\n");
   return out;
 }
 

@@ -1,6 +1,7 @@
 // diagnose: connectivity and configuration checks, each PASS/WARN/FAIL with
-// evidence and a remediation. Check builders are pure (data in, Check out);
-// RunDiagnose gathers the data (scans, daemon calls, local interfaces).
+// evidence and a remediation, or SKIP when it had nothing to look at. Check
+// builders are pure (data in, Check out); RunDiagnose gathers the data
+// (scans, daemon calls, local interfaces).
 #pragma once
 
 #include <map>
@@ -73,7 +74,7 @@ struct DiagnoseOptions {
 
 struct DiagnoseReport {
   std::vector<Check> checks;
-  int pass = 0, warn = 0, fail = 0;
+  int pass = 0, warn = 0, fail = 0, skip = 0;
   int ExitCode() const;  // 0 all pass, 1 warnings, 2 failures
 };
 

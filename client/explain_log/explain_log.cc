@@ -16,6 +16,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
+#include "client/core/plural.h"
 #include "client/explain_log/log_lines.h"
 #include "client/explain_log/unrecognised.h"
 #include "re2/re2.h"
@@ -804,7 +805,7 @@ JobExplanation ExplainJob(std::vector<LogExplanation> logs) {
 }
 
 std::string RenderJobText(const JobExplanation& job) {
-  std::string out = absl::StrCat(job.logs.size(), " logs\n");
+  std::string out = absl::StrCat(Counted(job.logs.size(), "log"), "\n");
   if (job.root.log < 0) {
     absl::StrAppend(&out, "no errors in any of them\n");
   } else {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/exit_codes.h"
 #include "common/failure.h"
 #include "common/proto_time.h"
 
@@ -344,7 +345,15 @@ std::string OverloadOf(const v1::NodeStatus& s, const EffectiveThresholds& t) {
   return absl::StrJoin(why, ", ");
 }
 
+bool ClusterPicture::NothingAnswered() const {
+  // From Prometheus, an unreachable node is Prometheus' answer, not silence.
+  return source == "daemons" && !node_reports.empty() && !hidden_answered_ &&
+         std::none_of(node_reports.begin(), node_reports.end(),
+                      [](const NodeReport& n) { return n.reachable; });
+}
+
 int ClusterPicture::ExitCode() const {
+  if (NothingAnswered()) return kExitUnavailable;
   return verdict == Health::kHealthy ? 0 : verdict == Health::kDegraded ? 1 : 2;
 }
 
@@ -439,6 +448,9 @@ void ApplyNodeFilter(const NodeFilter& filter, ClusterPicture& c) {
     if (matches(name)) kept.insert(name);
   }
   c.nodes.assign(kept.begin(), kept.end());
+  for (const auto& n : c.node_reports) {
+    if (n.reachable && !kept.count(n.name)) c.hidden_answered_ = true;
+  }
   c.node_reports.erase(std::remove_if(c.node_reports.begin(), c.node_reports.end(),
                                       [&](const NodeReport& n) { return !kept.count(n.name); }),
                        c.node_reports.end());

@@ -92,7 +92,12 @@ struct ClusterPicture {
   Health verdict = Health::kHealthy;
   // Why, worst first: "1 link lossy (h1<->h3 4.8%)", "node c unreachable".
   std::vector<std::string> reasons;
-  int ExitCode() const;  // 0 healthy, 1 degraded, 2 failed/unreachable
+  // 0 healthy, 1 degraded, 2 failed; 69 when no daemon asked answered (the
+  // cluster could not be judged from here at all).
+  int ExitCode() const;
+  // Not one daemon asked answered, counting those a node filter hid: a filter
+  // that shows only down nodes does not make the others silent.
+  bool NothingAnswered() const;
 
   // view(i, j): node i's PeerStatus for node j, or null.
   const v1::PeerStatus* View(size_t i, size_t j) const;
@@ -106,6 +111,8 @@ struct ClusterPicture {
   void IndexViews();
 
   std::set<std::pair<std::string, std::string>> measured_;  // (a, b), a < b
+  // A daemon that answered was filtered out (ApplyNodeFilter).
+  bool hidden_answered_ = false;
   // i * nodes.size() + j -> View(i, j), built once: matrices ask for every
   // (i, j), and a scan of every report per cell is cubic in the nodes.
   std::unordered_map<uint64_t, const v1::PeerStatus*> views_;

@@ -2,16 +2,21 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "client/core/plural.h"
 #include "client/health/pending.h"
+#include "client/health/png.h"
 
 namespace gloowatch::client {
 namespace {
@@ -20,7 +25,7 @@ namespace {
 // above 1% (docs/operations.md), so the colours follow it.
 constexpr double kLossThreshold = 0.01;
 // Up to this many nodes a cell shows its value; up to kMaxTitledNodes it has
-// a tooltip. Above, a heatmap is an SVG of colour runs (RenderSvgHeatmap).
+// a tooltip. Above, a heatmap is an image (RenderImageHeatmap).
 constexpr size_t kMaxTextNodes = 24;
 constexpr size_t kMaxTitledNodes = 64;
 constexpr size_t kMaxListedLinks = 25;
@@ -107,12 +112,13 @@ table.hm{table-layout:fixed}
 table.hm th{font-weight:normal;font-size:12px;white-space:nowrap;text-align:right;padding:0 4px}
 table.hm td{background:#1a9641;border:1px solid #fff;padding:0;text-align:center;font-size:11px}
 table.hm.t td{width:64px;height:22px}table.hm.m td{width:12px;height:12px}
+.hm-big{position:relative;width:max-content;padding:120px 0 0 120px}
+.hm-big img{display:block;image-rendering:pixelated}
+.hm-big svg{position:absolute;left:0;top:0}
 svg.hm-svg text{font-size:9px;text-anchor:end;dominant-baseline:middle;fill:#333}
 svg.hm-svg text[text-anchor]{text-anchor:start}
 svg.hm-svg text.down{fill:#b00;font-weight:bold}
-.hm-svg .q0{fill:#1a9641}.hm-svg .q1{fill:#a6d96a}.hm-svg .q2{fill:#fdae61}.hm-svg .q3{fill:#d7191c}
-.hm-svg .s{fill:#eee}.hm-svg .d{fill:#222}.hm-svg .c{fill:#777}.hm-svg .p{fill:#ddd}
-.hm-svg .n{fill:#fff}.hm-svg .u{fill:#cfd8dc}
+svg.hm-svg rect.r{fill:transparent;pointer-events:all}svg.hm-svg rect.r:hover{fill:rgba(0,0,0,.35)}
 table.hm thead th{writing-mode:vertical-rl;transform:rotate(180deg);text-align:left}
 .hm td.q1{background:#a6d96a}.hm td.q2{background:#fdae61}.hm td.q3{background:#d7191c;color:#fff}
 .hm td.s{background:#eee}.hm td.d{background:#222;color:#fff}.hm td.c{background:#777;color:#fff}
@@ -131,13 +137,14 @@ std::string Attr(const char* name, absl::string_view value) {
 void RenderVerdict(const ClusterPicture& c, std::string& out) {
   const std::string asked = c.source == "prometheus"
                                 ? absl::StrCat("from Prometheus ", HtmlEscape(c.source_url))
-                                : absl::StrCat(c.node_reports.size(), " daemons asked");
+                                : absl::StrCat(Counted(c.node_reports.size(), "daemon"), " asked");
   absl::StrAppend(
       &out, "<header id=\"verdict\" class=\"verdict ", HealthName(c.verdict), "\"><h1>cluster ",
       HealthName(c.verdict),
       c.reasons.empty() ? "" : absl::StrCat(": ", HtmlEscape(absl::StrJoin(c.reasons, "; "))),
-      "</h1><p>", asked, ", ", c.nodes.size(), " nodes, ", c.links.size(), " links; ",
-      c.coverage.measured_pairs, " of ", c.coverage.node_pairs, " node pairs measured directly",
+      "</h1><p>", asked, ", ", Counted(c.nodes.size(), "node"), ", ",
+      Counted(c.links.size(), "link"), "; ", c.coverage.measured_pairs, " of ",
+      c.coverage.node_pairs, " node pairs measured directly",
       c.coverage.sampled ? " (sampled mesh: pairs neither node probes are not shown)" : "",
       ". Generated ", absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::Now(), absl::UTCTimeZone()),
       ".</p></header>\n");
@@ -161,6 +168,91 @@ void RenderNodes(const ClusterPicture& c, std::string& out) {
   absl::StrAppend(&out, "</tbody></table></section>\n");
 }
 
+// What one cell of a heatmap is, before any text is made of it (a
+// 1,000-node page has 4 million cells; only small ones get text).
+enum class CellKind {
+  kSelf,
+  kRowUnreachable,
+  kColumnUnreachable,
+  kNotProbed,  // sampled mesh: neither end probes the pair
+  kNotMeasured,
+  kDown,
+  kConnecting,
+  kLinkSpeedUnknown,
+  kPending,
+  kValue,
+};
+
+struct CellData {
+  CellKind kind = CellKind::kSelf;
+  const v1::PeerStatus* peer = nullptr;
+  double value = 0;
+  double badness = 0;
+};
+
+CellData Classify(const ClusterPicture& c, const Matrix& m, size_t i, size_t j,
+                  const std::vector<const NodeReport*>& report_of) {
+  CellData d;
+  if (i == j) return d;
+  d.peer = c.View(i, j);
+  if (d.peer == nullptr) {
+    const NodeReport* row = report_of[i];
+    const NodeReport* col = report_of[j];
+    d.kind = row != nullptr && !row->reachable         ? CellKind::kRowUnreachable
+             : col != nullptr && !col->reachable       ? CellKind::kColumnUnreachable
+             : c.coverage.sampled && !c.Measured(i, j) ? CellKind::kNotProbed
+                                                       : CellKind::kNotMeasured;
+    return d;
+  }
+  if (d.peer->state() == v1::PEER_STATE_DOWN) {
+    d.kind = CellKind::kDown;
+    return d;
+  }
+  if (d.peer->state() != v1::PEER_STATE_UP) {
+    d.kind = CellKind::kConnecting;
+    return d;
+  }
+  const std::optional<double> v = m.value(*d.peer);
+  if (!v) {
+    d.kind = std::string_view(m.id) == "link_ratio" && d.peer->bandwidth().has_tx_bytes_per_second()
+                 ? CellKind::kLinkSpeedUnknown
+                 : CellKind::kPending;
+    return d;
+  }
+  const EffectiveThresholds t = report_of[i] != nullptr && report_of[i]->status != nullptr
+                                    ? ThresholdsOf(*report_of[i]->status)
+                                    : EffectiveThresholds{};
+  d.kind = CellKind::kValue;
+  d.value = *v;
+  d.badness = Badness(m, *v, m.threshold(t));
+  return d;
+}
+
+// The cell's CSS class: "" for the default colour (within half the
+// threshold), which a table cell leaves out (page size).
+const char* ClassOf(const CellData& d) {
+  switch (d.kind) {
+    case CellKind::kSelf:
+      return "s";
+    case CellKind::kRowUnreachable:
+    case CellKind::kColumnUnreachable:
+    case CellKind::kDown:
+      return "d";
+    case CellKind::kNotProbed:
+    case CellKind::kNotMeasured:
+      return "n";
+    case CellKind::kConnecting:
+      return "c";
+    case CellKind::kLinkSpeedUnknown:
+      return "u";
+    case CellKind::kPending:
+      return "p";
+    case CellKind::kValue:
+      return Band(d.badness);
+  }
+  return "n";
+}
+
 struct CellView {
   const char* cls;
   std::string text;   // shown when the matrix is small
@@ -169,51 +261,47 @@ struct CellView {
 
 CellView Cell(const ClusterPicture& c, const Matrix& m, size_t i, size_t j,
               const std::vector<const NodeReport*>& report_of) {
+  const CellData d = Classify(c, m, i, j, report_of);
+  const char* cls = ClassOf(d);
   const std::string who = absl::StrCat(c.nodes[i], " \u2192 ", c.nodes[j], ": ");
-  if (i == j) return {"s", "", ""};
-  const v1::PeerStatus* p = c.View(i, j);
-  if (p == nullptr) {
-    const NodeReport* row = report_of[i];
-    const NodeReport* col = report_of[j];
-    if (row != nullptr && !row->reachable) {
-      return {"d", "down", absl::StrCat(who, c.nodes[i], " unreachable")};
-    }
-    if (col != nullptr && !col->reachable) {
-      return {"d", "down", absl::StrCat(who, c.nodes[j], " unreachable")};
-    }
-    if (c.coverage.sampled && !c.Measured(i, j)) {
-      return {"n", "~", absl::StrCat(who, "not probed (sampled mesh)")};
-    }
-    return {"n", "", absl::StrCat(who, "not measured")};
-  }
-  if (p->state() == v1::PEER_STATE_DOWN) {
-    return {"d", "down", absl::StrCat(who, "down ", p->last_failure().message())};
-  }
-  if (p->state() != v1::PEER_STATE_UP) return {"c", "\u2026", absl::StrCat(who, "connecting")};
-  const std::optional<double> v = m.value(*p);
-  if (!v) {
-    if (std::string(m.id) == "link_ratio" && p->bandwidth().has_tx_bytes_per_second()) {
-      return {"u", "n/a",
+  switch (d.kind) {
+    case CellKind::kSelf:
+      return {cls, "", ""};
+    case CellKind::kRowUnreachable:
+      return {cls, "down", absl::StrCat(who, c.nodes[i], " unreachable")};
+    case CellKind::kColumnUnreachable:
+      return {cls, "down", absl::StrCat(who, c.nodes[j], " unreachable")};
+    case CellKind::kNotProbed:
+      return {cls, "~", absl::StrCat(who, "not probed (sampled mesh)")};
+    case CellKind::kNotMeasured:
+      return {cls, "", absl::StrCat(who, "not measured")};
+    case CellKind::kDown:
+      return {cls, "down", absl::StrCat(who, "down ", d.peer->last_failure().message())};
+    case CellKind::kConnecting:
+      return {cls, "\u2026", absl::StrCat(who, "connecting")};
+    case CellKind::kLinkSpeedUnknown:
+      return {cls, "n/a",
               absl::StrFormat("%slink speed unknown (tx %.1f MB/s)", who,
-                              p->bandwidth().tx_bytes_per_second() / 1e6)};
+                              d.peer->bandwidth().tx_bytes_per_second() / 1e6)};
+    case CellKind::kPending: {
+      std::string due;
+      if (std::string_view(m.id) == "link_ratio" && d.peer->has_next_bandwidth_probe()) {
+        due = absl::StrCat(
+            ", bandwidth probe due ",
+            absl::FormatTime("%H:%M:%S UTC",
+                             absl::FromUnixSeconds(d.peer->next_bandwidth_probe().seconds()),
+                             absl::UTCTimeZone()));
+      }
+      return {cls, "?", absl::StrCat(who, "pending: not measured yet", due)};
     }
-    std::string due;
-    if (std::string(m.id) == "link_ratio" && p->has_next_bandwidth_probe()) {
-      due =
-          absl::StrCat(", bandwidth probe due ",
-                       absl::FormatTime("%H:%M:%S UTC",
-                                        absl::FromUnixSeconds(p->next_bandwidth_probe().seconds()),
-                                        absl::UTCTimeZone()));
-    }
-    return {"p", "?", absl::StrCat(who, "pending: not measured yet", due)};
+    case CellKind::kValue:
+      return {cls, Shown(m, d.value), absl::StrCat(who, Shown(m, d.value))};
   }
-  const EffectiveThresholds t = report_of[i] != nullptr && report_of[i]->status != nullptr
-                                    ? ThresholdsOf(*report_of[i]->status)
-                                    : EffectiveThresholds{};
-  return {Band(Badness(m, *v, m.threshold(t))), Shown(m, *v), absl::StrCat(who, Shown(m, *v))};
+  return {cls, "", ""};
 }
 
-void RenderLegend(const Matrix& m, double threshold, bool mixed, std::string& out) {
+// `image`: the matrix is an image, whose pending cells are flat grey.
+void RenderLegend(const Matrix& m, double threshold, bool mixed, bool image, std::string& out) {
   const char* lt = m.lower_is_worse ? "&gt;" : "&lt;";
   const char* ge = m.lower_is_worse ? "&le;" : "&ge;";
   // Band edges are magnitudes: no sign even where values have one.
@@ -234,8 +322,9 @@ void RenderLegend(const Matrix& m, double threshold, bool mixed, std::string& ou
                   "</span><span><i style=\"background:#d7191c\"></i>", ge, " ", edge(2),
                   "</span><span><i style=\"background:#222\"></i>down</span>"
                   "<span><i style=\"background:#777\"></i>connecting</span>"
-                  "<span><i style=\"background:repeating-linear-gradient(45deg,#ddd 0 3px,#fff 3px "
-                  "6px)\"></i>pending</span><span><i style=\"background:#fff\"></i>not "
+                  "<span><i style=\"background:",
+                  image ? "#ddd" : "repeating-linear-gradient(45deg,#ddd 0 3px,#fff 3px 6px)",
+                  "\"></i>pending</span><span><i style=\"background:#fff\"></i>not "
                   "measured</span>",
                   std::string(m.id) == "link_ratio"
                       ? "<span><i style=\"background:#cfd8dc\"></i>link speed unknown</span>"
@@ -272,34 +361,99 @@ void RenderTableHeatmap(const ClusterPicture& c, const Matrix& m,
   out += "</tbody></table>\n";
 }
 
-// Above: one inline SVG, a path per colour (a run of one colour in a row is
-// one rectangle), so the browser lays out a handful of elements instead of
-// n^2 cells; every few rows and columns are labelled.
-void RenderSvgHeatmap(const ClusterPicture& c, const Matrix& m,
-                      const std::vector<const NodeReport*>& report_of, std::string& out) {
-  const size_t n = c.nodes.size();
-  const size_t cell = n <= 128 ? 6 : 4, every = (12 + cell - 1) / cell, margin = 120;
-  std::map<std::string, std::string> paths;  // class -> path data, in cell units
-  for (size_t i = 0; i < n; ++i) {
-    for (size_t j = 0; j < n;) {
-      const char* cls = Cell(c, m, i, j, report_of).cls;
-      size_t span = 1;
-      while (j + span < n && std::string_view(Cell(c, m, i, j + span, report_of).cls) == cls) {
-        ++span;
-      }
-      absl::StrAppend(&paths[*cls ? cls : "q0"], "M", j, " ", i, "h", span, "v1h-", span, "z");
-      j += span;
-    }
+// The image's palette: the style sheet's colour of every cell class (a
+// pending cell is flat grey where the table stripes it).
+struct ClassColour {
+  const char* cls;
+  Rgb rgb;
+};
+constexpr ClassColour kClassColours[] = {
+    {"", {0x1a, 0x96, 0x41}},   {"q1", {0xa6, 0xd9, 0x6a}}, {"q2", {0xfd, 0xae, 0x61}},
+    {"q3", {0xd7, 0x19, 0x1c}}, {"s", {0xee, 0xee, 0xee}},  {"d", {0x22, 0x22, 0x22}},
+    {"c", {0x77, 0x77, 0x77}},  {"p", {0xdd, 0xdd, 0xdd}},  {"n", {0xff, 0xff, 0xff}},
+    {"u", {0xcf, 0xd8, 0xdc}},
+};
+
+uint8_t PaletteIndex(const char* cls) {
+  for (size_t k = 0; k < std::size(kClassColours); ++k) {
+    if (std::string_view(kClassColours[k].cls) == cls) return static_cast<uint8_t>(k);
   }
-  const size_t size = margin + n * cell;
+  return 0;
+}
+
+// How bad a cell looks, for the examples a row's tooltip names (lower first);
+// cells that are no problem are not named.
+int Severity(const char* cls) {
+  static constexpr const char* kOrder[] = {"d", "q3", "q2", "c", "q1"};
+  for (size_t k = 0; k < std::size(kOrder); ++k) {
+    if (std::string_view(kOrder[k]) == cls) return static_cast<int>(k);
+  }
+  return -1;
+}
+
+// A row's tooltip: the node, and when some of its cells are a problem, how
+// many and the worst few.
+std::string RowTitle(const ClusterPicture& c, const Matrix& m, size_t i,
+                     const std::vector<CellData>& row) {
+  constexpr size_t kExamples = 3;
+  std::vector<std::pair<int, size_t>> bad;  // severity, column
+  for (size_t j = 0; j < row.size(); ++j) {
+    const int severity = Severity(ClassOf(row[j]));
+    if (severity >= 0) bad.emplace_back(severity, j);
+  }
+  std::stable_sort(bad.begin(), bad.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (bad.empty()) return c.nodes[i];
+  std::string title = absl::StrCat(c.nodes[i], ": ", bad.size(), " of ", row.size() - 1,
+                                   " peers outside the green band");
+  for (size_t k = 0; k < std::min(kExamples, bad.size()); ++k) {
+    const CellData& d = row[bad[k].second];
+    absl::StrAppend(&title, k == 0 ? ": " : "; ", "\u2192 ", c.nodes[bad[k].second], " ",
+                    d.kind == CellKind::kValue        ? Shown(m, d.value)
+                    : d.kind == CellKind::kConnecting ? "connecting"
+                                                      : "down");
+  }
+  if (bad.size() > kExamples) absl::StrAppend(&title, "; \u2026");
+  return title;
+}
+
+// Above kMaxTitledNodes: the matrix is one image, a pixel per pair (a PNG of
+// some kilobytes where cells or shapes would be megabytes for the browser to
+// lay out), scaled up without smoothing; over it an SVG with the labels of
+// every few rows and columns (every down node's always) and a strip per row
+// that is highlighted under the pointer and names the row's worst cells.
+void RenderImageHeatmap(const ClusterPicture& c, const Matrix& m,
+                        const std::vector<const NodeReport*>& report_of, std::string& out) {
+  const size_t n = c.nodes.size();
+  const size_t cell = n <= 128 ? 6 : n <= 256 ? 4 : n <= 512 ? 2 : 1;
+  // margin: the labels' room, the padding of .hm-big in the style sheet.
+  const size_t every = (12 + cell - 1) / cell, margin = 120, side = n * cell;
+  std::vector<uint8_t> pixels(n * n);
+  std::vector<std::string> titles(n);
+  std::vector<CellData> row(n);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < n; ++j) {
+      row[j] = Classify(c, m, i, j, report_of);
+      pixels[i * n + j] = PaletteIndex(ClassOf(row[j]));
+    }
+    titles[i] = RowTitle(c, m, i, row);
+  }
+  std::vector<Rgb> palette;
+  for (const ClassColour& k : kClassColours) palette.push_back(k.rgb);
+  const std::string png =
+      EncodePalettePng(static_cast<uint32_t>(n), static_cast<uint32_t>(n), palette, pixels);
+  const size_t size = margin + side;
+  absl::StrAppend(&out, "<div class=\"hm-big\"><img class=\"hm-img\" width=\"", side,
+                  "\" height=\"", side, "\"", Attr("alt", absl::StrCat(m.title, " heatmap")),
+                  " src=\"data:image/png;base64,", absl::Base64Escape(png), "\">");
   absl::StrAppend(&out, "<svg class=\"hm-svg\" xmlns=\"http://www.w3.org/2000/svg\" width=\"", size,
-                  "\" height=\"", size, "\" viewBox=\"0 0 ", size, " ", size, "\" role=\"img\"",
-                  Attr("aria-label", absl::StrCat(m.title, " heatmap")),
-                  "><g transform=\"translate(", margin, " ", margin, ") scale(", cell,
-                  ")\" shape-rendering=\"crispEdges\">");
-  for (const auto& [cls, d] : paths)
-    absl::StrAppend(&out, "<path class=\"", cls, "\" d=\"", d, "\"/>");
-  out += "</g>\n";
+                  "\" height=\"", size, "\" viewBox=\"0 0 ", size, " ", size, "\">");
+  for (size_t i = 0; i < n; ++i) {
+    absl::StrAppend(&out, "<rect class=\"r\"", Attr("data-node", c.nodes[i]), " x=\"", margin,
+                    "\" y=\"", margin + i * cell, "\" width=\"", side, "\" height=\"", cell,
+                    "\"><title>", HtmlEscape(titles[i]), "</title></rect>");
+  }
+  out += "\n";
   auto down = [&](size_t i) { return report_of[i] != nullptr && !report_of[i]->reachable; };
   for (size_t i = 0; i < n; ++i) {
     // Every few rows, and every down node; no label crowds a down node's.
@@ -315,7 +469,7 @@ void RenderSvgHeatmap(const ClusterPicture& c, const Matrix& m,
                     " text-anchor=\"start\" transform=\"translate(", at, " ", margin - 3,
                     ") rotate(-90)\">", HtmlEscape(c.nodes[i]), "</text>\n");
   }
-  out += "</svg>\n";
+  out += "</svg></div>\n";
 }
 
 void RenderMatrices(const ClusterPicture& c, std::string& out) {
@@ -338,16 +492,19 @@ void RenderMatrices(const ClusterPicture& c, std::string& out) {
   absl::StrAppend(&out,
                   "<section id=\"matrices\"><p class=\"note\">Row: the node measuring; column: "
                   "its peer.",
-                  titled ? "" : " Columns are in the same order as the rows.", "</p>\n");
+                  titled ? ""
+                         : " Columns are in the same order as the rows; the pointer on a row "
+                           "names its worst cells.",
+                  "</p>\n");
   for (const Matrix& m : Matrices()) {
     const double threshold = m.threshold(legend.value_or(EffectiveThresholds{}));
     absl::StrAppend(&out, "<section class=\"matrix\" id=\"m-", m.id, "\"><h2>", m.title,
                     "</h2><p class=\"note\">", m.what, "</p>\n");
-    RenderLegend(m, threshold, mixed, out);
+    RenderLegend(m, threshold, mixed, !titled, out);
     if (titled) {
       RenderTableHeatmap(c, m, report_of, text, out);
     } else {
-      RenderSvgHeatmap(c, m, report_of, out);
+      RenderImageHeatmap(c, m, report_of, out);
     }
     out += "</section>\n";
   }
@@ -502,8 +659,8 @@ std::string RenderHealthHtml(const ClusterPicture& c, const HtmlPageOptions& opt
       options.refresh_seconds > 0
           ? absl::StrCat("<meta http-equiv=\"refresh\" content=\"", options.refresh_seconds, "\">")
           : "",
-      "<title>gloowatch: cluster ", HealthName(c.verdict), ", ", c.nodes.size(),
-      " nodes</title><style>", kStyle, "</style></head><body>\n");
+      "<title>gloowatch: cluster ", HealthName(c.verdict), ", ", Counted(c.nodes.size(), "node"),
+      "</title><style>", kStyle, "</style></head><body>\n");
   for (const Section& s : kSections) s.render(c, out);
   out += "</body></html>\n";
   return out;

@@ -21,14 +21,16 @@ namespace {
 
 std::string Response(int code, const char* type, absl::string_view body, bool send_body = true,
                      absl::string_view extra_headers = "") {
-  // The page has no script and loads nothing: the policy says so, so even a
-  // name that slipped past escaping could not run or fetch anything.
-  return absl::StrCat("HTTP/1.1 ", code, " ", HttpReason(code), "\r\nContent-Type: ", type,
-                      "\r\nContent-Length: ", body.size(),
-                      "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
-                      "Content-Security-Policy: default-src 'none'; style-src 'unsafe-inline'\r\n"
-                      "Connection: close\r\n",
-                      extra_headers, "\r\n", send_body ? body : "");
+  // The page has no script and loads nothing (its large heatmaps are data:
+  // images inside it): the policy says so, so even a name that slipped past
+  // escaping could not run or fetch anything.
+  return absl::StrCat(
+      "HTTP/1.1 ", code, " ", HttpReason(code), "\r\nContent-Type: ", type,
+      "\r\nContent-Length: ", body.size(),
+      "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
+      "Content-Security-Policy: default-src 'none'; style-src 'unsafe-inline'; img-src data:\r\n"
+      "Connection: close\r\n",
+      extra_headers, "\r\n", send_body ? body : "");
 }
 
 std::string Plain(int code, absl::string_view text) {

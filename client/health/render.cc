@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "client/core/plural.h"
 #include "client/health/pending.h"
 #include "client/health/suspects_render.h"
 
@@ -125,9 +126,11 @@ void AppendPendingText(const ClusterPicture& c, std::string& out) {
   }
 }
 
-// The REASON column: the node's first problem now, or what the first
-// suspect naming it says.
+// The REASON column: why an unreachable daemon did not answer, else the
+// node's first problem now, or what the first suspect naming it says.
 std::string NodeReason(const ClusterPicture& c, const NodeReport& n) {
+  // Why it did not answer, in one short line: its one line of the output.
+  if (!n.reachable) return n.error;
   if (!n.problems.empty()) return n.problems.front();
   for (const Suspect& s : c.suspects) {
     if (s.name == n.name) {
@@ -161,7 +164,7 @@ void AppendNodesText(const ClusterPicture& c, size_t w, const HealthTextOptions&
       std::string detail =
           n.reachable ? absl::StrCat("version ", n.status->version(), ", gloo ",
                                      n.status->gloo().interface(), " ", n.status->gloo().address())
-                      : n.error;
+                      : "-";  // its error is the REASON
       if (n.reachable && !n.status->labels().empty()) {
         // Sorted, as the config's map was (a proto map has no order).
         std::map<std::string, std::string> labels(n.status->labels().begin(),
@@ -229,6 +232,8 @@ void AppendProblemsText(const ClusterPicture& c, bool color, std::string& out) {
     for (const auto& p : l.problems) absl::StrAppend(&out, "            ", p, "\n");
   }
   for (const auto& n : c.node_reports) {
+    // An unreachable daemon's error is its row in the node table: once.
+    if (!n.reachable) continue;
     for (const auto& p : n.problems) {
       absl::StrAppend(&out, any ? "" : "\n", "  ",
                       Paint(Cell(HealthName(n.health), 8, true), n.health, color), "  node ",
@@ -369,14 +374,13 @@ nlohmann::json TrainingJson(const TrainingReport& t) {
 
 std::string RenderHealthText(const ClusterPicture& c, const HealthTextOptions& o) {
   std::string out;
-  const std::string asked =
-      c.source == "prometheus"
-          ? absl::StrCat("from Prometheus ", c.source_url)
-          : absl::StrCat(c.node_reports.size(), c.node_reports.size() == 1 ? " daemon" : " daemons",
-                         " asked");
+  const std::string asked = c.source == "prometheus"
+                                ? absl::StrCat("from Prometheus ", c.source_url)
+                                : absl::StrCat(Counted(c.node_reports.size(), "daemon"), " asked");
   absl::StrAppend(&out, "cluster: ", Paint(HealthName(c.verdict), c.verdict, o.color),
                   c.reasons.empty() ? "" : absl::StrCat(": ", absl::StrJoin(c.reasons, "; ")), " (",
-                  asked, ", ", c.nodes.size(), " nodes, ", c.links.size(), " links)\n");
+                  asked, ", ", Counted(c.nodes.size(), "node"), ", ",
+                  Counted(c.links.size(), "link"), ")\n");
   absl::StrAppend(&out, RenderSuspectsText(c.suspects, o.color));
   absl::StrAppend(
       &out, "coverage: ", c.coverage.measured_pairs, " of ", c.coverage.node_pairs,

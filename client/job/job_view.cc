@@ -188,10 +188,20 @@ absl::StatusOr<JobView> BuildJobView(const std::vector<FetchResult>& fetched,
       v.ranks.push_back(std::move(r));
     }
   }
+  // Nothing answered is no evidence about the job: unavailable, not "no
+  // such job". The unreachable daemons follow the message, one line each.
+  const std::string unanswered =
+      v.unreachable.empty() ? "" : absl::StrCat("\n  ", absl::StrJoin(v.unreachable, "\n  "));
+  if (!fetched.empty() && v.unreachable.size() == fetched.size()) {
+    return absl::UnavailableError(
+        absl::StrCat("no daemon answered (", fetched.size(), " asked)", unanswered));
+  }
   if (v.ranks.empty()) {
-    return absl::NotFoundError(absl::StrCat("no daemon that answered reports training job '", job,
-                                            "'",
-                                            v.unreachable.empty() ? "" : " (some did not answer)"));
+    return absl::NotFoundError(absl::StrCat(
+        "no daemon that answered reports training job '", job, "'",
+        v.unreachable.empty() ? ""
+                              : absl::StrCat(" (", v.unreachable.size(), " of ", fetched.size(),
+                                             " did not answer)", unanswered)));
   }
   std::sort(v.ranks.begin(), v.ranks.end(),
             [](const RankView& a, const RankView& b) { return a.rank < b.rank; });

@@ -25,13 +25,6 @@ std::unique_ptr<v1::Preflight::Stub> MakeStub(
   return v1::Preflight::NewStub(DaemonChannel(ep, credentials));
 }
 
-std::string Describe(const grpc::Status& s) {
-  return absl::StrCat(s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ? "deadline exceeded"
-                      : s.error_code() == grpc::StatusCode::UNAVAILABLE     ? "unavailable"
-                                                                            : "error",
-                      ": ", s.error_message());
-}
-
 std::string NewSession() {
   std::random_device rd;
   return absl::StrFormat("pf-%08x%08x", rd(), rd());
@@ -77,9 +70,10 @@ PreflightReport RunPreflight(const PreflightOptions& o) {
     v1::PreflightResolveResponse response;
     grpc::Status s = MakeStub(h.target.endpoint, o.credentials)->Resolve(&ctx, request, &response);
     if (!s.ok()) {
-      h.resolve_error = Describe(s);
+      h.resolve_error = ShortRpcError(s, o.deadline);
       return;
     }
+    h.answered = true;
     if (response.error().empty() && response.pair_addresses_size() != static_cast<int>(n)) {
       h.resolve_error = absl::StrCat("the daemon answered ", response.pair_addresses_size(),
                                      " pair addresses for ", n, " hosts");
@@ -115,12 +109,13 @@ PreflightReport RunPreflight(const PreflightOptions& o) {
         request.add_peer_reverse_addresses(peer ? in.hosts[j].resolved->reverse_address() : "");
       }
       grpc::ClientContext ctx;
-      SetDeadline(&ctx, 2 * o.timeout + o.deadline + absl::Seconds(10));
+      const absl::Duration deadline = 2 * o.timeout + o.deadline + absl::Seconds(10);
+      SetDeadline(&ctx, deadline);
       v1::PreflightConnectResponse response;
       grpc::Status s =
           MakeStub(h.target.endpoint, o.credentials)->Connect(&ctx, request, &response);
       if (!s.ok()) {
-        h.connect_error = Describe(s);
+        h.connect_error = ShortRpcError(s, deadline);
         return;
       }
       h.connected = std::move(response);
@@ -144,9 +139,10 @@ std::vector<PreflightHost> ResolveOnly(
     v1::PreflightResolveResponse response;
     grpc::Status s = MakeStub(h.target.endpoint, credentials)->Resolve(&ctx, request, &response);
     if (!s.ok()) {
-      h.resolve_error = Describe(s);
+      h.resolve_error = ShortRpcError(s, deadline);
       return;
     }
+    h.answered = true;
     if (h.target.name == h.target.endpoint.ToString() && !response.node().empty()) {
       h.target.name = response.node();
     }

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/exit_codes.h"
 #include "common/failure.h"
 
 namespace gloowatch::client {
@@ -522,6 +523,11 @@ PreflightReport BuildPreflightReport(PreflightInput input) {
   }
   r.verdict = fail ? "do_not_start" : warn ? "degraded" : "go";
   r.exit_code = fail ? 2 : warn ? 1 : 0;
+  // Nothing answered: the cluster could not be judged (still do not start).
+  if (std::none_of(r.input.hosts.begin(), r.input.hosts.end(),
+                   [](const PreflightHost& h) { return h.answered || h.resolved.has_value(); })) {
+    r.exit_code = kExitUnavailable;
+  }
   return r;
 }
 

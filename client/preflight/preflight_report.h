@@ -18,6 +18,7 @@ namespace gloowatch::client {
 // One host of the mesh (its rank is its index) and what its daemon said.
 struct PreflightHost {
   DaemonTarget target;
+  bool answered = false;      // the daemon answered Resolve at all
   std::string resolve_error;  // the Resolve call failed (daemon down, refused ...)
   std::optional<v1::PreflightResolveResponse> resolved;
   std::string connect_error;  // the Connect call failed
@@ -72,7 +73,7 @@ struct PreflightReport {
   std::vector<PreflightPair> pairs;
   std::vector<PreflightFinding> findings;
   std::string verdict;  // "go", "degraded", "do_not_start"
-  int exit_code = 0;    // 0, 1, 2
+  int exit_code = 0;    // 0, 1, 2; 69 when no host's daemon answered
 };
 
 PreflightReport BuildPreflightReport(PreflightInput input);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/core/plural.h"
 
 namespace gloowatch::client {
 namespace {
@@ -87,7 +88,8 @@ std::string RenderClusterAt(const ClusterAtTime& c, const std::string& url) {
   if (c.unhealthy.empty()) {
     return absl::StrCat(out, "all ", c.links_seen, " links up, no probe failures\n");
   }
-  absl::StrAppend(&out, c.unhealthy.size(), " of ", c.links_seen, " links not healthy\n");
+  absl::StrAppend(&out, c.unhealthy.size(), " of ", Counted(c.links_seen, "link"),
+                  " not healthy\n");
   for (const LinkAtTime& l : c.unhealthy) {
     std::vector<std::string> what;
     if (l.down) what.push_back("down");

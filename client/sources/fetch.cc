@@ -31,9 +31,7 @@ std::vector<FetchResult> FetchAll(const std::vector<DaemonTarget>& targets, absl
         r.status = std::move(status);
       } else {
         r.error_code = StatusCodeName(s.error_code());
-        r.error = s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
-                      ? absl::StrCat("timeout: no answer within ", absl::FormatDuration(deadline))
-                      : absl::StrCat(r.error_code, ": ", s.error_message());
+        r.error = ShortRpcError(s, deadline);
       }
     });
   }

@@ -59,7 +59,9 @@ class ProcessLauncher final : public TransportLauncher {
       int fd, const std::string& gloo_address) override {
     // Everything the child needs is built before fork: after it, only
     // async-signal-safe calls.
-    std::vector<std::string> args = {executable_, "--transport_fd=3",
+    // argv[0] names the process in ps and /proc/PID/cmdline: /proc/self/exe
+    // would read as "exe".
+    std::vector<std::string> args = {kTransportProcessName, "--transport_fd=3",
                                      absl::StrCat("--gloo_address=", gloo_address),
                                      absl::StrCat("--log_level=", log_level_)};
     std::vector<char*> argv;
@@ -72,7 +74,7 @@ class ProcessLauncher final : public TransportLauncher {
       } else {
         dup2(fd, 3);
       }
-      execv(argv[0], argv.data());
+      execv(executable_.c_str(), argv.data());
       _exit(127);
     }
     const int fork_error = errno;

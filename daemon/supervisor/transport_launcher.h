@@ -45,4 +45,9 @@ class TransportLauncher {
 std::unique_ptr<TransportLauncher> NewProcessLauncher(std::string executable,
                                                       std::string log_level);
 
+// The transport process's name: its argv[0] (ps -ef, /proc/PID/cmdline), and
+// the name it gives itself (ps -e, top; the kernel keeps 15 characters,
+// "gloowatchd-tran").
+inline constexpr char kTransportProcessName[] = "gloowatchd-transport";
+
 }  // namespace gloowatch

@@ -8,17 +8,44 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/support/chromium.h"
+#include "tests/support/daemon_process.h"
+#include "tests/support/free_port.h"
 #include "tests/support/subprocess.h"
+
+extern char** environ;
 
 namespace gloowatch::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
+
+// The test's environment, without a default daemon config (a machine with
+// /etc/gloowatch/gloowatchd.yaml would otherwise change what commands ask).
+std::map<std::string, std::string> TestEnvironment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const size_t eq = entry.find('=');
+    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  env["GLOOWATCH_CONFIG"] = "";
+  env.erase("SLURM_JOB_NODELIST");
+  return env;
+}
 
 ProcessResult Cli(std::vector<std::string> args, const std::string& in = "",
                   std::optional<std::map<std::string, std::string>> env = std::nullopt) {
   args.insert(args.begin(), CliPath());
+  if (!env) env = TestEnvironment();
   return RunProcess(args, env, in, absl::Seconds(30));
+}
+
+std::string ThisHost() {
+  char name[256] = {0};
+  gethostname(name, sizeof(name) - 1);
+  return name;
 }
 
 std::string Fixture() { return SourceDir() + "/tests/client/fixtures/mixed_failures.log"; }
@@ -236,7 +263,7 @@ TEST(Cli, ServeAndHtmlFlagsAreValidated) {
   EXPECT_THAT(html.err, HasSubstr("cannot write '/nonexistent-dir/page.html'"));
   // `-`: the page alone on stdout.
   ProcessResult out = Cli({"health", "--daemons", "127.0.0.1:1", "--html", "-"});
-  EXPECT_EQ(out.exit_code, 2);  // the daemon is unreachable
+  EXPECT_EQ(out.exit_code, 69);  // the only daemon is unreachable: nothing answered
   EXPECT_THAT(out.out, ::testing::StartsWith("<!DOCTYPE html>"));
   EXPECT_THAT(out.out, HasSubstr("<tr class=\"unreachable\" data-node=\"127.0.0.1:1\">"));
 }
@@ -297,7 +324,6 @@ TEST(DiagnoseCli, DubiousEnvironmentFlaggedAndReportValid) {
 }
 
 TEST(DiagnoseCli, UsageErrors) {
-  EXPECT_EQ(Cli({"diagnose"}).exit_code, 64);  // no --report-path
   ProcessResult r = Cli({"diagnose", "--report-path", "/tmp/x.json", "--ports", "9-1"});
   EXPECT_EQ(r.exit_code, 64);
   EXPECT_THAT(r.err, HasSubstr("reversed"));
@@ -305,6 +331,211 @@ TEST(DiagnoseCli, UsageErrors) {
             64);
   EXPECT_EQ(Cli({"diagnose", "--report-path", "/nonexistent/dir/r.json", "--ports", "1"}).exit_code,
             73);
+}
+
+}  // namespace
+}  // namespace gloowatch::testing
+
+namespace gloowatch::testing {
+namespace {
+
+// --- the habits of a command line ------------------------------------------
+
+TEST(CliHabits, AUsageErrorShowsThatCommandsUsageAndTheNearestFlag) {
+  ProcessResult r = Cli({"health", "--daemon", "127.0.0.1:1"});
+  EXPECT_EQ(r.exit_code, 64);
+  EXPECT_THAT(r.err,
+              HasSubstr("'--daemon' does not apply to this command; did you mean --daemons?"));
+  EXPECT_THAT(r.err, HasSubstr("usage: gloowatch health [--daemons"));
+  EXPECT_THAT(r.err, HasSubstr("gloowatch help health"));
+  EXPECT_THAT(r.err, Not(HasSubstr("commands:")));  // not the whole top-level help
+  EXPECT_THAT(r.err, Not(HasSubstr("explain-log")));
+  // Spelled with dashes, suggested with dashes; a swap of two letters is one edit.
+  ProcessResult dashes = Cli({"diagnose", "--report-pth", "x"});
+  EXPECT_EQ(dashes.exit_code, 64);
+  EXPECT_THAT(dashes.err, HasSubstr("unknown flag '--report-pth'; did you mean --report-path?"));
+  ProcessResult swapped = Cli({"health", "--deamons", "127.0.0.1:1"});
+  EXPECT_THAT(swapped.err, HasSubstr("did you mean --daemons?"));
+  // Nothing near: no guess.
+  ProcessResult far = Cli({"health", "--job", "x"});
+  EXPECT_THAT(far.err, Not(HasSubstr("did you mean")));
+  // A command's own argument error shows its usage too.
+  ProcessResult args = Cli({"job"});
+  EXPECT_EQ(args.exit_code, 64);
+  EXPECT_THAT(args.err, HasSubstr("usage: gloowatch job NAME"));
+}
+
+TEST(CliHabits, AnUnknownCommandGetsTheNearestOne) {
+  ProcessResult r = Cli({"healt"});
+  EXPECT_EQ(r.exit_code, 64);
+  EXPECT_THAT(r.err, HasSubstr("unknown command 'healt'; did you mean 'health'?"));
+  EXPECT_THAT(r.err, Not(HasSubstr("commands:")));
+  EXPECT_THAT(Cli({"prefligt"}).err, HasSubstr("did you mean 'preflight'?"));
+  EXPECT_THAT(Cli({"explain"}).err, HasSubstr("did you mean 'explain-log'?"));  // a prefix
+  ProcessResult none = Cli({"frobnicate"});
+  EXPECT_EQ(none.exit_code, 64);
+  EXPECT_THAT(none.err, Not(HasSubstr("did you mean")));
+  EXPECT_THAT(none.err, HasSubstr("gloowatch help"));
+}
+
+TEST(CliHabits, HelpCommandPrintsThatCommandsHelp) {
+  ProcessResult help = Cli({"help", "health"});
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_EQ(help.out, Cli({"health", "--help"}).out);
+  EXPECT_THAT(help.out, HasSubstr("usage: gloowatch health"));
+  EXPECT_THAT(help.out, Not(HasSubstr("commands:")));
+  ProcessResult top = Cli({"help"});
+  EXPECT_EQ(top.exit_code, 0);
+  EXPECT_THAT(top.out, HasSubstr("commands:"));
+  ProcessResult unknown = Cli({"help", "healt"});
+  EXPECT_EQ(unknown.exit_code, 64);
+  EXPECT_THAT(unknown.err, HasSubstr("did you mean 'health'?"));
+}
+
+// Two loopback ports nothing listens on: connections are refused at once.
+std::string TwoDeadDaemons() {
+  const int a = FreePort();
+  int b = FreePort();
+  while (b == a) b = FreePort();
+  return absl::StrCat("127.0.0.1:", a, ",127.0.0.1:", b);
+}
+
+TEST(CliHabits, NothingAnsweredIsUnavailableInEveryCommand) {
+  const std::string dead = TwoDeadDaemons();
+  ProcessResult health = Cli({"health", "--daemons", dead, "--color=never"});
+  EXPECT_EQ(health.exit_code, 69) << health.out << health.err;
+  EXPECT_THAT(health.err, HasSubstr("no daemon answered (2 asked)"));
+  EXPECT_THAT(health.out, HasSubstr("cluster: failed: 2 nodes unreachable ("));
+  EXPECT_THAT(health.out, HasSubstr("(2 daemons asked, 2 nodes, 0 links)"));
+  // One short line per daemon: its row, with the cause and not gRPC's story.
+  EXPECT_EQ(Occurrences(health.out, "UNAVAILABLE: Connection refused"), 2u) << health.out;
+  EXPECT_THAT(health.out, Not(HasSubstr("failed to connect to all addresses")));
+  EXPECT_THAT(health.err, Not(HasSubstr("grpc")));
+  ProcessResult json = Cli({"health", "--daemons", dead, "--json"});
+  EXPECT_EQ(json.exit_code, 69);
+  EXPECT_EQ(nlohmann::json::parse(json.out)["exit_code"], 69);
+
+  ProcessResult job = Cli({"job", "llm", "--daemons", dead});
+  EXPECT_EQ(job.exit_code, 69) << job.err;
+  EXPECT_THAT(job.err, HasSubstr("no daemon answered (2 asked)"));
+  EXPECT_EQ(Occurrences(job.err, "UNAVAILABLE: Connection refused"), 2u) << job.err;
+
+  ProcessResult preflight = Cli({"preflight", "--daemons", dead, "--timeout", "1s"});
+  EXPECT_EQ(preflight.exit_code, 69) << preflight.out << preflight.err;
+  EXPECT_THAT(preflight.out, HasSubstr("DO NOT START (exit 69)"));
+  EXPECT_EQ(Occurrences(preflight.out, "UNAVAILABLE: Connection refused"), 2u) << preflight.out;
+
+  // diagnose still checked this host: the daemons FAIL, what needs them SKIPs.
+  ProcessResult diagnose = Cli({"diagnose", "--daemons", dead, "--ports", "1", "--json"});
+  EXPECT_EQ(diagnose.exit_code, 2) << diagnose.err;
+  EXPECT_EQ(nlohmann::json::parse(diagnose.out)["checks"][0]["status"], "FAIL");
+}
+
+TEST(CliHabits, OneDaemonIsOneDaemon) {
+  ProcessResult r = Cli({"health", "--daemons", absl::StrCat("127.0.0.1:", FreePort())});
+  EXPECT_THAT(r.out, HasSubstr("(1 daemon asked, 1 node, 0 links)"));
+}
+
+TEST(DiagnoseCli, WithoutReportPathTheReportGoesToStdout) {
+  ProcessResult r = Cli({"diagnose", "--target", "127.0.0.1", "--ports", "1", "--color=never"});
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("PASS  port_scan:127.0.0.1: 127.0.0.1: 1 refused"));
+  EXPECT_THAT(r.out, HasSubstr(" pass, "));
+  EXPECT_THAT(r.out, Not(HasSubstr("report:")));  // no file was written
+  ProcessResult json = Cli({"diagnose", "--target", "127.0.0.1", "--ports", "1", "--json"});
+  nlohmann::json j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["schema"], "gloowatch.diagnose.v1");
+  EXPECT_EQ(j["exit_code"], json.exit_code);
+}
+
+TEST(DiagnoseCli, ChecksWithNothingToLookAtSkipInsteadOfPassing) {
+  std::map<std::string, std::string> env = {{"PATH", "/usr/bin:/bin"}, {"GLOOWATCH_CONFIG", ""}};
+  ProcessResult r =
+      Cli({"diagnose", "--daemons", TwoDeadDaemons(), "--ports", "1", "--json"}, "", env);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  std::map<std::string, std::string> status;
+  for (const auto& c : j["checks"]) status[c["id"]] = c["status"];
+  EXPECT_EQ(status["daemons"], "FAIL");
+  for (const char* id :
+       {"ephemeral_ports", "mtu", "link_quality", "consistency", "job_resolution", "master_addr"}) {
+    EXPECT_EQ(status[id], "SKIP") << id;
+  }
+  EXPECT_EQ(j["summary"]["skip"], 6);
+  EXPECT_THAT(r.out, Not(HasSubstr("resolves on 0 hosts")));
+  EXPECT_THAT(r.out, Not(HasSubstr("use --daemons")));
+  ProcessResult text = Cli({"diagnose", "--daemons", TwoDeadDaemons(), "--ports", "1"}, "", env);
+  EXPECT_THAT(text.out, HasSubstr("SKIP  mtu: no daemon answered: not checked"));
+  EXPECT_THAT(text.out, HasSubstr(", 6 skipped"));
+}
+
+// --- the default source: /etc/gloowatch/gloowatchd.yaml or GLOOWATCH_CONFIG --
+
+std::map<std::string, std::string> WithConfig(const std::string& path) {
+  std::map<std::string, std::string> env = TestEnvironment();
+  env["GLOOWATCH_CONFIG"] = path;
+  return env;
+}
+
+// A fleet file (no node:, every host in peers:) on a host it lists: the
+// daemon of this host is asked at grpc_listen, as `gloowatchd --node %H`
+// serves it, and its own entry is not asked a second time.
+TEST(DefaultSource, AFleetFileIsReadAsThisHostsAndAsksEveryDaemonOnce) {
+  TempDir dir;
+  const int self = FreePort(), other = FreePort();
+  const std::string fleet = dir.Write(
+      "fleet.yaml", absl::StrCat("grpc_listen: 127.0.0.1:", self,
+                                 "\nmetrics_listen: 127.0.0.1:7610\ngloo: {address: 127.0.0.1}\n"
+                                 "peers:\n  - {name: ",
+                                 ThisHost(),
+                                 ", grpc: 127.0.0.1:1}\n  - {name: other, grpc: "
+                                 "127.0.0.1:",
+                                 other, "}\n"));
+  ProcessResult r = Cli({"health", "--json"}, "", WithConfig(fleet));
+  EXPECT_EQ(r.exit_code, 69) << r.err;  // nothing listens
+  EXPECT_THAT(r.err,
+              HasSubstr(absl::StrCat("asking the 2 daemons of ", fleet, " (GLOOWATCH_CONFIG)")));
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["nodes"].size(), 2u) << j["nodes"].dump(2);
+  EXPECT_EQ(j["nodes"][0]["name"], ThisHost());
+  EXPECT_EQ(j["nodes"][0]["address"], absl::StrCat("127.0.0.1:", self));
+  EXPECT_EQ(j["nodes"][1]["name"], "other");
+  // The same file given by --config reads the same.
+  ProcessResult flag = Cli({"health", "--json", "--config", fleet});
+  EXPECT_EQ(nlohmann::json::parse(flag.out)["nodes"], j["nodes"]);
+  EXPECT_THAT(flag.err, Not(HasSubstr("asking the")));  // the flag says which file
+  // job and preflight take it too; preflight outside a Slurm job.
+  EXPECT_THAT(Cli({"job", "llm"}, "", WithConfig(fleet)).err, HasSubstr("asking the 2 daemons"));
+  ProcessResult preflight = Cli({"preflight", "--timeout", "1s"}, "", WithConfig(fleet));
+  EXPECT_EQ(preflight.exit_code, 69) << preflight.err;
+  EXPECT_THAT(preflight.out, HasSubstr(ThisHost()));
+  ProcessResult diagnose = Cli({"diagnose", "--ports", "1", "--json"}, "", WithConfig(fleet));
+  EXPECT_EQ(nlohmann::json::parse(diagnose.out)["inputs"]["daemons"].size(), 2u);
+}
+
+// On a host the fleet file does not list (a login node): every listed node.
+TEST(DefaultSource, AHostTheFleetFileDoesNotListAsksEveryListedNode) {
+  TempDir dir;
+  const std::string fleet =
+      dir.Write("fleet.yaml",
+                absl::StrCat("grpc_listen: 0.0.0.0:7601\nmetrics_listen: 0.0.0.0:7610\n"
+                             "peers:\n  - {name: not-this-host-a, grpc: 127.0.0.1:",
+                             FreePort(),
+                             "}\n  - {name: not-this-host-b, grpc: 127.0.0.1:", FreePort(), "}\n"));
+  ProcessResult r = Cli({"health", "--json"}, "", WithConfig(fleet));
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["nodes"].size(), 2u);
+  EXPECT_EQ(j["nodes"][0]["name"], "not-this-host-a");
+  EXPECT_EQ(j["nodes"][1]["name"], "not-this-host-b");
+}
+
+TEST(DefaultSource, NoConfigOrAMissingOneIsAClearError) {
+  ProcessResult none = Cli({"health"});  // GLOOWATCH_CONFIG set but empty
+  EXPECT_EQ(none.exit_code, 64);
+  EXPECT_THAT(none.err, HasSubstr("need --daemons, --config or --cluster"));
+  ProcessResult missing = Cli({"health"}, "", WithConfig("/nonexistent/gloowatchd.yaml"));
+  EXPECT_EQ(missing.exit_code, 66);
+  EXPECT_THAT(missing.err, HasSubstr("/nonexistent/gloowatchd.yaml"));
+  EXPECT_THAT(missing.err, HasSubstr("GLOOWATCH_CONFIG"));
 }
 
 }  // namespace

@@ -680,5 +680,26 @@ TEST(Cluster, NodeFilterKeepsTheSelectionAndJudgesIt) {
   EXPECT_EQ(one.links.size(), 5u);
 }
 
+// "Nothing answered" (69) is about every daemon asked: a filter that shows
+// only a down node leaves a failed node (2), not a silent cluster.
+TEST(Cluster, NodeFilterOnADownNodeIsNotNothingAnswered) {
+  FetchResult a = Node("a", 1);
+  Peer(a, "b", 0.0003, 0.95, 0.0);
+  ClusterPicture down_only = BuildCluster({a, Unreachable("b")});
+  NodeFilter by_name;
+  by_name.names = {"b"};
+  ApplyNodeFilter(by_name, down_only);
+  ASSERT_EQ(down_only.node_reports.size(), 1u);
+  EXPECT_FALSE(down_only.node_reports[0].reachable);
+  EXPECT_FALSE(down_only.NothingAnswered());
+  EXPECT_EQ(down_only.ExitCode(), 2);
+
+  ClusterPicture silent = BuildCluster({Unreachable("a"), Unreachable("b")});
+  EXPECT_TRUE(silent.NothingAnswered());
+  ApplyNodeFilter(by_name, silent);
+  EXPECT_TRUE(silent.NothingAnswered());
+  EXPECT_EQ(silent.ExitCode(), 69);
+}
+
 }  // namespace
 }  // namespace gloowatch::client

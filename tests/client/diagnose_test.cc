@@ -167,7 +167,7 @@ TEST(CheckConsistency, IPv4AndIPv6GlooAddressesFail) {
 
 // Only literals and localhost: resolving them needs no name server.
 TEST(CheckMasterAddr, WhatTheStoreWouldTrip) {
-  EXPECT_EQ(CheckMasterAddr({}, true).status, Severity::kPass);
+  EXPECT_EQ(CheckMasterAddr({}, true).status, Severity::kSkip);  // nothing to check
   Check with_port = CheckMasterAddr({{"MASTER_ADDR", "10.0.0.1:29500"}}, true);
   EXPECT_EQ(with_port.status, Severity::kFail);
   EXPECT_THAT(with_port.remediation, HasSubstr("MASTER_PORT"));
@@ -315,6 +315,33 @@ TEST(CheckJobResolution, FailureMixLoopbackAndHostName) {
   Check quiet = CheckJobResolution({Resolved("a", "10.0.0.1", "10.0.0.1"), down}, "");
   EXPECT_EQ(quiet.status, Severity::kPass);
   EXPECT_THAT(quiet.evidence, Contains(HasSubstr("d: not asked")));
+  // Nobody asked resolves nothing: no "resolves on 0 hosts" pass.
+  Check none = CheckJobResolution({down}, "");
+  EXPECT_EQ(none.status, Severity::kSkip);
+  EXPECT_THAT(none.summary, HasSubstr("no daemon answered"));
+  EXPECT_THAT(none.evidence, Contains(HasSubstr("d: not asked")));
+}
+
+// What needs a daemon's answer has nothing to look at without one.
+TEST(SkippedChecks, NoDaemonAnsweredSkipsAndCountsApart) {
+  FetchResult down;
+  down.target = {"d", {"127.0.0.1", 1}};
+  down.error = "UNAVAILABLE: Connection refused";
+  for (const Check& c : {CheckEphemeralPorts({down}, {}), CheckMtu({down}), CheckThresholds({down}),
+                         CheckConsistency({down})}) {
+    EXPECT_EQ(c.status, Severity::kSkip) << c.id;
+    EXPECT_EQ(c.summary, "no daemon answered: not checked") << c.id;
+  }
+  // A daemon without peers has no links to judge.
+  EXPECT_EQ(CheckThresholds({Daemon("node-a", 32768, 60999)}).status, Severity::kSkip);
+  DiagnoseReport r =
+      MakeReport({CheckMtu({down}), CheckMasterAddr({}, true), CheckDaemonsReachable({down})});
+  EXPECT_EQ(r.skip, 2);
+  EXPECT_EQ(r.pass, 0);
+  EXPECT_EQ(r.fail, 1);
+  EXPECT_EQ(r.ExitCode(), 2);
+  EXPECT_THAT(RenderReportText(r, false), HasSubstr("0 pass, 0 warn, 1 fail, 2 skipped"));
+  EXPECT_THAT(RenderReportText(r, false), HasSubstr("SKIP  mtu: no daemon answered"));
 }
 
 }  // namespace

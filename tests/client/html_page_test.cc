@@ -4,7 +4,17 @@
 // tests/loopback/serve_chromium_test.cc.
 #include "client/health/html_page.h"
 
+#include <zlib.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/chromium.h"
@@ -152,7 +162,74 @@ TEST(HtmlPage, HostileNamesAreEscapedEverywhere) {
   EXPECT_EQ(HtmlEscape("a&b<c>\"d'"), "a&amp;b&lt;c&gt;&quot;d&#39;");
 }
 
-TEST(HtmlPage, LargeClusterHeatmapsAreSvgRuns) {
+// The palette indices of the heatmap image in `section` (a palette PNG,
+// filter 0 on every row, as EncodePalettePng writes it), and its colours.
+struct Image {
+  uint32_t width = 0, height = 0;
+  std::vector<std::string> palette;  // "#rrggbb"
+  std::vector<uint8_t> pixels;
+  std::string At(size_t row, size_t col) const { return palette[pixels[row * width + col]]; }
+};
+
+uint32_t BigEndian(absl::string_view b) {
+  return static_cast<uint32_t>(static_cast<uint8_t>(b[0])) << 24 |
+         static_cast<uint32_t>(static_cast<uint8_t>(b[1])) << 16 |
+         static_cast<uint32_t>(static_cast<uint8_t>(b[2])) << 8 | static_cast<uint8_t>(b[3]);
+}
+
+std::optional<Image> HeatmapImage(const std::string& section) {
+  const std::string prefix = "src=\"data:image/png;base64,";
+  const size_t at = section.find(prefix);
+  if (at == std::string::npos) return std::nullopt;
+  const size_t from = at + prefix.size();
+  std::string png;
+  if (!absl::Base64Unescape(section.substr(from, section.find('"', from) - from), &png)) {
+    return std::nullopt;
+  }
+  if (png.compare(0, 8, std::string("\x89PNG\r\n\x1a\n", 8)) != 0) return std::nullopt;
+  Image image;
+  std::string deflated;
+  for (size_t pos = 8; pos + 12 <= png.size();) {
+    const uint32_t length = BigEndian(absl::string_view(png).substr(pos, 4));
+    const std::string type = png.substr(pos + 4, 4);
+    const std::string data = png.substr(pos + 8, length);
+    const uLong crc = crc32(crc32(0L, Z_NULL, 0),
+                            reinterpret_cast<const Bytef*>(png.data() + pos + 4), length + 4);
+    if (crc != BigEndian(absl::string_view(png).substr(pos + 8 + length, 4))) return std::nullopt;
+    if (type == "IHDR") {
+      image.width = BigEndian(data);
+      image.height = BigEndian(absl::string_view(data).substr(4));
+      if (data.substr(8, 2) != std::string("\x08\x03", 2)) return std::nullopt;
+    } else if (type == "PLTE") {
+      for (size_t k = 0; k + 3 <= data.size(); k += 3) {
+        image.palette.push_back(absl::StrFormat("#%02x%02x%02x", static_cast<uint8_t>(data[k]),
+                                                static_cast<uint8_t>(data[k + 1]),
+                                                static_cast<uint8_t>(data[k + 2])));
+      }
+    } else if (type == "IDAT") {
+      deflated += data;
+    }
+    pos += 12 + length;
+  }
+  std::string raw(static_cast<size_t>(image.height) * (image.width + 1), '\0');
+  uLongf size = raw.size();
+  if (uncompress(reinterpret_cast<Bytef*>(raw.data()), &size,
+                 reinterpret_cast<const Bytef*>(deflated.data()), deflated.size()) != Z_OK ||
+      size != raw.size()) {
+    return std::nullopt;
+  }
+  for (uint32_t y = 0; y < image.height; ++y) {
+    if (raw[y * (image.width + 1)] != 0) return std::nullopt;  // filter: none
+    const char* row = raw.data() + y * (image.width + 1) + 1;
+    image.pixels.insert(image.pixels.end(), row, row + image.width);
+  }
+  for (uint8_t p : image.pixels) {
+    if (p >= image.palette.size()) return std::nullopt;
+  }
+  return image;
+}
+
+TEST(HtmlPage, LargeClusterHeatmapsAreImagesWithLabelsAndRowTooltips) {
   std::vector<FetchResult> nodes;
   const int n = 80;
   for (int i = 0; i < n; ++i) nodes.push_back(Node(absl::StrCat("n", 100 + i), 1 + i));
@@ -161,27 +238,83 @@ TEST(HtmlPage, LargeClusterHeatmapsAreSvgRuns) {
       if (i != j) Up(nodes[i], absl::StrCat("n", 100 + j), 0.0001);
     }
   }
+  nodes[7].status->mutable_peers(0)->mutable_latency()->set_p50_seconds(0.0050);  // n107->n100: q3
   nodes[43] = FetchResult{};  // n143 does not answer
   nodes[43].target = {"n143", {"127.0.0.1", 44}};
   const std::string page = RenderHealthHtml(BuildCluster(std::move(nodes)));
-  EXPECT_EQ(Occurrences(page, "<svg class=\"hm-svg\""), 4u);
+  EXPECT_EQ(Occurrences(page, "<img class=\"hm-img\""), 4u);
   EXPECT_THAT(page, Not(HasSubstr("<table class=\"hm")));
-  EXPECT_THAT(page, Not(HasSubstr("title=\"n100 \u2192")));
-  // A run of one colour is one rectangle: row 0 is the diagonal, then 79
-  // healthy latencies, or 79 pending losses.
+  EXPECT_THAT(page, Not(HasSubstr("title=\"n100 \u2192")));  // no tooltip per cell
+  EXPECT_THAT(page, Not(HasSubstr("<script")));
+
+  // One pixel per pair, in the colours of the legend.
   const std::string latency = page.substr(page.find("id=\"m-latency\""));
-  EXPECT_THAT(latency.substr(0, latency.find("</svg>")),
-              HasSubstr("<path class=\"q0\" d=\"M1 0h79v1h-79z"));
+  std::optional<Image> image = HeatmapImage(latency.substr(0, latency.find("</section>")));
+  ASSERT_TRUE(image.has_value());
+  ASSERT_EQ(image->width, 80u);
+  ASSERT_EQ(image->height, 80u);
+  EXPECT_EQ(image->At(0, 0), "#eeeeee");  // the diagonal
+  for (int j = 1; j < n; ++j) {
+    if (j != 43) {
+      EXPECT_EQ(image->At(0, j), "#1a9641") << j;  // within half the threshold
+    }
+  }
+  EXPECT_EQ(image->At(7, 0), "#d7191c");  // 2.5 x the threshold
+  // n143 does not answer: its row is down (its peers still measure it).
+  for (int k = 0; k < n; ++k) {
+    if (k != 43) {
+      EXPECT_EQ(image->At(43, k), "#222222") << k;
+    }
+  }
+  EXPECT_EQ(image->At(42, 43), "#1a9641");
   const std::string loss = page.substr(page.find("id=\"m-tcp_loss\""));
-  EXPECT_THAT(loss, HasSubstr("<path class=\"p\" d=\"M1 0h79v1h-79z"));
-  // n143's row and column are down, and it is labelled as such.
-  EXPECT_THAT(latency, HasSubstr("M0 43h43v1h-43zM44 43h36v1h-36z"));
+  std::optional<Image> pending = HeatmapImage(loss.substr(0, loss.find("</section>")));
+  ASSERT_TRUE(pending.has_value());
+  EXPECT_EQ(pending->At(0, 1), "#dddddd");  // no loss figure yet
+  // Shown 6 px a pair, unsmoothed, under its labels.
+  EXPECT_THAT(latency, HasSubstr("<img class=\"hm-img\" width=\"480\" height=\"480\""));
+  EXPECT_THAT(page, HasSubstr("image-rendering:pixelated"));
+
+  // A strip per row, highlighted under the pointer, naming its worst cells.
+  EXPECT_EQ(Occurrences(page, "<rect class=\"r\""), 4u * n);
+  EXPECT_THAT(latency, HasSubstr("<rect class=\"r\" data-node=\"n107\""));
+  EXPECT_THAT(latency, HasSubstr("<title>n107: 1 of 79 peers outside the green band: "
+                                 "\u2192 n100 5.000 ms</title>"));
+  EXPECT_THAT(latency, HasSubstr("<title>n143: 79 of 79 peers outside the green band: "
+                                 "\u2192 n100 down; \u2192 n101 down; \u2192 n102 down; "
+                                 "\u2026</title>"));
+  EXPECT_THAT(latency, HasSubstr("data-node=\"n101\" x=\"120\" y=\"126\" width=\"480\" "
+                                 "height=\"6\"><title>n101</title>"));
+  EXPECT_THAT(page, HasSubstr("rect.r:hover"));
+
+  // n143 is labelled as down; labels every other row (6 px cells), none
+  // beside a down node's.
   EXPECT_THAT(latency, HasSubstr("<text data-node=\"n143\" class=\"down\""));
-  // Labels every other row (6 px cells), none beside a down node's.
   EXPECT_THAT(latency, HasSubstr("<text data-node=\"n140\""));
   EXPECT_THAT(latency, Not(HasSubstr("<text data-node=\"n142\"")));
   EXPECT_THAT(latency, Not(HasSubstr("<text data-node=\"n141\"")));
   EXPECT_LT(page.size(), 80'000u);  // a cell each would be 25,600 of them
+}
+
+// At 1,000 nodes the page stays small: four images and a strip per row.
+TEST(HtmlPage, ThousandNodesStayAFewHundredKilobytes) {
+  std::vector<FetchResult> nodes;
+  const int n = 1000;
+  for (int i = 0; i < n; ++i) nodes.push_back(Node(absl::StrCat("node-", 1000 + i), 1));
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (i != j) Up(nodes[i], absl::StrCat("node-", 1000 + j), (i + j) % 7 == 0 ? 0.003 : 0.0001);
+    }
+  }
+  const std::string page = RenderHealthHtml(BuildCluster(std::move(nodes)));
+  EXPECT_EQ(Occurrences(page, "<img class=\"hm-img\" width=\"1000\" height=\"1000\""), 4u);
+  EXPECT_EQ(Occurrences(page, "<rect class=\"r\""), 4u * n);
+  const std::string latency = page.substr(page.find("id=\"m-latency\""));
+  std::optional<Image> image = HeatmapImage(latency.substr(0, latency.find("</section>")));
+  ASSERT_TRUE(image.has_value());
+  EXPECT_EQ(image->At(3, 4), "#fdae61");  // (3 + 4) % 7 == 0: 1.5 x the threshold
+  EXPECT_EQ(image->At(3, 5), "#1a9641");
+  EXPECT_LT(page.size(), 2'000'000u);
 }
 
 }  // namespace

@@ -123,7 +123,12 @@ TEST(JobView, SilentJobWithoutWaitersIsDegradedAndUnknownJobNotFound) {
   EXPECT_EQ(v->unreachable, std::vector<std::string>{"c: connection refused"});
   auto missing = BuildJobView({Node("a", {Rank("llm", 0, 0.1)}), down}, "nope");
   EXPECT_TRUE(absl::IsNotFound(missing.status()));
-  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("'nope' (some did not answer)"));
+  EXPECT_THAT(std::string(missing.status().message()),
+              HasSubstr("'nope' (1 of 2 did not answer)\n  c: connection refused"));
+  // Nothing answered says nothing about the job: unavailable, not unknown.
+  auto silence = BuildJobView({down, down}, "llm");
+  EXPECT_TRUE(absl::IsUnavailable(silence.status())) << silence.status();
+  EXPECT_THAT(std::string(silence.status().message()), HasSubstr("no daemon answered (2 asked)"));
 }
 
 TEST(JobView, TheDaemonSaysWhetherASilentRankIsStoppedOrGone) {

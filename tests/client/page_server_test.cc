@@ -101,7 +101,10 @@ TEST_F(PageServerTest, ServesBothPagesAndRefusesTheRest) {
   EXPECT_THAT(page, StartsWith("HTTP/1.1 200 OK\r\n"));
   EXPECT_THAT(page, HasSubstr("Content-Type: text/html; charset=utf-8\r\n"));
   EXPECT_THAT(page, HasSubstr("Content-Length: 26\r\n"));
-  EXPECT_THAT(page, HasSubstr("Content-Security-Policy: default-src 'none'"));
+  // No script, nothing fetched; only the page's own data: images (the large
+  // heatmaps) and inline style.
+  EXPECT_THAT(page, HasSubstr("Content-Security-Policy: default-src 'none'; style-src "
+                              "'unsafe-inline'; img-src data:\r\n"));
   EXPECT_TRUE(absl::EndsWith(page, "\r\n\r\n<!DOCTYPE html><p>page</p>")) << page;
   const std::string json = Exchange(port(), "GET /health.json?x=1 HTTP/1.0\n\n");
   EXPECT_THAT(json, HasSubstr("Content-Type: application/json"));

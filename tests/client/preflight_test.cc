@@ -180,6 +180,22 @@ TEST(PreflightReport, DownDaemonLeavesItsPairsUntried) {
   EXPECT_THAT(RenderPreflightText(r), HasSubstr("2 not tried"));
 }
 
+TEST(PreflightReport, NoDaemonAnsweredIsUnavailable) {
+  PreflightInput in = ThreeHosts();
+  for (PreflightHost& h : in.hosts) {
+    h.resolved.reset();
+    h.connected.reset();
+    h.resolve_error = "UNAVAILABLE: Connection refused";
+  }
+  PreflightReport r = BuildPreflightReport(in);
+  EXPECT_EQ(r.verdict, "do_not_start");
+  EXPECT_EQ(r.exit_code, 69);
+  EXPECT_THAT(RenderPreflightText(r), HasSubstr("DO NOT START (exit 69)"));
+  // One that answered, even with an error of its own, is an answer.
+  in.hosts[0].answered = true;
+  EXPECT_EQ(BuildPreflightReport(in).exit_code, 2);
+}
+
 TEST(PreflightReport, StoreRefusedDegradesStoreTimeoutStops) {
   PreflightInput in = ThreeHosts();
   v1::PreflightMasterResult* m = in.hosts[2].connected->mutable_master();

@@ -43,6 +43,38 @@ TEST(LoadDaemonConfig, SelfPlusPeers) {
   EXPECT_FALSE(LoadDaemonConfig(Write("bad.yaml", "peers: [1, 2\n")).ok());
 }
 
+// One file for every host (gloowatchd --node %H): read as `this_host`'s.
+TEST(LoadDaemonConfig, FleetFileIsReadAsThisHosts) {
+  const std::string fleet =
+      Write("fleet.yaml",
+            "grpc_listen: 0.0.0.0:7601\nmetrics_listen: 0.0.0.0:7610\npeers:\n"
+            "  - {name: gpu-01, grpc: 10.0.3.1:7601}\n  - {name: gpu-02, grpc: 10.0.3.2:7601}\n"
+            "  - {name: gpu-03, grpc: 10.0.3.3:7601}\n");
+  auto on_02 = LoadDaemonConfig(fleet, "gpu-02");
+  ASSERT_TRUE(on_02.ok()) << on_02.status();
+  ASSERT_EQ(on_02->size(), 3u);  // itself at grpc_listen, not at its entry too
+  EXPECT_EQ((*on_02)[0].name, "gpu-02");
+  EXPECT_EQ((*on_02)[0].endpoint.ToString(), "127.0.0.1:7601");
+  EXPECT_EQ((*on_02)[1].name, "gpu-01");
+  EXPECT_EQ((*on_02)[2].name, "gpu-03");
+  // A host it does not list (a login node) asks every node listed.
+  auto login = LoadDaemonConfig(fleet, "login01");
+  ASSERT_TRUE(login.ok()) << login.status();
+  ASSERT_EQ(login->size(), 3u);
+  EXPECT_EQ((*login)[0].endpoint.ToString(), "10.0.3.1:7601");
+  // Without a host name the file is what it says: no node.
+  EXPECT_FALSE(LoadDaemonConfig(fleet).ok());
+  // A file with node: is that node's, whatever host reads it.
+  auto named = LoadDaemonConfig(
+      Write("named.yaml",
+            "node: gpu-01\ngrpc_listen: 0.0.0.0:7601\nmetrics_listen: 0.0.0.0:7610\npeers:\n"
+            "  - {name: gpu-02, grpc: 10.0.3.2:7601}\n"),
+      "gpu-02");
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ((*named)[0].name, "gpu-01");
+  EXPECT_EQ(named->size(), 2u);
+}
+
 TEST(LoadClusterFile, Nodes) {
   auto t = LoadClusterFile(Write("c.yaml",
                                  "nodes:\n  - {name: a, grpc: 127.0.0.1:7601}\n"

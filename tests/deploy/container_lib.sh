@@ -67,7 +67,7 @@ ct_init() {
   local tool stale pid
   for tool in debootstrap systemd-nspawn nsenter cpack curl flock; do
     command -v "$tool" >/dev/null ||
-      die "$tool is not installed (scripts/packages.txt lists its package)"
+      die "$tool is not installed (scripts/packages-test.txt lists its package)"
   done
   for stale in "$tmp_parent/gloowatch-$1"-*; do
     [ -f "$stale/script.pid" ] || continue

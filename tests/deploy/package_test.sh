@@ -35,6 +35,7 @@ for path in ./usr/sbin/gloowatchd ./usr/bin/gloowatch ./usr/bin/gloowatch-report
     ./usr/share/gloowatch/deploy/prometheus/prometheus.yml \
     ./usr/share/gloowatch/deploy/grafana/gloowatch-dashboard.json \
     ./usr/share/gloowatch/deploy/systemd/tls-credentials.conf \
+    ./usr/share/gloowatch/deploy/systemd/fleet-node.conf \
     ./usr/share/gloowatch/python/proto/gloowatch_pb2.py \
     ./usr/share/doc/gloowatch/operations.md ./usr/share/doc/gloowatch/metrics.md; do
   printf '%s\n' "$contents" | grep -qxF "$path" || err "package lacks $path"
@@ -103,7 +104,7 @@ if command -v lintian >/dev/null; then
     printf '%s\n' "$contents" | grep -qxF "$page" || err "package lacks $page"
   done
 else
-  err "lintian is not installed (scripts/packages.txt lists it)"
+  err "lintian is not installed (scripts/packages-test.txt lists it)"
 fi
 
 # Run what was packaged.
@@ -149,7 +150,7 @@ if command -v hardening-check >/dev/null; then
     fi
   done
 else
-  err "hardening-check is not installed (devscripts; scripts/packages.txt lists it)"
+  err "hardening-check is not installed (devscripts; scripts/packages-test.txt lists it)"
 fi
 version=$("$tmp/root/usr/sbin/gloowatchd" --version) || err "gloowatchd --version failed"
 echo "$version"

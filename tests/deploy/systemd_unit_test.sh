@@ -45,5 +45,26 @@ if systemd-analyze security --help 2>/dev/null | grep -q -- '--offline'; then
   fi
 fi
 
-[ "$fail" -eq 0 ] && echo "OK: gloowatchd.service"
+# The fleet drop-in (deploy/systemd/fleet-node.conf, README "Quickstart on N
+# hosts"): the unit with it verifies as cleanly, its ExecStart replaces the
+# unit's with --node %H, and the daemon takes one fleet file as each host's.
+dropin=$src/deploy/systemd/fleet-node.conf
+grep -qxF 'ExecStart=' "$dropin" || err "fleet-node.conf does not reset ExecStart"
+grep -qxF 'ExecStart=/usr/sbin/gloowatchd --config /etc/gloowatch/gloowatchd.yaml --node %H' "$dropin" ||
+  err "fleet-node.conf does not start gloowatchd with --node %H"
+mkdir -p "$tmp/gloowatchd.service.d"
+sed "s#/usr/sbin/gloowatchd#$bin/gloowatchd#g" "$dropin" > "$tmp/gloowatchd.service.d/fleet-node.conf"
+if ! out=$(systemd-analyze verify "$tmp/gloowatchd.service" 2>&1) || [ -n "$out" ]; then
+  err "systemd-analyze verify (unit + fleet-node.conf):"; echo "$out"
+fi
+printf '%s
+' 'grpc_listen: 0.0.0.0:7601' 'metrics_listen: 0.0.0.0:7610' 'peers:' \
+  '  - {name: gpu-01, grpc: 10.0.3.1:7601}' '  - {name: gpu-02, grpc: 10.0.3.2:7601}' \
+  '  - {name: gpu-03, grpc: 10.0.3.3:7601}' > "$tmp/fleet.yaml"
+for node in gpu-01 gpu-02 gpu-03; do
+  out=$("$bin/gloowatchd" --check-config "$tmp/fleet.yaml" --node "$node" 2>&1) &&
+    [ "$out" = "$tmp/fleet.yaml: OK (node $node, 2 peers)" ] || err "the fleet file as $node's: $out"
+done
+
+[ "$fail" -eq 0 ] && echo "OK: gloowatchd.service (and with fleet-node.conf)"
 exit "$fail"

@@ -12,7 +12,7 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 cli=$build/client/gloowatch
 . "$(dirname "$0")/container_lib.sh"
 for tool in ip nft prometheus promtool python3; do
-  command -v "$tool" > /dev/null || die "$tool is not installed (scripts/packages.txt lists its package)"
+  command -v "$tool" > /dev/null || die "$tool is not installed (scripts/packages-test.txt lists its package)"
 done
 [ -x "$cli" ] || die "no $cli: build the client first"
 

@@ -3,6 +3,7 @@
 // fakes: every number the client prints is checked against what the daemons
 // themselves report over gRPC and /metrics.
 #include <signal.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <future>
@@ -16,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/support/chromium.h"
 #include "tests/support/daemon_process.h"
 #include "tests/support/free_port.h"
 #include "tests/support/metrics_text.h"
@@ -348,6 +350,34 @@ TEST_F(HealthyClusterTest, HealthConfigAsksTheNodeAndItsPeers) {
   EXPECT_THAT(c.out, HasSubstr("cluster: healthy (3 daemons asked, 3 nodes, 3 links)"));
 }
 
+// The quickstart's fleet file as `gloowatch health` reads it with no flag on
+// a host the file lists: this host's daemon at grpc_listen (here node-a's;
+// the entry under this host's name points nowhere and must not be asked),
+// every other node once.
+TEST_F(HealthyClusterTest, HealthWithNoFlagReadsTheFleetFileAsThisHosts) {
+  TempDir dir;
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  const std::string fleet = dir.Write(
+      "fleet.yaml",
+      absl::StrCat("grpc_listen: ", cluster_->grpc(0), "\nmetrics_listen: 127.0.0.1:7610\n",
+                   "gloo: {address: 127.0.0.1}\npeers:\n  - {name: ", host,
+                   ", grpc: 127.0.0.1:1}\n  - {name: node-b, grpc: ", cluster_->grpc(1),
+                   "}\n  - {name: node-c, grpc: ", cluster_->grpc(2), "}\n"));
+  ProcessResult r = RunProcess({CliPath(), "health", "--json"},
+                               Environment({{"GLOOWATCH_CONFIG", fleet}}), "", kCliTimeout);
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("asking the 3 daemons of ", fleet)));
+  json j = ParseJson(r.out);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["node_names"], json({"node-a", "node-b", "node-c"}));
+  ASSERT_EQ(j["nodes"].size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(j["nodes"][i]["address"], cluster_->grpc(i));
+    EXPECT_EQ(j["nodes"][i]["reachable"], true);
+  }
+}
+
 // --- a daemon goes away ----------------------------------------------------
 
 class BrokenClusterTest : public ::testing::Test {
@@ -447,11 +477,13 @@ TEST_F(BrokenClusterTest, KilledDaemonIsUnreachableAndItsLinksDown) {
   // node-c's row is empty: nobody to ask.
   for (const json& cell : down["matrices"]["latency_p50_ms"][2]) EXPECT_TRUE(cell.is_null());
 
-  // The table: UNREACHABLE row, the failed links, exit 2.
+  // The table: UNREACHABLE row with its error once, the failed links, exit 2.
   ProcessResult text = Cli({"health", "--deadline", "2s", "--daemons", Join(Daemons())});
   EXPECT_EQ(text.exit_code, 2) << Describe(text);
   EXPECT_THAT(text.out, HasSubstr("cluster: failed"));
   EXPECT_THAT(text.out, HasSubstr("UNREACHABLE"));
+  EXPECT_EQ(error, "UNAVAILABLE: Connection refused");
+  EXPECT_EQ(Occurrences(text.out, error), 1u) << text.out;
   EXPECT_THAT(text.out, HasSubstr("node-a <-> node-c"));
   EXPECT_THAT(text.out, HasSubstr("node-b <-> node-c"));
 }

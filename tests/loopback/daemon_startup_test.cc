@@ -4,6 +4,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -14,6 +17,7 @@ namespace gloowatch::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Holds a listening socket on 127.0.0.1:port for the test's lifetime.
 class PortHolder {
@@ -66,6 +70,10 @@ TEST(DaemonStartupTest, GrpcPortInUseIsAClearError) {
   EXPECT_EQ(*out.exit_code, 69) << out.log;
   EXPECT_THAT(out.log, HasSubstr(absl::StrCat("cannot listen for gRPC on 127.0.0.1:", grpc_port)));
   EXPECT_THAT(out.log, HasSubstr("already in use"));
+  // Our line alone: gRPC's own (600 characters from chttp2_server.cc) is
+  // debug output now.
+  EXPECT_THAT(out.log, Not(HasSubstr("chttp2_server")));
+  EXPECT_THAT(out.log, Not(HasSubstr("No address added")));
 }
 
 TEST(DaemonStartupTest, MetricsPortInUseIsAClearError) {
@@ -146,6 +154,9 @@ TEST(DaemonStartupTest, HelpListsTheFlagsAndABadFlagIsAUsageError) {
   Process bad({BinaryPath("gloowatchd"), "--no-such-flag"}, dir.path() + "/bad.log");
   EXPECT_EQ(bad.Wait(absl::Seconds(10)), 64);
   EXPECT_THAT(bad.Log(), HasSubstr("unknown flag '--no-such-flag'"));
+  Process typo({BinaryPath("gloowatchd"), "--check-confg", "x.yaml"}, dir.path() + "/typo.log");
+  EXPECT_EQ(typo.Wait(absl::Seconds(10)), 64);
+  EXPECT_THAT(typo.Log(), HasSubstr("did you mean --check-config?"));
   Process extra({BinaryPath("gloowatchd"), "stray"}, dir.path() + "/extra.log");
   EXPECT_EQ(extra.Wait(absl::Seconds(10)), 64);
 }
@@ -202,6 +213,18 @@ TEST(DaemonStartupTest, NodeFlagWithASharedPeerListProbesTheOthers) {
                   << daemon_b.Log();
   EXPECT_EQ(status->node(), "node-a");
   EXPECT_EQ(status->peers(0).name(), "node-b");
+
+  // Its transport process has a name in ps and top, not "exe".
+  const pid_t transport = ChildPid(daemon_a.pid());
+  ASSERT_GT(transport, 0);
+  std::ifstream comm(absl::StrCat("/proc/", transport, "/comm"));
+  std::string name;
+  std::getline(comm, name);
+  EXPECT_EQ(name, "gloowatchd-tran");  // the kernel keeps 15 characters
+  std::ifstream cmdline(absl::StrCat("/proc/", transport, "/cmdline"));
+  std::string argv0;
+  std::getline(cmdline, argv0, '\0');
+  EXPECT_EQ(argv0, "gloowatchd-transport");
 }
 
 }  // namespace
