@@ -211,7 +211,6 @@ absl::Duration BandwidthGate::transfer_time() const {
   return transfer_time_;
 }
 
-
 bool SockaddrFromBytes(const std::string& bytes, sockaddr_storage* out) {
   if (bytes.empty() || bytes.size() > gloo::transport::Address::kMaxByteSize) return false;
   try {

@@ -139,6 +139,10 @@ class ProbeLinkTest : public ::testing::Test {
   }
 
   std::shared_ptr<gloo::transport::Device> client_device_ = LoopbackDevice();
+  // When the server's daemon last ticked, for the tests that give it one:
+  // members, so that they outlive the responders, which end with registry_.
+  SimulatedClock daemon_time_;
+  DaemonLiveness liveness_{&daemon_time_};
   BandwidthGate server_gate_{RealClock::Get()};
   BandwidthGate client_gate_{RealClock::Get()};
   std::unique_ptr<ResponderRegistry> registry_;
@@ -228,9 +232,7 @@ TEST_F(ProbeLinkTest, PingSyncAndBandwidthOverRealPairs) {
 // The responder's 32-byte replies say how long its daemon has been silent
 // (whole seconds, saturating), on every kind of command that gets one.
 TEST_F(ProbeLinkTest, RepliesCarryHowLongTheRespondersDaemonHasBeenSilent) {
-  SimulatedClock daemon_time;  // when the server's daemon last ticked
-  DaemonLiveness liveness(&daemon_time);
-  StartServer(RealClock::Get(), &liveness);
+  StartServer(RealClock::Get(), &liveness_);
   std::unique_ptr<ProbeSession> session = Connected();
   ASSERT_NE(session, nullptr);
   EXPECT_FALSE(session->TakePeerDaemon().has_value()) << "no reply yet";
@@ -248,7 +250,7 @@ TEST_F(ProbeLinkTest, RepliesCarryHowLongTheRespondersDaemonHasBeenSilent) {
   EXPECT_FALSE(session->TakePeerDaemon().has_value()) << "taken once";
 
   // The daemon stops ticking: 7.9 s later every reply says 7.
-  daemon_time.Advance(absl::Milliseconds(7900));
+  daemon_time_.Advance(absl::Milliseconds(7900));
   ASSERT_TRUE(session->Ping(3).ok());
   EXPECT_EQ(silence(), std::optional<uint32_t>(7));
   ASSERT_TRUE(session->SyncBurst(2).ok());
@@ -258,11 +260,11 @@ TEST_F(ProbeLinkTest, RepliesCarryHowLongTheRespondersDaemonHasBeenSilent) {
     EXPECT_EQ(silence(), std::optional<uint32_t>(7));
   }
   // Saturates instead of wrapping.
-  daemon_time.Advance(absl::Hours(20));
+  daemon_time_.Advance(absl::Hours(20));
   ASSERT_TRUE(session->Ping(1).ok());
   EXPECT_EQ(silence(), std::optional<uint32_t>(65535));
   // A tick: 0 again.
-  liveness.Heard();
+  liveness_.Heard();
   ASSERT_TRUE(session->Ping(1).ok());
   EXPECT_EQ(silence(), std::optional<uint32_t>(0));
 }
