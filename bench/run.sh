@@ -3,8 +3,9 @@
 # each figure against its target ("met" or "SHORT"). Needs root for the
 # network-namespace parts; takes the build directory (default: build).
 # Usage: bash bench/run.sh [BUILD_DIR]
-# BENCH_QUICK=1 skips the three that take minutes each (accuracy, overhead,
-# dashboard: about 10 of the 11 minutes), as CI does; run them by hand.
+# BENCH_QUICK=1 skips the four that take minutes each (accuracy, overhead,
+# dashboard, faults: the fault catalogue alone takes about half an hour), as
+# CI does; run them by hand.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -17,7 +18,7 @@ trap 'rm -rf "$out"' EXIT
 echo "== machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)," \
   "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), kernel $(uname -r)"
 status=0
-slow="accuracy overhead dashboard"
+slow="accuracy overhead dashboard faults"
 run() {
   local name=$1
   shift
@@ -41,10 +42,12 @@ else
   echo "bench: accuracy not run: $build/bench/accuracy_bench is built with the tests (GLOOWATCH_BUILD_TESTS=ON)"
 fi
 # Built with the tests, like accuracy: they start their daemons through the
-# test support's LoopbackCluster.
-for name in overhead aggregation preflight; do
+# test support's LoopbackCluster (the fault catalogue: its netns beds).
+for name in overhead aggregation preflight faults; do
   if [ "$name" = aggregation ]; then
     run aggregation bash bench/aggregation.sh "$build"
+  elif [ "$name" = faults ] && [ -x "$build/bench/fault_catalogue_bench" ]; then
+    run faults "$build/bench/fault_catalogue_bench" --build_dir="$build"
   elif [ -x "$build/bench/${name}_bench" ]; then
     run "$name" "$build/bench/${name}_bench" --build_dir="$build"
   else

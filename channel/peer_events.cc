@@ -85,6 +85,17 @@ void ChannelObserver::Send() {
   batch_.mutable_peer()->clear_events();
 }
 
+transport::v1::FromTransport UnacknowledgedMessage(const std::string& peer,
+                                                   uint32_t retransmissions,
+                                                   absl::Duration at_least) {
+  transport::v1::FromTransport m;
+  m.mutable_peer()->set_peer(peer);
+  transport::v1::Unacknowledged* u = m.mutable_peer()->add_events()->mutable_unacknowledged();
+  u->set_retransmissions(retransmissions);
+  u->set_nanos(absl::ToInt64Nanoseconds(at_least));
+  return m;
+}
+
 void ApplyPeerEvent(const transport::v1::PeerEvent& e, ProbeObserver& observer) {
   switch (e.event_case()) {
     case transport::v1::PeerEvent::kConnecting:
@@ -135,6 +146,10 @@ void ApplyPeerEvent(const transport::v1::PeerEvent& e, ProbeObserver& observer) 
       observer.RecordPeerDaemon(e.peer_daemon().has_silent_seconds()
                                     ? std::optional<double>(e.peer_daemon().silent_seconds())
                                     : std::nullopt);
+      break;
+    case transport::v1::PeerEvent::kUnacknowledged:
+      observer.RecordUnacknowledged(e.unacknowledged().retransmissions(),
+                                    absl::Nanoseconds(e.unacknowledged().nanos()));
       break;
     case transport::v1::PeerEvent::EVENT_NOT_SET:
       break;

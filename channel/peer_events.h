@@ -45,6 +45,12 @@ class ChannelObserver final : public ProbeObserver {
   std::optional<absl::Time> bandwidth_due_;
 };
 
+// A message of one event from outside the prober's thread: what the
+// transport's watch over the pairs' sockets saw (PeerEvent.unacknowledged).
+transport::v1::FromTransport UnacknowledgedMessage(const std::string& peer,
+                                                   uint32_t retransmissions,
+                                                   absl::Duration at_least);
+
 // Replays `event` on `observer`.
 void ApplyPeerEvent(const transport::v1::PeerEvent& event, ProbeObserver& observer);
 // Replays a batch, in order.

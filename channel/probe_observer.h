@@ -46,6 +46,11 @@ class ProbeObserver {
   // A latency probe timed out: its ping was lost. A Gloo read that times out
   // breaks the pair, so RecordFailure(timeout) follows and the session ends.
   virtual void RecordLatencyProbeLost() {}
+  // What the command pair sent the peer has gone unacknowledged for at
+  // least `at_least` while our kernel retransmitted it `retransmissions`
+  // times in a row; 0: acknowledged again (transport/peer_prober.h,
+  // WatchUnacknowledged).
+  virtual void RecordUnacknowledged(uint32_t /*retransmissions*/, absl::Duration /*at_least*/) {}
   // When the next bandwidth probe is due (wall clock), whenever that changes.
   virtual void RecordBandwidthDue(absl::Time /*at*/) {}
   // What a probe's replies said of the peer's daemon: how long it had been

@@ -438,6 +438,14 @@ v1::NodeStatus Daemon::Status() const {
   if (topology_->sampled()) topology->set_sample_epoch(epoch_);
   *s.mutable_thresholds() = ThresholdsProto(config_.thresholds);
   *s.mutable_host_load() = host_load_->Figures();
+  const TransportSupervisor::State transport = transport_->state();
+  v1::TransportStatus* t = s.mutable_transport();
+  if (transport.started_at) *t->mutable_started_at() = ToProtoTimestamp(*transport.started_at);
+  t->set_restarts(transport.restarts);
+  t->set_last_exit(transport.last_exit);
+  if (transport.last_exit_time) {
+    *t->mutable_last_exit_time() = ToProtoTimestamp(*transport.last_exit_time);
+  }
   std::vector<v1::TrainingJobStatus> ranks = training_->Snapshot();
   for (v1::TrainingJobSummary& job : SummarizeTrainingJobs(ranks)) {
     *s.add_training_jobs() = std::move(job);

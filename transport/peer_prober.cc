@@ -23,6 +23,12 @@ constexpr absl::Duration kFailureLogInterval = absl::Seconds(30);
 // kTcpStatsInterval, and follows any other probe only once it is overdue.
 constexpr absl::Duration kTcpStatsInterval = absl::Seconds(4);
 constexpr absl::Duration kTcpStatsOverdue = absl::Seconds(10);
+// The watch reads a command's socket once it has been out this long (a
+// healthy answer takes milliseconds), and reports it unacknowledged after
+// this many timeouts in a row (UnacknowledgedWatch): under 5% random loss
+// one segment needs three losses in a row for that, 1 in 8,000.
+constexpr absl::Duration kUnackedMinAge = absl::Seconds(1);
+constexpr uint32_t kUnackedRetransmits = 2;
 
 // gRPC's reconnect backoff defaults reach two minutes; a restarted peer
 // should be found within seconds.
@@ -97,6 +103,17 @@ void ProbeSchedule::Defer(Kind kind, absl::Duration now, absl::Duration delay) {
   due_[static_cast<int>(kind)] = now + delay;
 }
 
+// --- LossFollowUp ------------------------------------------------------------
+
+void LossFollowUp::SawLoss() {
+  until_ns_.store(absl::ToInt64Nanoseconds(clock_->Monotonic() + kActiveFor),
+                  std::memory_order_relaxed);
+}
+
+bool LossFollowUp::Active() const {
+  return absl::ToInt64Nanoseconds(clock_->Monotonic()) < until_ns_.load(std::memory_order_relaxed);
+}
+
 // --- PeerProber --------------------------------------------------------------
 
 v1::ProbeParameters MakeProbeParameters(const Config& config) {
@@ -121,7 +138,8 @@ PeerProber::PeerProber(ProberContext context, const Config& config, PeerConfig p
       observer_(observer),
       stub_(v1::Peer::NewStub(PeerChannel(peer_.grpc, context_.credentials))),
       peer_is_loopback_(IsLoopbackHost(peer_.grpc.host)),
-      failure_log_(kFailureLogInterval, context_.clock) {}
+      failure_log_(kFailureLogInterval, context_.clock),
+      watch_(kUnackedMinAge, kUnackedRetransmits) {}
 
 PeerProber::~PeerProber() {
   Stop();
@@ -266,8 +284,16 @@ absl::StatusOr<std::unique_ptr<ProbeSession>> PeerProber::Connect() {
 }
 
 absl::Status PeerProber::ProbeLatency(ProbeSession& session, ProbeSchedule& schedule) {
-  absl::StatusOr<PingBurst> burst = session.Ping(static_cast<int>(probe_config_.latency_burst));
+  const size_t counted = probe_config_.latency_burst;
+  // While a loss is followed up, more round trips carry more segments (the
+  // evidence); only the first `counted` are latency samples, as always.
+  const bool follow_up = context_.loss_follow_up != nullptr && context_.loss_follow_up->Active() &&
+                         counted < static_cast<size_t>(LossFollowUp::kLossFollowUpPings);
+  absl::StatusOr<PingBurst> burst =
+      session.Ping(follow_up ? LossFollowUp::kLossFollowUpPings : static_cast<int>(counted));
   if (!burst.ok()) return burst.status();
+  if (burst->rtts.size() > counted) burst->rtts.resize(counted);
+  if (burst->samples.size() > counted) burst->samples.resize(counted);
   observer_->RecordRtts(burst->rtts);
   if (!schedule.skew_rides_on_latency()) {
     skew_samples_.clear();  // a reload made skew a probe of its own
@@ -342,6 +368,23 @@ void PeerProber::ReportTcpStats(std::vector<TcpConnection>& connections, TcpCoun
     }
   }
   if (read) observer_->RecordTcp(sample);
+  if (context_.loss_follow_up != nullptr &&
+      sample.retransmitted_segments > sample.spurious_retransmitted_segments) {
+    context_.loss_follow_up->SawLoss();
+  }
+}
+
+void PeerProber::WatchUnacknowledged(absl::Duration now,
+                                     const std::function<void(uint32_t, absl::Duration)>& report) {
+  absl::MutexLock lock(&watch_mu_);
+  if (!watched_ || context_.tcp_stats == nullptr) return;
+  const absl::Duration sent = absl::Nanoseconds(last_command_ns_.load(std::memory_order_relaxed));
+  if (!watch_.NeedsRead(now, sent)) return;
+  absl::StatusOr<TcpCounters> counters = context_.tcp_stats->Read(*watched_);
+  if (!counters.ok()) return;  // closed: the next command fails and says why
+  if (std::optional<UnacknowledgedWatch::Report> r = watch_.Update(now, sent, *counters)) {
+    report(r->retransmissions, r->at_least);
+  }
 }
 
 void PeerProber::Run() {
@@ -385,13 +428,30 @@ void PeerProber::Run() {
 std::optional<absl::Status> PeerProber::ProbeUntilFailure(ProbeSession& session,
                                                           ProbeSchedule& schedule,
                                                           std::mt19937_64& rng) {
+  std::vector<TcpConnection> tcp_connections;
+  if (context_.tcp_stats != nullptr) tcp_connections = session.tcp_connections();
+  last_command_ns_.store(absl::ToInt64Nanoseconds(context_.clock->Monotonic()));
+  {
+    absl::MutexLock lock(&watch_mu_);
+    if (!tcp_connections.empty()) watched_ = tcp_connections[0];  // the command pair
+    watch_.Reset();
+  }
+  std::optional<absl::Status> ended = ProbeSessionLoop(session, schedule, rng, tcp_connections);
+  // Before the caller reports the failure: no watch report of this session
+  // comes after it.
+  absl::MutexLock lock(&watch_mu_);
+  watched_.reset();
+  return ended;
+}
+
+std::optional<absl::Status> PeerProber::ProbeSessionLoop(
+    ProbeSession& session, ProbeSchedule& schedule, std::mt19937_64& rng,
+    std::vector<TcpConnection>& tcp_connections) {
   const Clock& clock = *context_.clock;
   schedule.Reset(clock.Monotonic());
   schedule.set_latency_carries_timestamps(session.pings_carry_timestamps());
   skew_samples_.clear();
   bandwidth_tx_done_ = false;
-  std::vector<TcpConnection> tcp_connections;
-  if (context_.tcp_stats != nullptr) tcp_connections = session.tcp_connections();
   TcpCounterDeltas tcp_deltas;
   absl::Duration tcp_read_at = clock.Monotonic();
   absl::Duration reported_bandwidth_due = -absl::InfiniteDuration();
@@ -416,6 +476,7 @@ std::optional<absl::Status> PeerProber::ProbeUntilFailure(ProbeSession& session,
       may_take += 2 * static_cast<int64_t>(params_.bandwidth_messages()) * gloo_timeout_;
     }
     Progress(may_take);
+    last_command_ns_.store(absl::ToInt64Nanoseconds(clock.Monotonic()), std::memory_order_relaxed);
     absl::Status status = RunProbe(kind, session, schedule);
     // What the peer's transport said of its daemon travels with the probe's
     // results (the latency probe's, every latency_interval by default).

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
@@ -69,6 +70,29 @@ class ProbeSchedule {
   absl::Duration due_[4];
 };
 
+// The loss follow-up: once a probe pair of this transport lost a segment (a
+// retransmission the peer did not report as spurious), every prober's
+// latency probes make kLossFollowUpPings round trips instead of
+// probe.latency_burst, until a loss window (60 s) passes without another.
+// At the default schedule a direction sends about 80 segments a minute,
+// too few to tell a loss of 2% from none; with the follow-up it sends about
+// 1,200, and the pooled evidence over a node's links (client/health/
+// localise.h) names a lossy NIC within seconds and clears a repaired one
+// within the recent window. A healthy cluster pays nothing. Thread-safe.
+class LossFollowUp {
+ public:
+  static constexpr int kLossFollowUpPings = 100;
+  static constexpr absl::Duration kActiveFor = absl::Seconds(60);
+
+  explicit LossFollowUp(const Clock* clock) : clock_(clock) {}
+  void SawLoss();
+  bool Active() const;
+
+ private:
+  const Clock* const clock_;
+  std::atomic<int64_t> until_ns_{INT64_MIN};
+};
+
 struct ProberContext {
   std::string node;
   std::string version;
@@ -80,6 +104,8 @@ struct ProberContext {
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   // Reads the pairs' kernel TCP statistics; none are reported when null.
   const TcpStatsSource* tcp_stats = nullptr;
+  // Shared by the transport's probers; no follow-up when null.
+  LossFollowUp* loss_follow_up = nullptr;
 };
 
 // Builds the probe parameters we send in OpenProbePair from the config.
@@ -104,6 +130,18 @@ class PeerProber {
   // its length plus that. Never true before Start() or after the thread ended.
   bool Stalled(absl::Duration now) const;
 
+  // The transport's watch over the command pair, called about once a second
+  // from another thread (Transport's heartbeat thread): when a command went
+  // out at least a second ago, reads the socket's tcp_info; data the peer's
+  // kernel has not acknowledged although ours retransmitted it on timeouts
+  // twice or more means nothing gets through (a partition, a dead host, a
+  // firewall that drops) well before the probe's Gloo timeout. Calls
+  // `report(retransmissions, at_least)` when that starts or goes on, and
+  // `report(0, 0)` once it is acknowledged again; under a lock the session's
+  // end also takes, so no report of a session follows that session's failure.
+  void WatchUnacknowledged(absl::Duration now,
+                           const std::function<void(uint32_t, absl::Duration)>& report);
+
  private:
   void Run();
   absl::StatusOr<std::unique_ptr<ProbeSession>> Connect();
@@ -114,6 +152,9 @@ class PeerProber {
   // (that failure) or Stop() (nullopt).
   std::optional<absl::Status> ProbeUntilFailure(ProbeSession& session, ProbeSchedule& schedule,
                                                 std::mt19937_64& rng);
+  std::optional<absl::Status> ProbeSessionLoop(ProbeSession& session, ProbeSchedule& schedule,
+                                               std::mt19937_64& rng,
+                                               std::vector<TcpConnection>& tcp_connections);
   // Sleeps until the monotonic time `at` or Stop(); false when stopping.
   bool SleepUntil(absl::Duration at);
   std::optional<ScheduleConfig> TakeScheduleUpdate();
@@ -144,6 +185,13 @@ class PeerProber {
   LogRateLimiter failure_log_;
   // A failing TCP statistics read is logged once per prober.
   bool tcp_stats_error_logged_ = false;
+
+  // Monotonic nanoseconds of the last command sent over the command pair.
+  std::atomic<int64_t> last_command_ns_{0};
+  // The watch over the command pair (WatchUnacknowledged).
+  absl::Mutex watch_mu_;
+  std::optional<TcpConnection> watched_ ABSL_GUARDED_BY(watch_mu_);
+  UnacknowledgedWatch watch_ ABSL_GUARDED_BY(watch_mu_);
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -77,6 +77,8 @@ absl::StatusOr<TcpCounters> CountersOf(const nlmsghdr* h) {
       c.spurious_retransmitted_segments = info.tcpi_dsack_dups;
       c.rtt = absl::Microseconds(info.tcpi_rtt);
       c.rtt_variation = absl::Microseconds(info.tcpi_rttvar);
+      c.unacked_segments = info.tcpi_unacked;
+      c.timeout_retransmits = info.tcpi_retransmits;
       return c;
     }
     const int step = NLA_ALIGN(size);
@@ -241,6 +243,33 @@ TcpCounterDeltas::Delta TcpCounterDeltas::Update(size_t index, const TcpCounters
   }
   last = now;
   return d;
+}
+
+void UnacknowledgedWatch::Reset() {
+  acked_through_.reset();
+  unacked_since_.reset();
+  reported_ = false;
+}
+
+bool UnacknowledgedWatch::NeedsRead(absl::Duration now, absl::Duration sent) const {
+  if (reported_) return true;
+  if (acked_through_ && *acked_through_ == sent) return false;
+  return now - sent >= min_age_;
+}
+
+std::optional<UnacknowledgedWatch::Report> UnacknowledgedWatch::Update(
+    absl::Duration now, absl::Duration sent, const TcpCounters& counters) {
+  if (counters.unacked_segments == 0) {
+    acked_through_ = sent;
+    unacked_since_.reset();
+    if (!reported_) return std::nullopt;
+    reported_ = false;
+    return Report{0, absl::ZeroDuration()};
+  }
+  if (!unacked_since_) unacked_since_ = sent;
+  if (counters.timeout_retransmits < min_retransmits_) return std::nullopt;
+  reported_ = true;
+  return Report{counters.timeout_retransmits, now - *unacked_since_};
 }
 
 }  // namespace gloowatch

@@ -54,6 +54,11 @@ struct TcpCounters {
   uint64_t spurious_retransmitted_segments = 0;
   absl::Duration rtt;            // tcpi_rtt: the kernel's smoothed RTT
   absl::Duration rtt_variation;  // tcpi_rttvar
+  // Now, not cumulative: segments sent and not yet acknowledged
+  // (tcpi_unacked), and how often the oldest of them was retransmitted on a
+  // timeout in a row (tcpi_retransmits, reset by an acknowledgement).
+  uint32_t unacked_segments = 0;
+  uint32_t timeout_retransmits = 0;
 };
 
 class TcpStatsSource {
@@ -82,6 +87,40 @@ class TcpCounterDeltas {
 
  private:
   std::array<std::optional<TcpCounters>, 2> last_;
+};
+
+// The watch over one command pair's socket (PeerProber::WatchUnacknowledged):
+// whether to read it now, and what a read says. Data the peer's kernel has not
+// acknowledged although ours retransmitted it on timeouts `min_retransmits`
+// times in a row means nothing gets through; RTO back-off makes that about a
+// second without an acknowledgement, which a few percent of random loss
+// almost never does to one segment. Not thread-safe.
+class UnacknowledgedWatch {
+ public:
+  struct Report {
+    uint32_t retransmissions = 0;  // 0: acknowledged again
+    absl::Duration at_least;       // how long it has been unacknowledged
+  };
+
+  UnacknowledgedWatch(absl::Duration min_age, uint32_t min_retransmits)
+      : min_age_(min_age), min_retransmits_(min_retransmits) {}
+
+  // A new session: nothing seen yet.
+  void Reset();
+  // Whether the socket needs a read at `now`, the last command having gone
+  // out at `sent` (monotonic): it is at least min_age old and not known
+  // acknowledged, or a report is standing.
+  bool NeedsRead(absl::Duration now, absl::Duration sent) const;
+  // What a read at `now` found; the report to make, if any.
+  std::optional<Report> Update(absl::Duration now, absl::Duration sent,
+                               const TcpCounters& counters);
+
+ private:
+  const absl::Duration min_age_;
+  const uint32_t min_retransmits_;
+  std::optional<absl::Duration> acked_through_;  // the last command known acknowledged
+  std::optional<absl::Duration> unacked_since_;
+  bool reported_ = false;
 };
 
 }  // namespace gloowatch

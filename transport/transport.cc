@@ -91,6 +91,18 @@ class ProberSet {
     config_ = config;
   }
 
+  // Each prober's watch over its command pair; what it finds goes to the
+  // daemon as that peer's event.
+  void WatchUnacknowledged(absl::Duration now) {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, entry] : running_) {
+      entry.prober->WatchUnacknowledged(
+          now, [&, peer = name](uint32_t retransmissions, absl::Duration at_least) {
+            channel_->Send(UnacknowledgedMessage(peer, retransmissions, at_least));
+          });
+    }
+  }
+
   bool AnyStalled(absl::Duration now) {
     absl::MutexLock lock(&mu_);
     retired_.erase(std::remove_if(retired_.begin(), retired_.end(),
@@ -200,6 +212,13 @@ FromTransport Transport::Heartbeat() {
 
 void Transport::SendHeartbeats() {
   while (channel_.Send(Heartbeat())) {
+    ProberSet* probers = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      probers = reported_probers_;
+    }
+    // Set once by Run and freed only after this thread ended (~Transport).
+    if (probers != nullptr) probers->WatchUnacknowledged(clock_->Monotonic());
     absl::MutexLock lock(&mu_);
     // Through the clock, so that simulated time paces a simulated transport.
     if (clock_->AwaitUntil(mu_, absl::Condition(&stopping_),
@@ -229,6 +248,7 @@ int Transport::Run() {
   device_ = *std::move(created);
   gate_ = std::make_unique<BandwidthGate>(clock_, config->schedule.bandwidth_budget);
   tcp_stats_ = NewSockDiagTcpStats();
+  loss_follow_up_ = std::make_unique<LossFollowUp>(clock_);
   registry_ = std::make_unique<ResponderRegistry>(config->node, GLOOWATCH_VERSION, device_,
                                                   gate_.get(), clock_, &liveness_);
   ProberContext context;
@@ -240,6 +260,7 @@ int Transport::Run() {
   context.clock = clock_;
   context.credentials = MakeChannelCredentials(*tls);
   context.tcp_stats = tcp_stats_.get();
+  context.loss_follow_up = loss_follow_up_.get();
   probers_ = std::make_unique<ProberSet>(context, &channel_);
   probers_->Apply(ProbedOnly(*config, message.configure()));
   {

@@ -15,6 +15,7 @@
 #include "channel/message_channel.h"
 #include "common/clock.h"
 #include "proto/transport.pb.h"
+#include "transport/peer_prober.h"
 #include "transport/preflight_mesh.h"
 #include "transport/probe_link.h"
 #include "transport/responder_registry.h"
@@ -72,6 +73,7 @@ class Transport {
   std::shared_ptr<gloo::transport::Device> device_;
   std::unique_ptr<BandwidthGate> gate_;
   std::unique_ptr<TcpStatsSource> tcp_stats_;
+  std::unique_ptr<LossFollowUp> loss_follow_up_;
   std::unique_ptr<ResponderRegistry> registry_;
   std::unique_ptr<ProberSet> probers_;
   std::unique_ptr<PreflightMeshes> meshes_;

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -41,6 +42,40 @@ absl::Time NowOf(const v1::NodeStatus& s) {
   return s.has_now() ? FromProtoTimestamp(s.now()) : absl::Now();
 }
 
+// What the direction toward `peer` is judged with: the peer's own word on its
+// transport, when it answered (on the reporting node's clock, by the offset
+// the view measured).
+DirectionContext ContextOf(const v1::PeerStatus& p, const v1::NodeStatus* peer) {
+  DirectionContext context;
+  if (peer != nullptr && peer->transport().has_started_at()) {
+    const double offset = p.clock().has_offset_seconds() ? p.clock().offset_seconds() : 0;
+    context.peer_transport_started =
+        FromProtoTimestamp(peer->transport().started_at()) - absl::Seconds(offset);
+  }
+  return context;
+}
+
+// Node name -> its status, for the nodes that answered.
+std::map<std::string, const v1::NodeStatus*> StatusByName(const std::vector<NodeReport>& reports) {
+  std::map<std::string, const v1::NodeStatus*> out;
+  for (const auto& n : reports) {
+    if (n.status) out[n.name] = n.status;
+  }
+  return out;
+}
+
+const v1::NodeStatus* Find(const std::map<std::string, const v1::NodeStatus*>& by_name,
+                           const std::string& name) {
+  auto it = by_name.find(name);
+  return it == by_name.end() ? nullptr : it->second;
+}
+
+// Why an unreachable daemon did not answer: a refused connection means
+// nothing listens on its port (the daemon is gone), unlike a timeout.
+bool Refused(const NodeReport& n) {
+  return !n.reachable && absl::StrContains(absl::AsciiStrToLower(n.error), "connection refused");
+}
+
 // The link matrix of the picture, for Localise: every node named, with its
 // group (its own status, else what its peers' configs say), every reported
 // direction that is not still connecting.
@@ -57,15 +92,18 @@ LocaliseInput LinkMatrixOf(const ClusterPicture& c) {
     const uint32_t i = index_of(n.name);
     if (i >= c.nodes.size()) continue;
     in.nodes[i].reachable = n.reachable;
+    in.nodes[i].refused = Refused(n);
     if (!n.status) continue;
     in.nodes[i].group = n.status->topology().group();
     group_known[i] = true;
     in.nodes[i].overload = OverloadOf(*n.status, ThresholdsOf(*n.status));
   }
+  const std::map<std::string, const v1::NodeStatus*> by_name = StatusByName(c.node_reports);
   for (const auto& n : c.node_reports) {
     if (!n.status) continue;
     const uint32_t from = index_of(n.name);
     const EffectiveThresholds t = ThresholdsOf(*n.status);
+    in.loss_ratio = t.loss_ratio;
     for (const auto& p : n.status->peers()) {
       const uint32_t to = index_of(p.name());
       if (to >= c.nodes.size() || to == from) continue;
@@ -73,16 +111,29 @@ LocaliseInput LinkMatrixOf(const ClusterPicture& c) {
       if (p.state() == v1::PEER_STATE_CONNECTING || p.state() == v1::PEER_STATE_UNSPECIFIED) {
         continue;
       }
-      DirectionState d = JudgeDirection(n.name, p.name(), p, t, NowOf(*n.status));
-      if (d.bad.empty() && d.inconclusive) continue;
+      DirectionState d = JudgeDirection(n.name, p.name(), p, t, NowOf(*n.status),
+                                        ContextOf(p, Find(by_name, p.name())));
       LinkObservation o;
       o.from = from;
       o.to = to;
       o.bad = !d.bad.empty();
+      // A loss ratio over too few segments is evidence for the pooled loss
+      // alone.
+      o.judged = !(d.bad.empty() && d.inconclusive);
       o.evidence = std::move(d.bad);
-      o.down = p.state() == v1::PEER_STATE_DOWN;
+      o.down = p.state() == v1::PEER_STATE_DOWN || d.cut;
       if (p.state() == v1::PEER_STATE_UP && p.peer_daemon().has_silent_seconds()) {
         o.daemon_silent_seconds = p.peer_daemon().silent_seconds();
+      }
+      if (p.state() == v1::PEER_STATE_UP && p.tcp().has_window_sent_segments() &&
+          p.tcp().has_loss_ratio()) {
+        const uint64_t sent = p.tcp().window_sent_segments();
+        o.loss = LossCount{
+            static_cast<uint64_t>(std::llround(p.tcp().loss_ratio() * static_cast<double>(sent))),
+            sent};
+        if (p.tcp().has_recent_sent_segments()) {
+          o.recent_loss = LossCount{p.tcp().recent_lost_segments(), p.tcp().recent_sent_segments()};
+        }
       }
       in.observations.push_back(std::move(o));
     }
@@ -129,7 +180,9 @@ void JudgeNodes(ClusterPicture& c) {
     }
   }
   for (auto& n : c.node_reports) {
-    if (auto it = silent_as_seen_by.find(n.name); it != silent_as_seen_by.end()) {
+    // A daemon that answers us now is not silent now, whatever a peer heard
+    // at its last probe (one probe interval ago at most).
+    if (auto it = silent_as_seen_by.find(n.name); it != silent_as_seen_by.end() && !n.reachable) {
       Worsen(n.health, Health::kFailed);
       n.problems.push_back(absl::StrCat("daemon silent while its transport still answers, as ",
                                         absl::StrJoin(it->second, ", "), " see it"));
@@ -144,6 +197,17 @@ void JudgeNodes(ClusterPicture& c) {
                                 : 3600;
       if (*n.age < absl::Seconds(window)) {
         n.history.push_back(absl::StrCat("daemon started ", AgeText(*n.age), " ago"));
+      }
+    }
+    if (const v1::TransportStatus& transport = n.status->transport();
+        transport.has_last_exit_time()) {
+      const absl::Duration ago = now - FromProtoTimestamp(transport.last_exit_time());
+      const double window = n.status->thresholds().failure_window_seconds() > 0
+                                ? n.status->thresholds().failure_window_seconds()
+                                : 3600;
+      if (ago < absl::Seconds(window)) {
+        n.history.push_back(absl::StrCat("transport restarted ", AgeText(ago), " ago (",
+                                         transport.last_exit(), ")"));
       }
     }
     if (!n.status->gloo().warning().empty()) {
@@ -209,6 +273,7 @@ std::vector<std::string> NodeNames(const std::vector<NodeReport>& reports) {
 std::map<std::pair<std::string, std::string>, LinkReport> LinksFromBothEnds(
     const std::vector<NodeReport>& reports) {
   std::map<std::pair<std::string, std::string>, LinkReport> links;
+  const std::map<std::string, const v1::NodeStatus*> by_name = StatusByName(reports);
   for (const auto& n : reports) {
     if (!n.status) continue;
     const EffectiveThresholds t = ThresholdsOf(*n.status);
@@ -219,7 +284,8 @@ std::map<std::pair<std::string, std::string>, LinkReport> LinksFromBothEnds(
       l.a = key.first;
       l.b = key.second;
       (forward ? l.ab : l.ba) = &p;
-      DirectionState d = JudgeDirection(n.name, p.name(), p, t, NowOf(*n.status));
+      DirectionState d = JudgeDirection(n.name, p.name(), p, t, NowOf(*n.status),
+                                        ContextOf(p, Find(by_name, p.name())));
       Worsen(l.health, d.health);
       for (auto& problem : d.problems) l.problems.push_back(std::move(problem));
       for (auto& finding : d.findings) l.findings.push_back(std::move(finding));
@@ -312,6 +378,16 @@ std::vector<std::string> VerdictReasons(const ClusterPicture& c) {
   if (!other.empty()) {
     reasons.push_back(
         CountedReason(other.size(), "link", "links", "inconsistent between its ends", other));
+  }
+  std::vector<std::string> pooled;
+  for (const auto& s : c.suspects) {
+    if (!s.pooled_loss_ratio) continue;
+    pooled.push_back(absl::StrFormat("%s %s %.1f%%", SuspectKindName(s.kind), s.name,
+                                     *s.pooled_loss_ratio * 100));
+  }
+  if (!pooled.empty()) {
+    reasons.push_back(CountedReason(pooled.size(), "suspect", "suspects",
+                                    "lossy over its links together", pooled));
   }
   if (!overloaded.empty()) {
     reasons.push_back(CountedReason(overloaded.size(), "host", "hosts", "overloaded", overloaded));
@@ -409,6 +485,10 @@ ClusterPicture BuildCluster(std::vector<FetchResult> fetched) {
   c.suspects = Localise(LinkMatrixOf(c));
   for (const auto& n : c.node_reports) Worsen(c.verdict, n.health);
   for (const auto& l : c.links) Worsen(c.verdict, l.health);
+  // Pooled loss is present now although no single direction shows it.
+  for (const auto& s : c.suspects) {
+    if (s.pooled_loss_ratio) Worsen(c.verdict, Health::kDegraded);
+  }
   c.reasons = VerdictReasons(c);
   return c;
 }
@@ -481,6 +561,9 @@ void ApplyNodeFilter(const NodeFilter& filter, ClusterPicture& c) {
   c.verdict = Health::kHealthy;
   for (const auto& n : c.node_reports) Worsen(c.verdict, n.health);
   for (const auto& l : c.links) Worsen(c.verdict, l.health);
+  for (const auto& s : c.suspects) {
+    if (s.pooled_loss_ratio) Worsen(c.verdict, Health::kDegraded);
+  }
   c.reasons = VerdictReasons(c);
 }
 

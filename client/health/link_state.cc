@@ -28,9 +28,11 @@ const char* StateWord(v1::PeerState s) {
   }
 }
 
-// A loss ratio over enough segments to mean something, above the threshold.
+// A loss ratio over enough segments to mean something, above the threshold,
+// that its recent segments do not rule out.
 bool LossCounts(const v1::PeerStatus& p, const EffectiveThresholds& t) {
   if (!p.tcp().has_loss_ratio() || p.tcp().loss_ratio() <= t.loss_ratio) return false;
+  if (LossPast(p, t)) return false;
   return !p.tcp().has_window_sent_segments() ||
          p.tcp().window_sent_segments() >= t.loss_min_segments;
 }
@@ -81,6 +83,8 @@ const char* FindingWord(Finding f) {
       return "clock offset";
     case Finding::kConnecting:
       return "connecting";
+    case Finding::kUnanswered:
+      return "not answering";
   }
   return "down";
 }
@@ -120,6 +124,12 @@ std::string AgeText(absl::Duration d) {
                       s % 86400 / 3600 > 0 ? absl::StrCat(s % 86400 / 3600, "h") : "");
 }
 
+bool LossPast(const v1::PeerStatus& p, const EffectiveThresholds& t) {
+  if (!p.tcp().has_recent_sent_segments()) return false;
+  return LossRuledOut({p.tcp().recent_lost_segments(), p.tcp().recent_sent_segments()},
+                      t.loss_ratio);
+}
+
 double PeerDaemonSilence(const v1::PeerStatus& p) {
   if (p.state() != v1::PEER_STATE_UP || !p.peer_daemon().has_silent_seconds()) return 0;
   const double s = p.peer_daemon().silent_seconds();
@@ -127,8 +137,8 @@ double PeerDaemonSilence(const v1::PeerStatus& p) {
 }
 
 DirectionState JudgeDirection(const std::string& from, const std::string& to,
-                              const v1::PeerStatus& p, const EffectiveThresholds& t,
-                              absl::Time now) {
+                              const v1::PeerStatus& p, const EffectiveThresholds& t, absl::Time now,
+                              const DirectionContext& context) {
   DirectionState d;
   const std::string who = absl::StrCat(from, "->", to, ": ");
   std::vector<std::string> bad;
@@ -154,6 +164,29 @@ DirectionState JudgeDirection(const std::string& from, const std::string& to,
     Worsen(d.health, Health::kDegraded);
     d.problems.push_back(absl::StrCat(who, StateWord(p.state())));
     d.findings.emplace_back(Finding::kConnecting, "");
+  } else if (p.has_unacknowledged()) {
+    // The kernel knows before the probe times out: nothing gets through.
+    Worsen(d.health, Health::kFailed);
+    const std::string unanswered = absl::StrFormat(
+        "not answering: sent data unacknowledged for %.1f s, retransmitted %d times",
+        p.unacknowledged().seconds(), p.unacknowledged().retransmissions());
+    d.problems.push_back(who + unanswered);
+    d.findings.emplace_back(Finding::kUnanswered, "");
+    bad.push_back(unanswered);
+    d.cut = true;
+  } else if (const std::optional<absl::Time> up_since = TimeOf(p.up_since());
+             context.peer_transport_started && up_since &&
+             *up_since < *context.peer_transport_started - kStalePairMargin) {
+    // Up since before the peer's transport restarted: the pair is to the
+    // process that died, and fails at its next command.
+    Worsen(d.health, Health::kFailed);
+    const std::string stale = absl::StrCat("pair broken: ", to, "'s transport restarted ",
+                                           AgeText(now - *context.peer_transport_started),
+                                           " ago, after this pair came up");
+    d.problems.push_back(who + stale);
+    d.findings.emplace_back(Finding::kDown, "restart");
+    bad.push_back(stale);
+    d.cut = true;
   } else if (p.drops_in_window() >= kFlappingDrops && last_failure_at &&
              now - *last_failure_at <= kFlappingRecent) {
     // Up now, but it keeps dropping: that is present, not past.

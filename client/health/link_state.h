@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,8 +53,18 @@ inline constexpr absl::Duration kFlappingRecent = absl::Minutes(10);
 
 // What kind of present fault a direction shows, for the verdict's reasons
 // ("2 links lossy (h1<->h3 4.8%, ...)").
-enum class Finding { kDown, kFlapping, kLossy, kSlow, kLowBandwidth, kClockOffset, kConnecting };
-// "down", "flapping", "lossy", "slow", "below link speed", "clock offset", "connecting"
+enum class Finding {
+  kDown,
+  kFlapping,
+  kLossy,
+  kSlow,
+  kLowBandwidth,
+  kClockOffset,
+  kConnecting,
+  kUnanswered,
+};
+// "down", "flapping", "lossy", "slow", "below link speed", "clock offset",
+// "connecting", "not answering"
 const char* FindingWord(Finding f);
 
 // One direction judged.
@@ -70,15 +81,38 @@ struct DirectionState {
   // A loss above the threshold over too few segments: no evidence that the
   // direction is bad, nor that it is fine.
   bool inconclusive = false;
+  // Nothing gets through now although the state still says up: what the
+  // command pair sent is unacknowledged (PeerStatus.unacknowledged), or the
+  // pair is to a transport process that is gone (DirectionContext). Down,
+  // for localisation.
+  bool cut = false;
   // The past, "A->B: recovered 3m ago after 5 failures (last: refused)", or
   // empty.
   std::string history;
 };
 
+// What a direction is judged with beyond its own view: what the peer says of
+// itself.
+struct DirectionContext {
+  // When the peer's running transport process started
+  // (NodeStatus.transport.started_at, its clock). A pair up since before
+  // then is to the process that died: broken now, though the prober has not
+  // sent over it since.
+  std::optional<absl::Time> peer_transport_started;
+};
+
+// A pair up since at least this long before the peer's transport started
+// is to the old process (a margin for the two clocks).
+inline constexpr absl::Duration kStalePairMargin = absl::Seconds(1);
+
 // `now`: the reporting daemon's clock (NodeStatus.now).
 DirectionState JudgeDirection(const std::string& from, const std::string& to,
-                              const v1::PeerStatus& p, const EffectiveThresholds& t,
-                              absl::Time now);
+                              const v1::PeerStatus& p, const EffectiveThresholds& t, absl::Time now,
+                              const DirectionContext& context = {});
+
+// A loss ratio over the window that the recent segments rule out
+// (TcpFigures.recent_*): the fault is past.
+bool LossPast(const v1::PeerStatus& p, const EffectiveThresholds& t);
 
 // Whether the peer's daemon is silent while its transport answers, as `p`
 // (another node's view of it) says; the silence in seconds, or 0.

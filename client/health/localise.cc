@@ -1,10 +1,14 @@
 #include "client/health/localise.h"
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace gloowatch::client {
 namespace {
@@ -55,6 +59,10 @@ class Localiser {
     while (out.size() < kMaxSuspects) {
       if (!TakeBestHypothesis(out)) break;
     }
+    CollectPooled();
+    while (out.size() < kMaxSuspects) {
+      if (!TakePooledLoss(out)) break;
+    }
     AddLeftoverLinks(out);
     AddIdleOverloadedHosts(out);
     if (out.size() > kMaxSuspects) out.resize(kMaxSuspects);
@@ -76,7 +84,7 @@ class Localiser {
   void CountMeasured() {
     std::vector<std::vector<uint32_t>> neighbours(n_);
     for (const auto& o : in_.observations) {
-      if (o.from >= n_ || o.to >= n_ || o.from == o.to) continue;
+      if (o.from >= n_ || o.to >= n_ || o.from == o.to || !o.judged) continue;
       neighbours[o.from].push_back(o.to);
       neighbours[o.to].push_back(o.from);
     }
@@ -119,6 +127,7 @@ class Localiser {
     // Deterministic order: by node index.
     std::sort(bad_.begin(), bad_.end(),
               [](const BadLink& x, const BadLink& y) { return Key(x.a, x.b) < Key(y.a, y.b); });
+    for (const BadLink& l : bad_) bad_index_.insert(Key(l.a, l.b));
   }
 
   bool TwoGroups() const { return groups_.size() == 2; }
@@ -165,7 +174,7 @@ class Localiser {
       size_t down = 0, up = 0, silent = 0, alive = 0;
       double longest_silence = 0;
       for (const auto& o : in_.observations) {
-        if (o.to != i || o.from == i || o.from >= n_) continue;
+        if (o.to != i || o.from == i || o.from >= n_ || !o.judged) continue;
         if (o.down) {
           ++down;
           continue;
@@ -178,8 +187,11 @@ class Localiser {
           ++alive;
         }
       }
-      if (down == 0 && up > 0 && alive == 0) {
-        out.push_back(DaemonSuspect(i, up, silent, longest_silence));
+      if (down == 0 && up > 0 && (alive == 0 || silent > 0)) {
+        // Its own transport says the daemon is silent: a peer whose last
+        // reply still said alive heard it before (the replies come every
+        // latency probe).
+        out.push_back(DaemonSuspect(i, up, silent, alive, longest_silence));
       } else if (down > 0 && up == 0) {
         Suspect s = NodeSuspect(i, nodes[i]);
         s.confidence = down >= 2 ? 0.99 : 0.95;
@@ -189,6 +201,19 @@ class Localiser {
                          down == 1 ? "the 1 peer" : absl::StrCat("all ", down, " peers"),
                          " probing it see it down"));
         out.push_back(std::move(s));
+      } else if (down > 0 && in_.nodes[i].refused) {
+        // Its host refuses our connection (nothing listens: the daemon is
+        // gone) and a peer sees its pairs broken: the node died; the peers
+        // that still see it up have not probed it since (their next probe
+        // fails). A partition between us and it would time out, not refuse.
+        Suspect s = NodeSuspect(i, nodes[i]);
+        s.confidence = 0.9;
+        s.evidence.insert(s.evidence.begin(),
+                          absl::StrCat("its daemon refuses connections (no process listens) and ",
+                                       down, " of the ", down + up,
+                                       " peers probing it see it down (the others have not "
+                                       "probed it since)"));
+        out.push_back(std::move(s));
       } else {
         continue;
       }
@@ -196,7 +221,7 @@ class Localiser {
     }
   }
 
-  Suspect DaemonSuspect(size_t i, size_t up, size_t silent, double longest_silence) {
+  Suspect DaemonSuspect(size_t i, size_t up, size_t silent, size_t alive, double longest_silence) {
     Suspect s;
     s.kind = SuspectKind::kDaemon;
     s.name = in_.nodes[i].name;
@@ -210,7 +235,7 @@ class Localiser {
                                               " of ", up, " peers)"));
     }
     // Peers that say so are sure; without them it may be our path to it.
-    s.confidence = silent > 0 ? 0.95 : 0.6;
+    s.confidence = silent == 0 ? 0.6 : alive == 0 ? 0.95 : 0.8;
     return s;
   }
 
@@ -247,6 +272,7 @@ class Localiser {
     if (best_group >= 0 && !overloaded_node &&
         (best_node < 0 || !better(nodes[best_node], groups[best_group]))) {
       out.push_back(GroupSuspect(static_cast<size_t>(best_group), groups[best_group]));
+      named_groups_.push_back(static_cast<size_t>(best_group));
       return true;
     }
     if (best_node >= 0) {
@@ -354,6 +380,241 @@ class Localiser {
                         group_inside_measured_[g], " inside ", GroupLabel(groups_[g]), " fine");
   }
 
+  // --- pooled loss ------------------------------------------------------------
+
+  // Both directions of one link: their loss counts added up.
+  struct PooledLink {
+    uint32_t a = 0, b = 0;  // a < b
+    LossCount window, recent;
+    bool has_recent = false;
+    // Each direction's counts, for the evidence.
+    std::optional<LossCount> ab, ba;
+  };
+
+  bool GroupNamed(size_t g) const {
+    return std::find(named_groups_.begin(), named_groups_.end(), g) != named_groups_.end();
+  }
+
+  // Whether a suspect named before already explains link a-b.
+  bool Covered(uint32_t a, uint32_t b) const {
+    if (named_[a] || named_[b] || pooled_links_named_.count(Key(a, b))) return true;
+    const size_t ga = group_of_[a], gb = group_of_[b];
+    if (ga == gb) return false;
+    return GroupNamed(ga) || GroupNamed(gb) || (TwoGroups() && !named_groups_.empty());
+  }
+
+  void CollectPooled() {
+    std::unordered_map<uint64_t, size_t> index;
+    for (const auto& o : in_.observations) {
+      if (!o.loss || o.from >= n_ || o.to >= n_ || o.from == o.to) continue;
+      const uint32_t a = std::min(o.from, o.to), b = std::max(o.from, o.to);
+      auto [it, added] = index.emplace(Key(a, b), pooled_.size());
+      if (added) {
+        PooledLink l;
+        l.a = a;
+        l.b = b;
+        pooled_.push_back(l);
+      }
+      PooledLink& l = pooled_[it->second];
+      l.window.lost += std::min(o.loss->lost, o.loss->sent);
+      l.window.sent += o.loss->sent;
+      if (o.recent_loss) {
+        l.has_recent = true;
+        l.recent.lost += std::min(o.recent_loss->lost, o.recent_loss->sent);
+        l.recent.sent += o.recent_loss->sent;
+      }
+      (o.from == a ? l.ab : l.ba) = *o.loss;
+    }
+    std::sort(pooled_.begin(), pooled_.end(), [](const PooledLink& x, const PooledLink& y) {
+      return Key(x.a, x.b) < Key(y.a, y.b);
+    });
+  }
+
+  // A hypothesis of pooled loss: which links it predicts lossy.
+  struct LossHypothesis {
+    SuspectKind kind;
+    size_t index = 0;           // node or group; for a link, into pooled_
+    std::vector<size_t> links;  // into pooled_
+    LossCount total, recent, without_worst;
+    bool has_recent = false;
+    size_t lossy_links = 0;
+    double evidence = 0;
+  };
+
+  // Fills the counts of `h` over its links; false when it is not a case of
+  // pooled loss (see kPooledEvidence) against `base`.
+  bool Weigh(LossHypothesis& h, double base) const {
+    uint64_t worst = 0;
+    size_t worst_at = 0;
+    for (size_t k : h.links) {
+      const PooledLink& l = pooled_[k];
+      h.total.lost += l.window.lost;
+      h.total.sent += l.window.sent;
+      if (l.has_recent) {
+        h.has_recent = true;
+        h.recent.lost += l.recent.lost;
+        h.recent.sent += l.recent.sent;
+      }
+      if (l.window.lost > 0) ++h.lossy_links;
+      if (l.window.lost >= worst) {
+        worst = l.window.lost;
+        worst_at = k;
+      }
+    }
+    const double threshold = in_.loss_ratio;
+    if (h.total.sent < kPooledMinSegments || h.total.lost < kPooledMinLost) return false;
+    if (static_cast<double>(h.total.lost) < threshold * static_cast<double>(h.total.sent)) {
+      return false;
+    }
+    // The loss of a node or an uplink is on most of its links, not on one:
+    // without its worst link the rest still loses at half the threshold.
+    if (h.kind != SuspectKind::kLink) {
+      h.without_worst = {h.total.lost - pooled_[worst_at].window.lost,
+                         h.total.sent - pooled_[worst_at].window.sent};
+      if (h.lossy_links < 2 || h.without_worst.lost < 3 ||
+          static_cast<double>(h.without_worst.lost) <
+              threshold / 2 * static_cast<double>(h.without_worst.sent)) {
+        return false;
+      }
+    }
+    // Gone now: its recent segments rule the loss out.
+    if (h.has_recent && LossRuledOut(h.recent, threshold)) return false;
+    h.evidence = LossEvidence(h.total, base);
+    return h.evidence >= evidence_needed_;
+  }
+
+  // A healthy network's loss rate here: the rest of the cluster's (what is
+  // not `h`, nor explained), at least kBaseLossRatio.
+  double BaseRate(const std::vector<bool>& in_hypothesis) const {
+    LossCount rest;
+    for (size_t k = 0; k < pooled_.size(); ++k) {
+      if (in_hypothesis[k] || Covered(pooled_[k].a, pooled_[k].b)) continue;
+      rest.lost += pooled_[k].window.lost;
+      rest.sent += pooled_[k].window.sent;
+    }
+    // One loss more than seen, over a thousand segments more: a rest of few
+    // segments says little.
+    return std::max(kBaseLossRatio,
+                    static_cast<double>(rest.lost + 1) / static_cast<double>(rest.sent + 1000));
+  }
+
+  bool TakePooledLoss(std::vector<Suspect>& out) {
+    if (pooled_.empty()) return false;
+    // More hypotheses, more chances of a fluke: Bonferroni on the statistic.
+    const double hypotheses = static_cast<double>(n_ + groups_.size() + pooled_.size());
+    evidence_needed_ = kPooledEvidence + 2 * std::log(std::max(1.0, hypotheses / 20));
+    std::vector<LossHypothesis> candidates;
+    auto consider = [&](SuspectKind kind, size_t index, const std::function<bool(size_t)>& has) {
+      LossHypothesis h;
+      h.kind = kind;
+      h.index = index;
+      std::vector<bool> in(pooled_.size(), false);
+      for (size_t k = 0; k < pooled_.size(); ++k) {
+        if (Covered(pooled_[k].a, pooled_[k].b) || !has(k)) continue;
+        h.links.push_back(k);
+        in[k] = true;
+      }
+      if (h.links.empty()) return;
+      if (Weigh(h, BaseRate(in))) candidates.push_back(std::move(h));
+    };
+    for (size_t i = 0; i < n_; ++i) {
+      if (named_[i]) continue;
+      consider(SuspectKind::kNode, i,
+               [&](size_t k) { return pooled_[k].a == i || pooled_[k].b == i; });
+    }
+    const size_t group_candidates = groups_.size() < 2 ? 0 : TwoGroups() ? 1 : groups_.size();
+    for (size_t g = 0; g < group_candidates; ++g) {
+      consider(SuspectKind::kGroupUplink, g, [&](size_t k) {
+        const size_t ga = group_of_[pooled_[k].a], gb = group_of_[pooled_[k].b];
+        return ga != gb && (TwoGroups() || ga == g || gb == g);
+      });
+    }
+    for (size_t k = 0; k < pooled_.size(); ++k) {
+      // A link bad on its own is named as such (AddLeftoverLinks).
+      if (bad_index_.count(Key(pooled_[k].a, pooled_[k].b))) continue;
+      consider(SuspectKind::kLink, k, [k](size_t j) { return j == k; });
+    }
+    if (candidates.empty()) return false;
+    // The strongest case; on a tie groups before nodes before links.
+    auto rank = [](SuspectKind kind) {
+      return kind == SuspectKind::kGroupUplink ? 0 : kind == SuspectKind::kNode ? 1 : 2;
+    };
+    const LossHypothesis& best =
+        *std::min_element(candidates.begin(), candidates.end(),
+                          [&](const LossHypothesis& x, const LossHypothesis& y) {
+                            if (x.evidence != y.evidence) return x.evidence > y.evidence;
+                            return rank(x.kind) < rank(y.kind);
+                          });
+    out.push_back(PooledSuspect(best));
+    return true;
+  }
+
+  static std::string Percent(const LossCount& c) {
+    return absl::StrFormat(
+        "%.2f%% (%d of %d segments lost)",
+        c.sent > 0 ? 100.0 * static_cast<double>(c.lost) / static_cast<double>(c.sent) : 0.0,
+        c.lost, c.sent);
+  }
+
+  Suspect PooledSuspect(const LossHypothesis& h) {
+    Suspect s;
+    s.kind = h.kind;
+    std::optional<size_t> self;
+    if (h.kind == SuspectKind::kNode) {
+      s.name = in_.nodes[h.index].name;
+      self = h.index;
+      named_[h.index] = true;
+    } else if (h.kind == SuspectKind::kGroupUplink) {
+      if (TwoGroups()) {
+        s.groups = {GroupLabel(groups_[0]), GroupLabel(groups_[1])};
+        s.name = absl::StrCat(s.groups[0], " <-> ", s.groups[1]);
+      } else {
+        s.groups = {GroupLabel(groups_[h.index])};
+        s.name = s.groups[0];
+      }
+      named_groups_.push_back(h.index);
+    } else {
+      const PooledLink& l = pooled_[h.index];
+      s.name = absl::StrCat(in_.nodes[l.a].name, " <-> ", in_.nodes[l.b].name);
+      pooled_links_named_.insert(Key(l.a, l.b));
+    }
+    s.pooled_loss_ratio = static_cast<double>(h.total.lost) / static_cast<double>(h.total.sent);
+    s.bad_links = h.lossy_links;
+    s.fine_links = h.links.size() - h.lossy_links;
+    const double k = static_cast<double>(h.lossy_links);
+    s.confidence = static_cast<double>(static_cast<int64_t>(
+                       k / static_cast<double>(h.links.size()) * k / (k + 1) * 100 + 0.5)) /
+                   100;
+    s.evidence.push_back(absl::StrCat(
+        "TCP loss pooled over ", h.kind == SuspectKind::kLink ? "both directions: " : "its ",
+        h.kind == SuspectKind::kLink ? "" : absl::StrCat(h.links.size(), " links: "),
+        Percent(h.total), ", ", h.lossy_links, " of ", h.links.size(),
+        h.links.size() == 1 ? " link" : " links", " losing",
+        absl::StrFormat(" (no single direction has enough segments; evidence %.0f)", h.evidence)));
+    size_t quoted = 0;
+    std::vector<size_t> by_loss = h.links;
+    std::sort(by_loss.begin(), by_loss.end(),
+              [&](size_t x, size_t y) { return pooled_[x].window.lost > pooled_[y].window.lost; });
+    for (size_t k : by_loss) {
+      const PooledLink& l = pooled_[k];
+      for (const auto& [from, to, c] : {std::tuple{l.a, l.b, l.ab}, std::tuple{l.b, l.a, l.ba}}) {
+        if (!c || c->lost == 0 || quoted >= kMaxQuoted) continue;
+        const std::string text = absl::StrCat(in_.nodes[from].name, "->", in_.nodes[to].name,
+                                              ": TCP loss ", Percent(*c));
+        (self && from == *self ? s.evidence_self : s.evidence_peers).push_back(text);
+        ++quoted;
+      }
+      if (s.links.size() < kMaxLinksListed && l.window.lost > 0) {
+        s.links.emplace_back(in_.nodes[l.a].name, in_.nodes[l.b].name);
+      }
+    }
+    // Bad links it covers are explained by it.
+    for (BadLink& l : bad_) {
+      if (!l.explained && Covered(l.a, l.b)) l.explained = true;
+    }
+    return s;
+  }
+
   void AddLeftoverLinks(std::vector<Suspect>& out) {
     std::vector<Suspect> links;
     for (BadLink& l : bad_) {
@@ -401,7 +662,12 @@ class Localiser {
   std::vector<size_t> group_of_;
   std::vector<int64_t> node_measured_, group_cross_measured_, group_inside_measured_;
   std::vector<BadLink> bad_;
-  std::vector<bool> named_;  // nodes already named as a suspect
+  std::vector<bool> named_;           // nodes already named as a suspect
+  std::vector<size_t> named_groups_;  // groups whose uplink is named
+  std::vector<PooledLink> pooled_;
+  std::unordered_set<uint64_t> pooled_links_named_;
+  std::unordered_set<uint64_t> bad_index_;  // the links in bad_
+  double evidence_needed_ = kPooledEvidence;
 };
 
 }  // namespace
@@ -420,6 +686,30 @@ const char* SuspectKindName(SuspectKind k) {
       return "daemon";
   }
   return "link";
+}
+
+double LossEvidence(const LossCount& c, double base) {
+  if (c.sent == 0 || base <= 0 || base >= 1) return 0;
+  const double n = static_cast<double>(c.sent), k = static_cast<double>(std::min(c.lost, c.sent));
+  const double p = k / n;
+  if (p <= base) return 0;
+  const double lost = k > 0 ? k * std::log(p / base) : 0;
+  const double kept = n > k ? (n - k) * std::log((1 - p) / (1 - base)) : 0;
+  return 2 * (lost + kept);
+}
+
+bool LossRuledOut(const LossCount& c, double ratio) {
+  const double lambda = static_cast<double>(c.sent) * ratio;
+  const double k = static_cast<double>(std::min(c.lost, c.sent));
+  if (k >= lambda) return false;
+  // P(X <= k), X ~ Poisson(lambda), summed in log space.
+  double term = -lambda, cdf = std::exp(term);
+  for (uint64_t i = 1; i <= std::min(c.lost, c.sent); ++i) {
+    term += std::log(lambda) - std::log(static_cast<double>(i));
+    cdf += std::exp(term);
+    if (cdf >= 0.01) return false;
+  }
+  return cdf < 0.01;
 }
 
 std::vector<Suspect> Localise(const LocaliseInput& input) { return Localiser(input).Run(); }

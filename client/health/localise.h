@@ -12,9 +12,17 @@
 // sampled mesh, an unreachable daemon) are evidence neither way.
 //
 // Before that, the control plane: a node whose daemon does not answer and
-// that every peer probing it sees down is a dead node (confidence near 1);
-// one whose transport still answers its peers while they hear its daemon is
-// silent is a stuck daemon, not a network fault.
+// that every peer probing it sees down is a dead node (confidence near 1), as
+// is one whose daemon's port refuses us (nothing listens: the daemon is gone)
+// while a peer sees it down; one whose transport still answers its peers
+// while they hear its daemon is silent is a stuck daemon, not a network fault.
+//
+// After the bad links, pooled TCP loss: at the default schedule a direction
+// carries too few segments for its own loss ratio to count (a direction
+// needs 1,000 in its minute), yet a lossy NIC loses on every link of its
+// node. Each node, group uplink and link is tested on the segments of all
+// its directions together against the rest of the cluster (PooledLoss
+// below); the most likely is named, its links set aside, and again.
 #pragma once
 
 #include <cstddef>
@@ -37,6 +45,17 @@ struct LocaliseNode {
   // Non-empty when the host itself is too busy (scheduling delay, steal, run
   // queue): what says so. Its bad links are then blamed on the host.
   std::string overload;
+  // Unreachable because its daemon's port refused us: the host answers, no
+  // process listens (the daemon is dead or restarting). A path problem
+  // between us and it would time out instead.
+  bool refused = false;
+};
+
+// TCP data segments sent over a window and, of them, lost (retransmitted,
+// not reported spurious by the receiver).
+struct LossCount {
+  uint64_t lost = 0;
+  uint64_t sent = 0;
 };
 
 // One direction of one link, as node `from` measured node `to`.
@@ -48,11 +67,24 @@ struct LinkObservation {
   // How long `to`'s daemon had been silent when its transport last answered
   // `from` (PeerDaemon.silent_seconds), when `from` sees it up and knows.
   std::optional<double> daemon_silent_seconds;
+  // What `from` sent `to` over the loss window and lost, when the source
+  // knows (GetStatus does; Prometheus has no segment count): pooled evidence.
+  std::optional<LossCount> loss = std::nullopt;
+  // The same over the recent part of the window (TcpFigures.recent_*): a
+  // pooled loss its recent segments rule out is past.
+  std::optional<LossCount> recent_loss = std::nullopt;
+  // False for a direction that is no evidence either way for the bad-link
+  // judgement (a loss ratio above the threshold over too few segments): it
+  // counts in the pooled loss only.
+  bool judged = true;
 };
 
 struct LocaliseInput {
   std::vector<LocaliseNode> nodes;
   std::vector<LinkObservation> observations;  // measured directions only, any order
+  // The loss ratio above which pooled loss is a fault (the directions'
+  // threshold, 1%).
+  double loss_ratio = 0.01;
 };
 
 struct Suspect {
@@ -72,6 +104,8 @@ struct Suspect {
   size_t bad_links = 0;   // measured links it predicts bad that are bad
   size_t fine_links = 0;  // measured links it predicts bad that are fine
   double confidence = 0;  // 0..1, see docs/client.md
+  // Named on pooled TCP loss: the loss ratio of its links' segments.
+  std::optional<double> pooled_loss_ratio;
 };
 
 // A daemon whose transport has not heard from it for longer is stuck: the
@@ -80,6 +114,26 @@ inline constexpr double kDaemonSilentSeconds = 3;
 
 // At most this many suspects are returned (the worst first).
 inline constexpr size_t kMaxSuspects = 100;
+
+// Pooled loss (docs/client.md, "Suspects"): the segments of a hypothesis'
+// links are tested against a healthy network's loss rate, the rest of the
+// cluster's (at least kBaseLossRatio): named when their loss ratio is at
+// least the threshold, the likelihood-ratio statistic (LossEvidence) is at
+// least kPooledEvidence, they carry kPooledMinSegments and kPooledMinLost,
+// the loss is spread (without its worst link a node or uplink still loses
+// at half the threshold), and the recent segments do not rule it out.
+inline constexpr double kBaseLossRatio = 0.001;
+inline constexpr double kPooledEvidence = 30;
+inline constexpr uint64_t kPooledMinSegments = 500;
+inline constexpr uint64_t kPooledMinLost = 5;
+
+// The likelihood-ratio statistic of `c` against a loss rate `base`:
+// 2 [k ln(p/base) + (n-k) ln((1-p)/(1-base))], p = k/n; 0 when p <= base.
+double LossEvidence(const LossCount& c, double base);
+
+// Whether `c` rules out a loss rate of `ratio` or more: at most c.lost of
+// c.sent lost is less likely than 1% at that rate (Poisson).
+bool LossRuledOut(const LossCount& c, double ratio);
 
 // Ranked suspects, most damaging explanation first; empty when no measured
 // direction is bad.

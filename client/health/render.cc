@@ -12,6 +12,7 @@
 #include "client/core/plural.h"
 #include "client/health/pending.h"
 #include "client/health/suspects_render.h"
+#include "common/proto_time.h"
 
 namespace gloowatch::client {
 namespace {
@@ -104,6 +105,15 @@ nlohmann::json ViewJson(const v1::PeerStatus* p) {
   j["tcp_window_sent_segments"] = p->tcp().has_window_sent_segments()
                                       ? nlohmann::json(p->tcp().window_sent_segments())
                                       : nlohmann::json(nullptr);
+  j["tcp_recent_sent_segments"] = p->tcp().has_recent_sent_segments()
+                                      ? nlohmann::json(p->tcp().recent_sent_segments())
+                                      : nlohmann::json(nullptr);
+  j["tcp_recent_lost_segments"] = p->tcp().has_recent_lost_segments()
+                                      ? nlohmann::json(p->tcp().recent_lost_segments())
+                                      : nlohmann::json(nullptr);
+  j["unacknowledged_seconds"] = p->has_unacknowledged()
+                                    ? nlohmann::json(p->unacknowledged().seconds())
+                                    : nlohmann::json(nullptr);
   j["last_failure"] = p->last_failure().message();
   return j;
 }
@@ -293,6 +303,15 @@ nlohmann::json NodeJson(const NodeReport& n) {
   x["gloo_version"] = n.status->gloo_version();
   x["gloo_interface"] = n.status->gloo().interface();
   x["gloo_address"] = n.status->gloo().address();
+  const v1::TransportStatus& transport = n.status->transport();
+  x["transport"] = {
+      {"started_at", transport.has_started_at()
+                         ? nlohmann::json(absl::FormatTime(
+                               absl::RFC3339_sec, FromProtoTimestamp(transport.started_at()),
+                               absl::UTCTimeZone()))
+                         : nlohmann::json()},
+      {"restarts", transport.restarts()},
+      {"last_exit", transport.last_exit()}};
   // The node's topology labels (its config's labels:), {} when none.
   x["labels"] = nlohmann::json::object();
   for (const auto& [key, value] : n.status->labels()) x["labels"][key] = value;

@@ -58,7 +58,9 @@ nlohmann::json SuspectsToJson(const std::vector<Suspect>& suspects) {
                    {"links", std::move(links)},
                    {"evidence", s.evidence},
                    {"evidence_self", s.evidence_self},
-                   {"evidence_peers", s.evidence_peers}});
+                   {"evidence_peers", s.evidence_peers},
+                   {"pooled_loss_ratio", s.pooled_loss_ratio ? nlohmann::json(*s.pooled_loss_ratio)
+                                                             : nlohmann::json()}});
   }
   return out;
 }

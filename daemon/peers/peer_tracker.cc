@@ -17,6 +17,12 @@ constexpr size_t kMaxFailureTimes = 100000;
 constexpr absl::Duration kTcpLossWindow = absl::Seconds(60);
 constexpr size_t kMaxTcpWindowEntries = 1000;
 
+// TcpFigures.recent_*: the window's last half. Enough segments to tell a
+// loss of 1% from none once loss made the transport send more (transport/
+// peer_prober.cc, the loss follow-up), and short enough that a repaired
+// fault reads repaired well within the minute.
+constexpr absl::Duration kTcpRecentWindow = absl::Seconds(30);
+
 // LatencyFigures.recent_p50_seconds: a dozen latency probes at the default
 // schedule, short enough that a repaired link reads repaired within a minute.
 constexpr absl::Duration kRecentLatencyWindow = absl::Seconds(60);
@@ -57,6 +63,8 @@ void PeerTracker::SetConnecting() {
   v1::PeerStatus& status = figures_.status;
   if (status.state() != v1::PEER_STATE_DOWN) status.set_state(v1::PEER_STATE_CONNECTING);
   status.clear_next_bandwidth_probe();  // a new session schedules anew
+  status.clear_unacknowledged();
+  unacknowledged_at_.reset();
 }
 
 void PeerTracker::RecordBandwidthDue(absl::Time at) {
@@ -70,6 +78,8 @@ void PeerTracker::SetUp(const std::string& gloo_address, const std::string& peer
   if (status.state() != v1::PEER_STATE_UP)
     *status.mutable_up_since() = ToProtoTimestamp(clock_->Now());
   status.set_state(v1::PEER_STATE_UP);
+  status.clear_unacknowledged();
+  unacknowledged_at_.reset();
   ever_up_ = true;
   figures_.up = true;
   status.set_gloo_address(gloo_address);
@@ -89,6 +99,8 @@ void PeerTracker::RecordFailure(v1::FailureReason reason, const std::string& mes
   }
   status.set_state(v1::PEER_STATE_DOWN);
   status.clear_up_since();
+  status.clear_unacknowledged();
+  unacknowledged_at_.reset();
   status.clear_next_bandwidth_probe();
   v1::Failure* failure = status.mutable_last_failure();
   failure->set_reason(reason);
@@ -174,6 +186,21 @@ void PeerTracker::RecordPeerDaemon(std::optional<double> silent_seconds) {
   }
 }
 
+void PeerTracker::RecordUnacknowledged(uint32_t retransmissions, absl::Duration at_least) {
+  absl::MutexLock lock(&mu_);
+  v1::PeerStatus& status = figures_.status;
+  // Only an up peer's pair can be waiting; a report that crossed a state
+  // change is stale.
+  if (retransmissions == 0 || status.state() != v1::PEER_STATE_UP) {
+    status.clear_unacknowledged();
+    unacknowledged_at_.reset();
+    return;
+  }
+  status.mutable_unacknowledged()->set_retransmissions(retransmissions);
+  status.mutable_unacknowledged()->set_seconds(absl::ToDoubleSeconds(at_least));
+  unacknowledged_at_ = clock_->Now();
+}
+
 void PeerTracker::RecordLatencyProbeLost() {
   const absl::Time now = clock_->Now();
   absl::MutexLock lock(&mu_);
@@ -191,29 +218,42 @@ void PeerTracker::RecordTcp(const TcpSample& sample) {
       sample.retransmitted_segments -
       std::min(sample.spurious_retransmitted_segments, sample.retransmitted_segments);
   tcp_window_.push_back({now, lost, sample.sent_segments});
-  while (tcp_window_.size() > kMaxTcpWindowEntries ||
-         tcp_window_.front().at < now - kTcpLossWindow) {
-    tcp_window_.pop_front();
-  }
-  uint64_t lost_in_window = 0, sent = 0;
-  for (const TcpWindowEntry& e : tcp_window_) {
-    lost_in_window += e.lost;
-    sent += e.sent;
-  }
+  if (tcp_window_.size() > kMaxTcpWindowEntries) tcp_window_.pop_front();
   v1::TcpFigures* tcp = figures_.status.mutable_tcp();
   tcp->set_retransmitted_segments(tcp->retransmitted_segments() + sample.retransmitted_segments);
   tcp->set_sent_segments(tcp->sent_segments() + sample.sent_segments);
   tcp->set_spurious_retransmitted_segments(tcp->spurious_retransmitted_segments() +
                                            sample.spurious_retransmitted_segments);
-  tcp->set_window_seconds(absl::ToDoubleSeconds(kTcpLossWindow));
-  tcp->set_window_sent_segments(sent);
-  if (sent > 0) {
-    tcp->set_loss_ratio(static_cast<double>(lost_in_window) / static_cast<double>(sent));
-  }
   if (sample.rtt) tcp->set_rtt_seconds(absl::ToDoubleSeconds(*sample.rtt));
   if (sample.rtt_variation) {
     tcp->set_rtt_variation_seconds(absl::ToDoubleSeconds(*sample.rtt_variation));
   }
+}
+
+void PeerTracker::TcpWindowFigures(absl::Time now, v1::TcpFigures* tcp) const {
+  while (!tcp_window_.empty() && tcp_window_.front().at < now - kTcpLossWindow) {
+    tcp_window_.pop_front();
+  }
+  if (!tcp->has_rtt_seconds() && tcp->sent_segments() == 0 && tcp_window_.empty()) return;
+  uint64_t lost = 0, sent = 0, recent_lost = 0, recent_sent = 0;
+  for (const TcpWindowEntry& e : tcp_window_) {
+    lost += e.lost;
+    sent += e.sent;
+    if (e.at >= now - kTcpRecentWindow) {
+      recent_lost += e.lost;
+      recent_sent += e.sent;
+    }
+  }
+  tcp->set_window_seconds(absl::ToDoubleSeconds(kTcpLossWindow));
+  tcp->set_window_sent_segments(sent);
+  if (sent > 0) {
+    tcp->set_loss_ratio(static_cast<double>(lost) / static_cast<double>(sent));
+  } else {
+    tcp->clear_loss_ratio();
+  }
+  tcp->set_recent_window_seconds(absl::ToDoubleSeconds(kTcpRecentWindow));
+  tcp->set_recent_sent_segments(recent_sent);
+  tcp->set_recent_lost_segments(recent_lost);
 }
 
 void PeerTracker::TrimFailures(absl::Time now) const {
@@ -233,6 +273,11 @@ PeerSnapshot PeerTracker::Snapshot() const {
   recent_rtt_window_.Expire(now);
   if (std::optional<double> recent = recent_rtt_window_.Percentile(0.5)) {
     copy.status.mutable_latency()->set_recent_p50_seconds(*recent);
+  }
+  TcpWindowFigures(now, copy.status.mutable_tcp());
+  if (unacknowledged_at_) {
+    v1::PeerUnacknowledged* u = copy.status.mutable_unacknowledged();
+    u->set_seconds(u->seconds() + absl::ToDoubleSeconds(now - *unacknowledged_at_));
   }
   return copy;
 }

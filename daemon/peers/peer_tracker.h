@@ -64,6 +64,7 @@ class PeerTracker final : public ProbeObserver {
   void RecordLatencyProbeLost() override;
   void RecordBandwidthDue(absl::Time at) override;
   void RecordPeerDaemon(std::optional<double> silent_seconds) override;
+  void RecordUnacknowledged(uint32_t retransmissions, absl::Duration at_least) override;
 
   // Everything above under the one mutex: GetStatus and /metrics read the
   // same figures.
@@ -71,6 +72,10 @@ class PeerTracker final : public ProbeObserver {
 
  private:
   void TrimFailures(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // TcpFigures' window fields (loss ratio, segments, the recent part) as of
+  // `now`, from tcp_window_.
+  void TcpWindowFigures(absl::Time now, v1::TcpFigures* tcp) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const PeerConfig peer_;
   const absl::Duration failure_window_;
@@ -93,7 +98,11 @@ class PeerTracker final : public ProbeObserver {
     absl::Time at;
     uint64_t lost, sent;
   };
-  std::deque<TcpWindowEntry> tcp_window_ ABSL_GUARDED_BY(mu_);
+  // Expired when read, like the recent RTTs: a peer that stopped reporting
+  // (down) stops showing an old loss after a minute.
+  mutable std::deque<TcpWindowEntry> tcp_window_ ABSL_GUARDED_BY(mu_);
+  // PeerStatus.unacknowledged as last reported, and when.
+  std::optional<absl::Time> unacknowledged_at_ ABSL_GUARDED_BY(mu_);
   bool ever_up_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -172,6 +172,8 @@ void TransportSupervisor::Supervise() {
       if (!first_start_) first_start_ = absl::UnavailableError(why);
       if (!first_start_->ok()) return;
       ++restarts_;
+      last_exit_ = why;
+      last_exit_time_ = clock_->Now();
     }
     GW_LOG(kError, "%s; restarting it", why);
     if (options_.on_exit) options_.on_exit(why);
@@ -211,6 +213,7 @@ std::string TransportSupervisor::RunOnce(LaunchedTransport& transport,
     absl::MutexLock lock(&mu_);
     if (stopping_) channel->Shutdown();
     channel_ = channel;
+    started_at_ = clock_->Now();
     last_heartbeat_ = clock_->Monotonic();
     stalled_ = false;
     reported_transfer_nanos_ = 0;
@@ -251,6 +254,7 @@ std::string TransportSupervisor::RunOnce(LaunchedTransport& transport,
   {
     absl::MutexLock lock(&mu_);
     channel_.reset();
+    started_at_.reset();
     stopping = stopping_;
     preflights = TakePreflights(/*expired_only=*/false);
     waiting = TakePending();
@@ -440,6 +444,11 @@ bool TransportSupervisor::Healthy() const {
 uint64_t TransportSupervisor::restarts() const {
   absl::MutexLock lock(&mu_);
   return restarts_;
+}
+
+TransportSupervisor::State TransportSupervisor::state() const {
+  absl::MutexLock lock(&mu_);
+  return State{started_at_, restarts_, last_exit_, last_exit_time_};
 }
 
 }  // namespace gloowatch

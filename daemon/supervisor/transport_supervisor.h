@@ -107,6 +107,17 @@ class TransportSupervisor final : public ResponderOpener {
   bool Healthy() const;
   uint64_t restarts() const;
 
+  // The running transport as NodeStatus.transport reports it: when it
+  // started (wall clock; unset while none runs), the restarts so far, and
+  // how and when the last one ended.
+  struct State {
+    std::optional<absl::Time> started_at;
+    uint64_t restarts = 0;
+    std::string last_exit;
+    std::optional<absl::Time> last_exit_time;
+  };
+  State state() const;
+
  private:
   struct Pending {
     Done done;
@@ -158,6 +169,9 @@ class TransportSupervisor final : public ResponderOpener {
   // The running transport's last reported transfer time (its total so far).
   int64_t reported_transfer_nanos_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t restarts_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<absl::Time> started_at_ ABSL_GUARDED_BY(mu_);
+  std::string last_exit_ ABSL_GUARDED_BY(mu_);
+  std::optional<absl::Time> last_exit_time_ ABSL_GUARDED_BY(mu_);
   // How the first transport process started, once known.
   std::optional<absl::Status> first_start_ ABSL_GUARDED_BY(mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;

@@ -646,6 +646,139 @@ TEST(Cluster, UnreachableFromOurSideOfAPartitionIsNoDeadNode) {
   EXPECT_EQ(c.suspects[0].name, "h1 <-> h2");
 }
 
+// Killed a moment ago: its port refuses us, two peers have probed it since
+// and see it down, three have not yet. The node at once, not two links.
+TEST(Cluster, RefusingDaemonSeenDownByTheFirstPeersIsTheNode) {
+  auto nodes = TwoRacksAt(kModelNow);
+  nodes.erase(nodes.begin() + 2);  // h3
+  FetchResult dead = Unreachable("h3");
+  dead.error_code = "UNAVAILABLE";
+  dead.error =
+      "unavailable: failed to connect to all addresses; last error: UNKNOWN: "
+      "ipv4:127.0.0.1:9: Failed to connect to remote host: Connection refused";
+  nodes.push_back(dead);
+  for (const char* p : {"h1", "h5"}) {
+    View(nodes, p, "h3")->set_state(v1::PEER_STATE_DOWN);
+    View(nodes, p, "h3")->mutable_last_failure()->set_reason(v1::FAILURE_REASON_RESET);
+  }
+  ClusterPicture c = BuildCluster(std::move(nodes));
+  ASSERT_EQ(c.suspects.size(), 1u);
+  EXPECT_EQ(c.suspects[0].kind, SuspectKind::kNode);
+  EXPECT_EQ(c.suspects[0].name, "h3");
+  EXPECT_THAT(c.suspects[0].evidence[0], HasSubstr("refuses connections"));
+}
+
+// A partition, before the probe in flight times out: what both ends sent is
+// unacknowledged. Failed now, the link named, nobody else.
+TEST(Cluster, UnacknowledgedBothWaysIsTheLinkAtOnce) {
+  auto nodes = TwoRacksAt(kModelNow);
+  for (auto [from, to] : {std::pair{"h2", "h6"}, std::pair{"h6", "h2"}}) {
+    v1::PeerUnacknowledged* u = View(nodes, from, to)->mutable_unacknowledged();
+    u->set_retransmissions(3);
+    u->set_seconds(1.6);
+  }
+  ClusterPicture c = BuildCluster(std::move(nodes));
+  EXPECT_EQ(c.verdict, Health::kFailed);
+  ASSERT_EQ(c.suspects.size(), 1u);
+  EXPECT_EQ(c.suspects[0].name, "h2 <-> h6");
+  EXPECT_THAT(c.suspects[0].evidence,
+              Contains(HasSubstr("not answering: sent data unacknowledged for 1.6 s")));
+  EXPECT_THAT(c.reasons, Contains(HasSubstr("1 link not answering (h2<->h6)")));
+  EXPECT_EQ(HealthToJson(c)["links"][0]["a_to_b"]["unacknowledged_seconds"], 1.6);
+}
+
+// h4's transport was killed and restarted 2 s ago: its peers that have not
+// sent since still show the pair to the dead process up. Broken now; the node.
+TEST(Cluster, PairsOlderThanThePeersTransportAreBroken) {
+  auto nodes = TwoRacksAt(kModelNow);
+  for (auto& n : nodes) {
+    *n.status->mutable_transport()->mutable_started_at() =
+        ToProtoTimestamp(kModelNow - absl::Hours(5));
+    for (auto& p : *n.status->mutable_peers()) {
+      *p.mutable_up_since() = ToProtoTimestamp(kModelNow - absl::Hours(4));
+    }
+  }
+  v1::TransportStatus* t = nodes[3].status->mutable_transport();  // h4
+  *t->mutable_started_at() = ToProtoTimestamp(kModelNow - absl::Seconds(2));
+  t->set_restarts(1);
+  t->set_last_exit("probe transport exited: killed by signal 9");
+  *t->mutable_last_exit_time() = ToProtoTimestamp(kModelNow - absl::Seconds(2.5));
+  View(nodes, "h1", "h4")->set_state(v1::PEER_STATE_DOWN);  // noticed already
+  ClusterPicture c = BuildCluster(std::move(nodes));
+  EXPECT_EQ(c.verdict, Health::kFailed);
+  ASSERT_EQ(c.suspects.size(), 1u);
+  EXPECT_EQ(c.suspects[0].kind, SuspectKind::kNode);
+  EXPECT_EQ(c.suspects[0].name, "h4");
+  EXPECT_EQ(c.suspects[0].bad_links, 5u);
+  EXPECT_THAT(c.suspects[0].evidence,
+              Contains(HasSubstr("pair broken: h4's transport restarted 2s ago")));
+  for (const auto& n : c.node_reports) {
+    if (n.name == "h4") {
+      EXPECT_THAT(n.history,
+                  Contains("transport restarted 2s ago (probe transport exited: killed by "
+                           "signal 9)"));
+    }
+  }
+  // Once every peer has a pair to the new process: history only.
+  auto again = TwoRacksAt(kModelNow);
+  *again[3].status->mutable_transport() = *t;
+  for (auto& n : again) {
+    for (auto& p : *n.status->mutable_peers()) {
+      *p.mutable_up_since() = ToProtoTimestamp(kModelNow - absl::Seconds(1));
+    }
+  }
+  ClusterPicture healed = BuildCluster(std::move(again));
+  EXPECT_EQ(healed.verdict, Health::kHealthy);
+  EXPECT_TRUE(healed.suspects.empty());
+}
+
+// A NIC losing 2% at the default schedule: no direction has the segments to
+// count on its own, its links together do. Degraded, the node named; once
+// the recent segments rule the loss out, healthy while the window still
+// holds it.
+TEST(Cluster, PooledLossNamesTheNodeAndClearsOnTheRecentSegments) {
+  auto nodes = TwoRacksAt(kModelNow);
+  for (auto& n : nodes) {
+    for (auto& p : *n.status->mutable_peers()) {
+      const bool lossy = n.target.name == "h5" || p.name() == "h5";
+      const uint64_t sent = n.target.name == "h5" ? 900 : 84;
+      p.mutable_tcp()->set_window_sent_segments(sent);
+      p.mutable_tcp()->set_loss_ratio(lossy ? (n.target.name == "h5" ? 0.02 : 2.0 / 84) : 0);
+      p.mutable_tcp()->set_recent_sent_segments(sent / 2);
+      p.mutable_tcp()->set_recent_lost_segments(lossy ? sent / 100 : 0);
+    }
+  }
+  ClusterPicture c = BuildCluster(nodes);
+  EXPECT_EQ(c.verdict, Health::kDegraded);
+  ASSERT_EQ(c.suspects.size(), 1u);
+  EXPECT_EQ(c.suspects[0].kind, SuspectKind::kNode);
+  EXPECT_EQ(c.suspects[0].name, "h5");
+  EXPECT_THAT(c.reasons, Contains(HasSubstr("1 suspect lossy over its links together (node h5")));
+  EXPECT_NEAR(HealthToJson(c)["suspects"][0]["pooled_loss_ratio"].get<double>(), 0.02, 0.001);
+  for (auto& n : nodes) {
+    for (auto& p : *n.status->mutable_peers()) p.mutable_tcp()->set_recent_lost_segments(0);
+  }
+  ClusterPicture repaired = BuildCluster(std::move(nodes));
+  EXPECT_EQ(repaired.verdict, Health::kHealthy);
+  EXPECT_TRUE(repaired.suspects.empty());
+}
+
+// A direction lossy over its window but clean over the recent half of it
+// (enough segments to rule 1% out): past.
+TEST(Cluster, LossTheRecentSegmentsRuleOutIsPast) {
+  auto nodes = TwoRacks();
+  v1::TcpFigures* tcp = View(nodes, "h1", "h2")->mutable_tcp();
+  tcp->set_loss_ratio(0.03);
+  tcp->set_window_sent_segments(20000);
+  tcp->set_recent_sent_segments(9000);
+  tcp->set_recent_lost_segments(0);
+  ClusterPicture c = BuildCluster(nodes);
+  EXPECT_EQ(c.verdict, Health::kHealthy);
+  EXPECT_TRUE(c.suspects.empty());
+  View(nodes, "h1", "h2")->mutable_tcp()->set_recent_lost_segments(300);
+  EXPECT_EQ(BuildCluster(std::move(nodes)).verdict, Health::kDegraded);
+}
+
 // --node / --group / -l show a part of the cluster; its verdict covers it.
 TEST(Cluster, NodeFilterKeepsTheSelectionAndJudgesIt) {
   auto nodes = TwoRacksAt(kModelNow);

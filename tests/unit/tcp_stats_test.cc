@@ -249,5 +249,112 @@ TEST(PeerTrackerTcpTest, CountersAddUpAndTheRatioCoversTheLastMinute) {
   EXPECT_DOUBLE_EQ(tcp.rtt_seconds(), 300e-6);
 }
 
+// The window's recent half tells a repaired loss from a present one; a
+// window with no report for a minute is empty when read.
+TEST(PeerTrackerTcpTest, RecentHalfAndExpiryWhenRead) {
+  SimulatedClock clock;
+  PeerConfig peer;
+  peer.name = "b";
+  PeerTracker tracker(peer, absl::Minutes(5), absl::Minutes(5), std::nullopt, &clock);
+  EXPECT_FALSE(tracker.Snapshot().status.tcp().has_recent_sent_segments());
+  for (int i = 0; i < 6; ++i) {  // 30 s losing 5%
+    tracker.RecordTcp({5, 100, 0, std::nullopt, std::nullopt});
+    clock.Advance(absl::Seconds(5));
+  }
+  v1::TcpFigures tcp = tracker.Snapshot().status.tcp();
+  EXPECT_EQ(tcp.recent_sent_segments(), 600u);
+  EXPECT_EQ(tcp.recent_lost_segments(), 30u);
+  EXPECT_DOUBLE_EQ(tcp.recent_window_seconds(), 30);
+  for (int i = 0; i < 6; ++i) {  // 30 s clean
+    tracker.RecordTcp({0, 100, 0, std::nullopt, std::nullopt});
+    clock.Advance(absl::Seconds(5));
+  }
+  tcp = tracker.Snapshot().status.tcp();
+  EXPECT_DOUBLE_EQ(tcp.loss_ratio(), 0.025);  // the window still holds the loss
+  EXPECT_EQ(tcp.window_sent_segments(), 1200u);
+  EXPECT_EQ(tcp.recent_sent_segments(), 600u);
+  EXPECT_EQ(tcp.recent_lost_segments(), 0u);
+  clock.Advance(absl::Seconds(61));  // nothing reported since (the peer went down)
+  tcp = tracker.Snapshot().status.tcp();
+  EXPECT_FALSE(tcp.has_loss_ratio());
+  EXPECT_EQ(tcp.window_sent_segments(), 0u);
+  EXPECT_EQ(tcp.recent_sent_segments(), 0u);
+  EXPECT_EQ(tcp.sent_segments(), 1200u);  // the totals stay
+}
+
+TEST(PeerTrackerTcpTest, UnacknowledgedWhileUpUntilAcknowledgedOrAStateChange) {
+  SimulatedClock clock;
+  PeerConfig peer;
+  peer.name = "b";
+  PeerTracker tracker(peer, absl::Minutes(5), absl::Minutes(5), std::nullopt, &clock);
+  tracker.RecordUnacknowledged(3, absl::Seconds(1));  // not up yet: stale
+  EXPECT_FALSE(tracker.Snapshot().status.has_unacknowledged());
+  tracker.SetUp("10.0.0.2:4000", "1.0");
+  tracker.RecordUnacknowledged(2, absl::Milliseconds(1500));
+  clock.Advance(absl::Seconds(1));
+  v1::PeerStatus status = tracker.Snapshot().status;
+  ASSERT_TRUE(status.has_unacknowledged());
+  EXPECT_EQ(status.unacknowledged().retransmissions(), 2u);
+  EXPECT_DOUBLE_EQ(status.unacknowledged().seconds(), 2.5);  // grows while it lasts
+  tracker.RecordUnacknowledged(0, absl::ZeroDuration());
+  EXPECT_FALSE(tracker.Snapshot().status.has_unacknowledged());
+  tracker.RecordUnacknowledged(4, absl::Seconds(3));
+  tracker.RecordFailure(v1::FAILURE_REASON_TIMEOUT, "ping timed out");
+  EXPECT_FALSE(tracker.Snapshot().status.has_unacknowledged());
+}
+
+TEST(UnacknowledgedWatchTest, ReadsOnlyWhatMayBeUnacknowledgedAndReportsTwoTimeouts) {
+  UnacknowledgedWatch watch(absl::Seconds(1), 2);
+  const absl::Duration sent = absl::Seconds(100);
+  TcpCounters acked, waiting, backed_off;
+  waiting.unacked_segments = 1;
+  waiting.timeout_retransmits = 1;
+  backed_off.unacked_segments = 2;
+  backed_off.timeout_retransmits = 3;
+  EXPECT_FALSE(watch.NeedsRead(sent + absl::Milliseconds(500), sent));  // too young
+  EXPECT_TRUE(watch.NeedsRead(sent + absl::Seconds(1), sent));
+  EXPECT_FALSE(watch.Update(sent + absl::Seconds(1), sent, acked).has_value());
+  EXPECT_FALSE(watch.NeedsRead(sent + absl::Seconds(5), sent));  // known acknowledged
+  const absl::Duration next = sent + absl::Seconds(5);
+  EXPECT_TRUE(watch.NeedsRead(next + absl::Seconds(1), next));
+  EXPECT_FALSE(watch.Update(next + absl::Seconds(1), next, waiting).has_value());  // one timeout
+  std::optional<UnacknowledgedWatch::Report> r =
+      watch.Update(next + absl::Seconds(2), next, backed_off);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->retransmissions, 3u);
+  EXPECT_EQ(r->at_least, absl::Seconds(2));
+  // A standing report is read every time until acknowledged, then cleared once.
+  EXPECT_TRUE(watch.NeedsRead(next + absl::Seconds(2), next));
+  r = watch.Update(next + absl::Seconds(3), next, acked);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->retransmissions, 0u);
+  EXPECT_FALSE(watch.Update(next + absl::Seconds(4), next, acked).has_value());
+  watch.Reset();
+  EXPECT_TRUE(watch.NeedsRead(next + absl::Seconds(4), next));
+}
+
+struct LastUnacknowledged final : ProbeObserver {
+  void SetConnecting() override {}
+  void SetUp(const std::string&, const std::string&) override {}
+  void RecordFailure(v1::FailureReason, const std::string&) override {}
+  void RecordRtts(const std::vector<absl::Duration>&) override {}
+  void RecordOffset(const OffsetEstimate&) override {}
+  void RecordBandwidth(BandwidthDirection, const BandwidthSample&) override {}
+  void RecordUnacknowledged(uint32_t retransmissions, absl::Duration at_least) override {
+    last = {retransmissions, at_least};
+  }
+  std::optional<std::pair<uint32_t, absl::Duration>> last;
+};
+
+TEST(TcpEventTest, UnacknowledgedRoundTrips) {
+  const transport::v1::FromTransport m = UnacknowledgedMessage("b", 3, absl::Milliseconds(1250));
+  ASSERT_EQ(m.peer().peer(), "b");
+  LastUnacknowledged observer;
+  ApplyPeerEvents(m.peer(), observer);
+  ASSERT_TRUE(observer.last.has_value());
+  EXPECT_EQ(observer.last->first, 3u);
+  EXPECT_EQ(observer.last->second, absl::Milliseconds(1250));
+}
+
 }  // namespace
 }  // namespace gloowatch
