@@ -18,8 +18,9 @@ namespace {
 
 const std::vector<const Command*>& Commands() {
   static const auto* commands = new std::vector<const Command*>{
-      &HealthCommand(),     &ServeCommand(), &DiagnoseCommand(),   &PreflightCommand(),
-      &ExplainLogCommand(), &JobCommand(),   &ReportStepCommand(),
+      &HealthCommand(),     &ServeCommand(),      &DiagnoseCommand(),
+      &PreflightCommand(),  &ExplainLogCommand(), &JobCommand(),
+      &ReportStepCommand(), &NodeCheckCommand(),  &ActCommand(),
   };
   return *commands;
 }

@@ -23,6 +23,8 @@ const Command& PreflightCommand();
 const Command& ExplainLogCommand();
 const Command& JobCommand();
 const Command& ReportStepCommand();
+const Command& NodeCheckCommand();
+const Command& ActCommand();
 
 // Prints "gloowatch: MESSAGE" and the usage to stderr; returns 64.
 int Usage(const std::string& message);
