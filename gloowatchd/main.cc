@@ -228,7 +228,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> allowed = flags;
   allowed.insert(allowed.end(), {"transport_fd", "gloo_address"});
   absl::StatusOr<std::vector<std::string>> args =
-      gloowatch::ParseFlags(argc, argv, 1, {{}, allowed});
+      gloowatch::ParseFlags(argc, argv, 1, {{}, allowed, {}});
   if (!args.ok() || !args->empty()) {
     std::cerr << "gloowatchd: "
               << (args.ok() ? "unexpected argument '" + args->front() + "'"
