@@ -157,7 +157,9 @@ NodeVerdict JudgeNode(const ClusterPicture& c, const std::string& node, const Cu
   const NodeReport* self = ReportOf(c, node);
   if (self == nullptr) {
     return finish(NodeVerdict::Kind::kUnknown,
-                  absl::StrCat(node, " is not a node of this cluster (--node names it)"));
+                  absl::StrCat(node,
+                               ": cannot judge: not a node the daemons know (--node "
+                               "names the node to judge)"));
   }
   for (const Culprit& k : FindCulprits(c, o)) {
     if (k.node != node) continue;
