@@ -20,7 +20,7 @@ ABSL_FLAG(bool, slurm, false, "act: drain and resume nodes in Slurm (scontrol)."
 ABSL_FLAG(bool, dry_run, false, "act: print what it would do; change nothing.");
 ABSL_FLAG(absl::Duration, healthy_for, absl::Minutes(10),
           "act: resume a node it drained after it has been healthy this long.");
-ABSL_FLAG(std::string, state_file, "/var/lib/gloowatch/act-state.json",
+ABSL_FLAG(std::string, state_file, "/var/lib/gloowatch-act/state.json",
           "act: where it remembers its drains and since when each node is healthy.");
 ABSL_FLAG(std::string, reason_prefix, "gloowatch:",
           "act: the start of the Slurm reason of its drains; only such drains are resumed.");

@@ -3,6 +3,7 @@
 // node-problem-detector's custom plugins expect.
 #include <unistd.h>
 
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -49,12 +50,16 @@ int RunNodeCheck(const std::vector<std::string>& args) {
   if (!options) return exit;
   std::optional<ClusterSource> source = SourceFromFlags(&exit);
   if (!source) return npd ? kNpdUnknown : exit;
-  // Which node: --node, else the config's own node, else this host.
+  // Which node: --node, else NODE_NAME, else the config's own node, else
+  // this host.
   std::string node;
   const std::vector<std::string> named = absl::GetFlag(FLAGS_node);
   if (named.size() > 1) return Usage("node-check judges one node: give --node once");
+  const char* k8s_node = std::getenv("NODE_NAME");  // Kubernetes' downward API
   if (!named.empty()) {
     node = named.front();
+  } else if (k8s_node != nullptr && *k8s_node != '\0') {
+    node = k8s_node;
   } else if (!absl::GetFlag(FLAGS_config).empty() && !source->targets.empty()) {
     node = source->targets.front().name;
   } else {
