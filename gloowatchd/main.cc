@@ -18,8 +18,8 @@
 #include "common/log.h"
 #include "common/version.h"
 #include "daemon/daemon.h"
-#include "daemon/systemd_notify.h"
-#include "daemon/transport_launcher.h"
+#include "daemon/supervisor/transport_launcher.h"
+#include "daemon/system/systemd_notify.h"
 #include "google/protobuf/stubs/logging.h"
 #include "transport/transport_main.h"
 

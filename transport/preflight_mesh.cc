@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <exception>
 #include <thread>
 #include <vector>
 
@@ -21,8 +20,8 @@
 #include "gloo/transport/device.h"
 #include "gloo/transport/pair.h"
 #include "gloo/transport/tcp/address.h"
-#include "gloo/transport/tcp/device.h"
 #include "gloo/transport/unbound_buffer.h"
+#include "transport/gloo_boundary.h"
 #include "transport/probe_link.h"
 
 namespace gloowatch {
@@ -39,32 +38,8 @@ constexpr uint64_t kSlotPreflight = 0x70666c74;  // "pflt"
 // timeout, so a client that vanished between the phases frees its slot.
 constexpr absl::Duration kConnectGrace = absl::Seconds(60);
 
-template <typename Fn>
-absl::Status Guard(absl::string_view what, Fn&& fn) {
-  try {
-    return fn();
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat(what, ": ", e.what()));
-  }
-}
-
 std::chrono::milliseconds Millis(absl::Duration d) {
   return absl::ToChronoMilliseconds(std::max(d, absl::Milliseconds(1)));
-}
-
-// Without CreateGlooDevice's timer slack: the probing device's loop may
-// defer idle ticks by 100 ms to save CPU, but a connect waits for one (the
-// listening socket leaves the loop), and a mesh lives for seconds.
-absl::StatusOr<std::shared_ptr<gloo::transport::Device>> CreateMeshDevice(
-    const std::string& address) {
-  try {
-    gloo::transport::tcp::attr attr;
-    attr.hostname = address;
-    return gloo::transport::tcp::CreateDevice(attr);
-  } catch (const std::exception& e) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot create a Gloo device on ", address, ": ", e.what()));
-  }
 }
 
 }  // namespace
@@ -152,11 +127,15 @@ void PreflightMeshes::Prepare(uint64_t id, const std::string& session,
   std::thread([this, id, session, mesh, address = prepare.address()] {
     PreflightReply reply;
     reply.set_id(id);
-    absl::StatusOr<std::shared_ptr<gloo::transport::Device>> device = CreateMeshDevice(address);
+    // Without the probes' timer slack: the probing device's loop may defer
+    // idle ticks by 100 ms to save CPU, but a connect waits for one (the
+    // listening socket leaves the loop), and a mesh lives for seconds.
+    absl::StatusOr<std::shared_ptr<gloo::transport::Device>> device =
+        CreateGlooDevice(address, /*loop_timer_slack=*/std::nullopt);
     absl::Status status = device.status();
     if (status.ok()) {
       mesh->device = *device;
-      status = Guard("create the mesh's pairs", [&] {
+      status = GuardGloo("create the mesh's pairs", [&] {
         // As ProcessGroupGloo's context: one per device, the job's size, and
         // a pair per other rank. Gloo waits 5 pair timeouts for a connect,
         // so this makes the connect deadline the job's timeout.
@@ -227,14 +206,14 @@ std::vector<PairOutcome> RunMesh(PreflightMeshes::Mesh& mesh,
         continue;
       }
       const absl::Duration start = clock->Monotonic();
-      o.status = Guard("connect", [&] {
+      o.status = GuardGloo("connect", [&] {
         mesh.context->getPair(r)->connect(std::vector<char>(bytes.begin(), bytes.end()));
         return absl::OkStatus();
       });
       o.connect_time = clock->Monotonic() - start;
       if (!o.status.ok()) continue;
       posted[r] = clock->Monotonic();
-      o.status = Guard("post", [&] {
+      o.status = GuardGloo("post", [&] {
         sends[r] = mesh.context->createUnboundBuffer(&sent[r], sizeof(uint64_t));
         recvs[r] = mesh.context->createUnboundBuffer(&got[r], sizeof(uint64_t));
         recvs[r]->recv(r, kSlotPreflight);
@@ -253,7 +232,7 @@ std::vector<PairOutcome> RunMesh(PreflightMeshes::Mesh& mesh,
     PairOutcome& o = out[r];
     if (!o.tried || !o.status.ok()) continue;
     const absl::Duration deadline = posted[r] + mesh.timeout;
-    o.status = Guard("exchange", [&] {
+    o.status = GuardGloo("exchange", [&] {
       if (!recvs[r]->waitRecv(Millis(deadline - clock->Monotonic()))) {
         return absl::AbortedError("receive aborted");
       }

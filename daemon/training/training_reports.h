@@ -1,0 +1,102 @@
+// Step/communication timing reported by local training processes
+// (Status.ReportStep), kept per (job, rank) series for GetStatus and metrics.
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "daemon/training/rank_process.h"
+#include "proto/gloowatch.pb.h"
+
+namespace gloowatch {
+
+class TrainingReports {
+ public:
+  using Key = std::pair<std::string, int>;  // (job, rank)
+
+  // `window`: communication_share covers reports received within it.
+  // `evict_after`: when all max_series slots are taken, a new series takes
+  // the slot of the one silent longest, if silent at least this long, so
+  // one-off series (a flood) cannot lock live jobs out until they expire.
+  TrainingReports(const Clock* clock, absl::Duration expiry, size_t max_series,
+                  absl::Duration window = absl::Minutes(5),
+                  absl::Duration evict_after = absl::Minutes(1));
+
+  // INVALID_ARGUMENT for a bad request, RESOURCE_EXHAUSTED when a new series
+  // would exceed max_series and none is silent enough to evict; `evicted`
+  // (optional) gets the key of an evicted series. Thread-safe.
+  // A remote `client` ("" = a process on this host) may hold a quarter of
+  // max_series at most (RESOURCE_EXHAUSTED naming it beyond).
+  absl::Status Report(const v1::ReportStepRequest& request, std::optional<Key>* evicted = nullptr,
+                      const std::string& client = "");
+
+  // Where a rank stands in its collectives (a heartbeat too: it keeps the
+  // series alive). Same validation and cap as Report. Thread-safe. The
+  // report's pid is kept only from a process on this host that this daemon
+  // sees in /proc (same PID namespace), so that Snapshot can say whether a
+  // silent rank is stopped or gone.
+  absl::Status ReportCollective(const v1::CollectiveReport& report,
+                                std::optional<Key>* evicted = nullptr,
+                                const std::string& client = "");
+
+  // One entry per live series, sorted by (job, rank); `process` read from
+  // /proc now.
+  std::vector<v1::TrainingJobStatus> Snapshot() const;
+
+  // Drops series without a report for `expiry`; returns their keys so the
+  // metrics exporter can remove its label sets.
+  std::vector<Key> Expire();
+
+  static constexpr double kMaxStepSeconds = 86400;
+  static constexpr size_t kMaxSamplesPerSeries = 4096;
+
+ private:
+  struct Sample {
+    absl::Time at;
+    double step_seconds;
+    double communication_seconds;
+  };
+  struct Series {
+    uint64_t steps = 0;
+    double step_seconds_total = 0;
+    double communication_seconds_total = 0;
+    absl::Time last_report;
+    std::deque<Sample> recent;  // within window_, oldest first, bounded
+    std::optional<v1::CollectiveState> collective;
+    std::string client;       // who added it ("" = this host)
+    absl::Time inside_since;  // when it entered collective->op
+    // The rank's process, when it reported one that this daemon could see.
+    RankProcess process;
+  };
+
+  // The series of `key`, added if the cap (or an eviction) allows.
+  absl::StatusOr<Series*> FindOrAddLocked(const Key& key, absl::Time now,
+                                          std::optional<Key>* evicted, const std::string& client)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  void PruneLocked(Series& s, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Snapshot without `process`, and each entry's process to read.
+  std::vector<v1::TrainingJobStatus> SnapshotWithoutProcess(
+      std::vector<RankProcess>& processes) const ABSL_LOCKS_EXCLUDED(mu_);
+
+  const Clock* clock_;
+  const absl::Duration expiry_;
+  const size_t max_series_;
+  const absl::Duration window_;
+  const absl::Duration evict_after_;
+  mutable absl::Mutex mu_;
+  mutable std::map<Key, Series> series_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace gloowatch
