@@ -22,6 +22,7 @@
 #include "gloo/transport/tcp/address.h"
 #include "gloo/transport/unbound_buffer.h"
 #include "transport/gloo_boundary.h"
+#include "transport/preflight_reverse.h"
 #include "transport/probe_link.h"
 
 namespace gloowatch {
@@ -53,6 +54,8 @@ struct PreflightMeshes::Mesh {
   absl::Duration expires;  // on the monotonic clock
   std::shared_ptr<gloo::transport::Device> device;
   std::shared_ptr<gloo::transport::Context> context;
+  std::vector<std::string> pair_addresses;  // ours, per rank, as sent
+  ReverseListener reverse;
 };
 
 void PreflightMeshes::Handle(const PreflightStep& step) {
@@ -154,6 +157,17 @@ void PreflightMeshes::Prepare(uint64_t id, const std::string& session,
         return absl::OkStatus();
       });
     }
+    if (status.ok()) {
+      // The reverse round's listener, on the IP Gloo's pairs listen on.
+      mesh->pair_addresses.assign(reply.pair_addresses().begin(), reply.pair_addresses().end());
+      absl::StatusOr<ReverseListener> listener = ReverseListener::Open(
+          reply.pair_addresses(mesh->rank == 0 ? 1 : 0), static_cast<int>(mesh->hosts));
+      status = listener.status();
+      if (status.ok()) {
+        mesh->reverse = *std::move(listener);
+        reply.set_reverse_address(mesh->reverse.address());
+      }
+    }
     absl::MutexLock lock(&mu_);
     if (!status.ok()) {
       meshes_.erase(session);
@@ -174,6 +188,7 @@ namespace {
 
 struct PairOutcome {
   bool tried = false;
+  bool connected = false;  // the TCP connection formed
   absl::Status status;
   absl::Duration connect_time;
   absl::Duration exchange_time;
@@ -212,6 +227,7 @@ std::vector<PairOutcome> RunMesh(PreflightMeshes::Mesh& mesh,
       });
       o.connect_time = clock->Monotonic() - start;
       if (!o.status.ok()) continue;
+      o.connected = true;
       posted[r] = clock->Monotonic();
       o.status = GuardGloo("post", [&] {
         sends[r] = mesh.context->createUnboundBuffer(&sent[r], sizeof(uint64_t));
@@ -276,6 +292,13 @@ void PreflightMeshes::Connect(uint64_t id, const std::string& session,
                                 " addresses for a mesh of ", mesh->hosts, " hosts")));
       return;
     }
+    if (request.peer_reverse_addresses_size() != 0 &&
+        request.peer_reverse_addresses_size() != static_cast<int>(mesh->hosts)) {
+      Fail(id, absl::InvalidArgumentError(
+                   absl::StrCat("peer_reverse_addresses: ", request.peer_reverse_addresses_size(),
+                                " addresses for a mesh of ", mesh->hosts, " hosts")));
+      return;
+    }
     mesh->connecting = true;
     ++threads_;
   }
@@ -289,8 +312,32 @@ void PreflightMeshes::Connect(uint64_t id, const std::string& session,
             CheckStore(request.master_addr(), request.master_port(), mesh->timeout);
       }
     });
+    // Gloo's direction of every pair; the reverse round runs at the same
+    // time as the mesh, within the same timeout.
+    std::vector<bool> listened(mesh->hosts, false);
+    std::vector<ReverseTask> tasks(mesh->hosts);
+    for (uint32_t r = 0; r < mesh->hosts; ++r) {
+      if (r == mesh->rank || request.peer_pair_addresses(r).empty()) continue;
+      absl::StatusOr<bool> connects =
+          GlooConnectsFrom(mesh->pair_addresses[r], request.peer_pair_addresses(r));
+      if (!connects.ok()) continue;
+      listened[r] = !*connects;
+      if (request.peer_reverse_addresses_size() == 0 || request.peer_reverse_addresses(r).empty()) {
+        continue;
+      }
+      if (listened[r]) {
+        tasks[r].connect_to = request.peer_reverse_addresses(r);
+      } else {
+        tasks[r].await = true;
+      }
+    }
+    std::vector<ReverseOutcome> reversed;
+    std::thread reverse([&] {
+      reversed = RunReverseRound(mesh->reverse, mesh->rank, tasks, mesh->timeout, clock_);
+    });
     const std::vector<PairOutcome> outcomes = RunMesh(*mesh, request, clock_);
     store.join();
+    reverse.join();
     for (uint32_t r = 0; r < mesh->hosts; ++r) {
       if (r == mesh->rank) continue;
       const PairOutcome& o = outcomes[r];
@@ -298,8 +345,22 @@ void PreflightMeshes::Connect(uint64_t id, const std::string& session,
       p->set_rank(r);
       p->set_tried(o.tried);
       p->set_peer_address(o.peer);
+      p->set_listened(listened[r]);
+      if (reversed[r].tried) {
+        const ReverseOutcome& back = reversed[r];
+        v1::PreflightReverseResult* rev = p->mutable_reverse();
+        rev->set_tried(true);
+        rev->set_ok(back.status.ok());
+        rev->set_seconds(absl::ToDoubleSeconds(back.took));
+        rev->set_address(back.address);
+        if (!back.status.ok()) {
+          rev->set_reason(FailureReasonOf(back.status));
+          rev->set_message(std::string(back.status.message()));
+        }
+      }
       if (!o.tried) continue;
       p->set_ok(o.status.ok());
+      p->set_connected(o.connected);
       p->set_seconds(absl::ToDoubleSeconds(o.connect_time + o.exchange_time));
       if (!o.status.ok()) {
         p->set_reason(FailureReasonOf(o.status));

@@ -187,7 +187,6 @@ absl::Duration BandwidthGate::transfer_time() const {
   return transfer_time_;
 }
 
-namespace {
 
 bool SockaddrFromBytes(const std::string& bytes, sockaddr_storage* out) {
   if (bytes.empty() || bytes.size() > gloo::transport::Address::kMaxByteSize) return false;
@@ -199,8 +198,6 @@ bool SockaddrFromBytes(const std::string& bytes, sockaddr_storage* out) {
     return false;
   }
 }
-
-}  // namespace
 
 std::string GlooAddressToString(const std::string& bytes) {
   sockaddr_storage ss;

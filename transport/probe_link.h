@@ -11,6 +11,8 @@
 // Gloo see a message it did not expect.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -129,6 +131,9 @@ class ProbePairs {
   ProbePairs() = default;
 };
 
+// The socket address in serialized Gloo TCP address bytes; false when they
+// are not one.
+bool SockaddrFromBytes(const std::string& bytes, sockaddr_storage* out);
 // Renders the ip:port of serialized Gloo TCP address bytes (Address::str()
 // prints the port byte-swapped, so it is not used).
 std::string GlooAddressToString(const std::string& bytes);

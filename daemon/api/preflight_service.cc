@@ -74,6 +74,17 @@ absl::Status CheckConnectRequest(const v1::PreflightConnectRequest& request) {
           absl::StrCat("peer_pair_addresses[", i, "]: not a Gloo TCP address"));
     }
   }
+  const int reverse = request.peer_reverse_addresses_size();
+  if (reverse != 0 && reverse != n) {
+    return absl::InvalidArgumentError(absl::StrCat("peer_reverse_addresses: ", reverse,
+                                                   " entries for ", n, " peer_pair_addresses"));
+  }
+  for (int i = 0; i < reverse; ++i) {
+    if (request.peer_reverse_addresses(i).size() > 192) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("peer_reverse_addresses[", i, "]: not a Gloo TCP address"));
+    }
+  }
   if (request.master_addr().size() > 253 || !AllOf(request.master_addr(), "_.:-[]%")) {
     return absl::InvalidArgumentError(absl::StrCat("master_addr: ", Quote(request.master_addr()),
                                                    " is not a host name or IP address"));
@@ -173,6 +184,7 @@ grpc::ServerUnaryReactor* PreflightService::Resolve(grpc::CallbackServerContext*
             return;
           }
           for (const std::string& a : reply->pair_addresses()) response->add_pair_addresses(a);
+          response->set_reverse_address(reply->reverse_address());
           reactor->Finish(grpc::Status::OK);
         });
   }).detach();
