@@ -166,22 +166,39 @@ void TrainingReports::PruneLocked(Series& s, absl::Time now) const {
 }
 
 std::vector<v1::TrainingJobStatus> TrainingReports::Snapshot() const {
-  std::vector<RankProcess> processes;
-  std::vector<v1::TrainingJobStatus> out = SnapshotWithoutProcess(processes);
+  std::vector<Pending> pending;
+  std::vector<v1::TrainingJobStatus> out = SnapshotWithoutProcess(pending);
   // /proc is read outside the lock: reports need not wait for it.
   for (size_t i = 0; i < out.size(); ++i) {
-    out[i].set_process(RankProcessStateName(RankProcessStateOf(processes[i])));
+    const RankProcessState state = RankProcessStateOf(pending[i].process);
+    v1::TrainingJobStatus& t = out[i];
+    t.set_process(RankProcessStateName(state));
+    if (state != RankProcessState::kGone || !t.has_collective()) continue;
+    // No process, no call: what it was inside (it never left: killed or
+    // crashed there) is kept apart, and the rank counts as between calls.
+    v1::CollectiveState* collective = t.mutable_collective();
+    if (!collective->op().empty()) {
+      *t.mutable_died_inside() = *collective;
+      t.mutable_died_inside()->set_inside_seconds(pending[i].inside_at_last_report);
+    }
+    collective->clear_op();
+    collective->set_inside_seconds(0);
   }
   return out;
 }
 
 std::vector<v1::TrainingJobStatus> TrainingReports::SnapshotWithoutProcess(
-    std::vector<RankProcess>& processes) const {
+    std::vector<Pending>& pending) const {
   const absl::Time now = clock_->Now();
   absl::MutexLock lock(&mu_);
   std::vector<v1::TrainingJobStatus> out;
   for (auto& [key, s] : series_) {
-    processes.push_back(s.process);
+    Pending& p = pending.emplace_back();
+    p.process = s.process;
+    if (s.collective && !s.collective->op().empty()) {
+      p.inside_at_last_report =
+          std::max(0.0, absl::ToDoubleSeconds(s.last_report - s.inside_since));
+    }
     PruneLocked(s, now);
     v1::TrainingJobStatus j;
     j.set_job(key.first);
@@ -204,6 +221,35 @@ std::vector<v1::TrainingJobStatus> TrainingReports::SnapshotWithoutProcess(
     out.push_back(std::move(j));
   }
   return out;
+}
+
+std::vector<v1::TrainingJobSummary> SummarizeTrainingJobs(
+    const std::vector<v1::TrainingJobStatus>& ranks) {
+  std::vector<v1::TrainingJobSummary> jobs;
+  for (size_t i = 0; i < ranks.size();) {
+    v1::TrainingJobSummary& job = jobs.emplace_back();
+    job.set_job(ranks[i].job());
+    bool running = false, stopped = false, unknown = false, died_inside = false;
+    for (; i < ranks.size() && ranks[i].job() == job.job(); ++i) {
+      const v1::TrainingJobStatus& r = ranks[i];
+      job.add_ranks(r.rank());
+      running |= r.process() == "running";
+      stopped |= r.process() == "stopped";
+      unknown |= r.process().empty();
+      died_inside |= r.has_died_inside();
+    }
+    std::sort(job.mutable_ranks()->begin(), job.mutable_ranks()->end());
+    // One live rank makes a live job; "ended" needs every process seen gone.
+    if (running) {
+      job.set_state("running");
+    } else if (stopped) {
+      job.set_state("stopped");
+    } else if (!unknown) {
+      job.set_state("ended");
+      job.set_ended_how(died_inside ? "died_in_collective" : "exited");
+    }
+  }
+  return jobs;
 }
 
 std::vector<TrainingReports::Key> TrainingReports::Expire() {

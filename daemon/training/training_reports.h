@@ -51,7 +51,8 @@ class TrainingReports {
                                 const std::string& client = "");
 
   // One entry per live series, sorted by (job, rank); `process` read from
-  // /proc now.
+  // /proc now. A rank whose process is gone is in no collective any more:
+  // its `collective` ends and the call it was inside moves to `died_inside`.
   std::vector<v1::TrainingJobStatus> Snapshot() const;
 
   // Drops series without a report for `expiry`; returns their keys so the
@@ -86,9 +87,14 @@ class TrainingReports {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void PruneLocked(Series& s, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Snapshot without `process`, and each entry's process to read.
-  std::vector<v1::TrainingJobStatus> SnapshotWithoutProcess(
-      std::vector<RankProcess>& processes) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Snapshot without `process`, and for each entry its process to read and
+  // how long it had been inside its call at its last report.
+  struct Pending {
+    RankProcess process;
+    double inside_at_last_report = 0;
+  };
+  std::vector<v1::TrainingJobStatus> SnapshotWithoutProcess(std::vector<Pending>& pending) const
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   const Clock* clock_;
   const absl::Duration expiry_;
@@ -98,5 +104,10 @@ class TrainingReports {
   mutable absl::Mutex mu_;
   mutable std::map<Key, Series> series_ ABSL_GUARDED_BY(mu_);
 };
+
+// The jobs of `ranks` (a Snapshot: sorted by job), one summary each: which
+// ranks report here, whether the job runs, is stopped or has ended, and how.
+std::vector<v1::TrainingJobSummary> SummarizeTrainingJobs(
+    const std::vector<v1::TrainingJobStatus>& ranks);
 
 }  // namespace gloowatch
