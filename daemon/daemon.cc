@@ -3,6 +3,7 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 
@@ -13,6 +14,7 @@
 #include "common/net.h"
 #include "common/proto_time.h"
 #include "common/tls.h"
+#include "common/user_text.h"
 #include "common/version.h"
 #include "daemon/peers/peer_series.h"
 #include "daemon/supervisor/transport_supervisor.h"
@@ -133,6 +135,46 @@ absl::Status Daemon::ServeMetrics(const Config& c) {
   return absl::OkStatus();
 }
 
+void Daemon::ProbeLink(const v1::ProbeLinkRequest& request, StatusService::ProbeLinkDone done) {
+  absl::Duration timeout;
+  {
+    absl::MutexLock lock(&mu_);
+    const bool known = std::any_of(config_.peers.begin(), config_.peers.end(),
+                                   [&](const PeerConfig& p) { return p.name == request.peer(); });
+    if (!known) {
+      done(absl::NotFoundError(
+          absl::StrCat(Quote(request.peer()), " is not a peer of ", config_.node)));
+      return;
+    }
+    // Its steps are bounded as a prober's: the connect and the pings by a
+    // few Gloo timeouts, a transfer by one per message each way; and each
+    // transfer waits for the bandwidth gate 30 s at most
+    // (kProbeLinkMaxGateWait).
+    const uint64_t messages =
+        request.bandwidth() ? 2 * (config_.probe.bandwidth_bytes /
+                                   std::max<uint64_t>(config_.probe.bandwidth_message_bytes, 1))
+                            : 0;
+    timeout = (6 + static_cast<int64_t>(messages)) * config_.gloo.timeout +
+              (request.bandwidth() ? absl::Seconds(60) : absl::ZeroDuration()) + absl::Seconds(2);
+  }
+  if (absl::Status s = probe_link_admission_->Admit(request); !s.ok()) {
+    done(s);
+    return;
+  }
+  transport::v1::PreflightStep step;
+  *step.mutable_probe_link() = request;
+  transport_->StartPreflight(
+      std::move(step), timeout,
+      [this, done = std::move(done)](absl::StatusOr<transport::v1::PreflightReply> r) {
+        probe_link_admission_->Done();
+        if (!r.ok()) return done(r.status());
+        if (r->code() != 0) {
+          return done(absl::Status(static_cast<absl::StatusCode>(r->code()), r->message()));
+        }
+        done(r->probe_link());
+      });
+}
+
 std::vector<std::string> Daemon::SelectFirstPeers(const Config& c) {
   absl::MutexLock lock(&mu_);
   topology_ = std::make_unique<Topology>(Topology::FromConfig(c));
@@ -155,7 +197,11 @@ void Daemon::MakeServices(const Config& c, std::shared_ptr<TransportLauncher> la
       [this](const v1::CollectiveReport& r, const std::string& client) {
         return ReportCollective(r, client);
       },
-      [this](const std::string& peer) { return report_admission_->Admit(peer); });
+      [this](const std::string& peer) { return report_admission_->Admit(peer); },
+      [this](const v1::ProbeLinkRequest& r, StatusService::ProbeLinkDone done) {
+        ProbeLink(r, std::move(done));
+      });
+  probe_link_admission_ = std::make_unique<ProbeLinkAdmission>(clock_);
   TransportSupervisor::Options transport;
   transport.launcher = std::move(launcher);
   transport.config = c;

@@ -14,6 +14,7 @@
 #include "common/tls.h"
 #include "daemon/api/peer_service.h"
 #include "daemon/api/preflight_service.h"
+#include "daemon/api/probe_link_admission.h"
 #include "daemon/api/report_admission.h"
 #include "daemon/api/status_service.h"
 #include "daemon/http/scrape_server.h"
@@ -45,6 +46,9 @@ class Daemon {
   // `client`: "" for a process on this host, else the remote (TLS) caller.
   absl::Status ReportStep(const v1::ReportStepRequest& request, const std::string& client = "");
   absl::Status ReportCollective(const v1::CollectiveReport& report, const std::string& client = "");
+  // Status.ProbeLink: admitted (ProbeLinkAdmission), then run by the
+  // transport; `done` runs once, with its answer or why not.
+  void ProbeLink(const v1::ProbeLinkRequest& request, StatusService::ProbeLinkDone done);
   // Periodic chores (expiring stale training series, rotating the sampled
   // peers when the epoch changes); call about once a second.
   void Tick();
@@ -103,6 +107,7 @@ class Daemon {
   std::unique_ptr<ScrapeServer> scrape_server_;
   std::unique_ptr<TrainingReports> training_;
   std::unique_ptr<ReportAdmission> report_admission_;  // set before the server starts
+  std::unique_ptr<ProbeLinkAdmission> probe_link_admission_;
   // What the training gauges hold, to remove what is gone; Tick only.
   std::set<TrainingReports::Key> collective_series_;  // collective gauges
   std::set<TrainingReports::Key> process_series_;     // process state gauges

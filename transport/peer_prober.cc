@@ -1,6 +1,7 @@
 #include "transport/peer_prober.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -216,29 +217,30 @@ void PeerProber::Fail(const absl::Status& status) {
   }
 }
 
-absl::StatusOr<std::unique_ptr<ProbeSession>> PeerProber::Connect() {
-  auto session = ProbeSession::Create(context_.device, params_, context_.clock);
+absl::StatusOr<std::unique_ptr<ProbeSession>> ConnectProbeSession(
+    const ProberContext& context, const v1::ProbeParameters& params, const PeerConfig& peer,
+    absl::Duration gloo_timeout, v1::Peer::Stub& stub, ConnectedPeer* connected) {
+  connected->rpc_failed = false;
+  const bool peer_is_loopback = IsLoopbackHost(peer.grpc.host);
+  auto session = ProbeSession::Create(context.device, params, context.clock);
   if (!session.ok()) return WithFailureReason(session.status(), v1::FAILURE_REASON_OTHER);
 
   v1::OpenProbePairRequest request;
   request.set_protocol_version(kProbeProtocolVersion);
-  request.set_from_node(context_.node);
-  request.set_to_node(peer_.name);
-  request.set_version(context_.version);
+  request.set_from_node(context.node);
+  request.set_to_node(peer.name);
+  request.set_version(context.version);
   request.set_gloo_address((*session)->command_address());
   request.set_bulk_gloo_address((*session)->bulk_address());
-  *request.mutable_parameters() = params_;
+  *request.mutable_parameters() = params;
   v1::OpenProbePairResponse response;
   grpc::ClientContext rpc;
-  rpc.set_deadline(absl::ToChronoTime(absl::Now() + gloo_timeout_));
-  const grpc::Status rpc_status = stub_->OpenProbePair(&rpc, request, &response);
+  rpc.set_deadline(absl::ToChronoTime(absl::Now() + gloo_timeout));
+  const grpc::Status rpc_status = stub.OpenProbePair(&rpc, request, &response);
   if (!rpc_status.ok()) {
-    // A fresh channel next time: a channel that saw the peer refuse keeps
-    // failing fast through gRPC's reconnect backoff ("tcp handshaker
-    // shutdown") for seconds after the peer is back.
-    stub_ = v1::Peer::NewStub(PeerChannel(peer_.grpc, context_.credentials));
+    connected->rpc_failed = true;
     const std::string message =
-        absl::StrCat("OpenProbePair to ", peer_.grpc.ToString(), ": ", rpc_status.error_message());
+        absl::StrCat("OpenProbePair to ", peer.grpc.ToString(), ": ", rpc_status.error_message());
     const v1::FailureReason reason =
         ClassifyGrpc(rpc_status.error_code(), rpc_status.error_message());
     // The peer's daemon answered but has no room for us now (its pairs for
@@ -249,22 +251,22 @@ absl::StatusOr<std::unique_ptr<ProbeSession>> PeerProber::Connect() {
     }
     return WithFailureReason(absl::UnavailableError(message), reason);
   }
-  if (response.protocol_version() != kProbeProtocolVersion || response.node() != peer_.name) {
+  if (response.protocol_version() != kProbeProtocolVersion || response.node() != peer.name) {
     return WithFailureReason(absl::FailedPreconditionError(absl::StrCat(
-                                 "peer at ", peer_.grpc.ToString(), " answered as node '",
+                                 "peer at ", peer.grpc.ToString(), " answered as node '",
                                  response.node(), "' protocol ", response.protocol_version(),
-                                 ", expected '", peer_.name, "' protocol ", kProbeProtocolVersion)),
+                                 ", expected '", peer.name, "' protocol ", kProbeProtocolVersion)),
                              v1::FAILURE_REASON_PROTOCOL);
   }
   // The classic Gloo misconfiguration: one side binds to loopback while the
   // other is on another host, so pairs can never connect.
-  if (!peer_is_loopback_ && context_.local_gloo_is_loopback) {
+  if (!peer_is_loopback && context.local_gloo_is_loopback) {
     return WithFailureReason(
         absl::FailedPreconditionError("our Gloo address is loopback but the peer is remote: set "
                                       "gloo.interface or gloo.address (or GLOO_SOCKET_IFNAME)"),
         v1::FAILURE_REASON_WRONG_INTERFACE);
   }
-  if (!peer_is_loopback_ && GlooAddressIsLoopback(response.gloo_address())) {
+  if (!peer_is_loopback && GlooAddressIsLoopback(response.gloo_address())) {
     return WithFailureReason(
         absl::FailedPreconditionError(absl::StrCat(
             "peer advertises loopback Gloo address ", GlooAddressToString(response.gloo_address()),
@@ -279,8 +281,92 @@ absl::StatusOr<std::unique_ptr<ProbeSession>> PeerProber::Connect() {
                                                " (gRPC reached the peer; Gloo pairs use "
                                                "ephemeral ports: check firewalls)"));
   }
-  observer_->SetUp(GlooAddressToString(response.gloo_address()), response.version());
+  connected->gloo_address = GlooAddressToString(response.gloo_address());
+  connected->version = response.version();
   return session;
+}
+
+absl::StatusOr<std::unique_ptr<ProbeSession>> PeerProber::Connect() {
+  ConnectedPeer connected;
+  absl::StatusOr<std::unique_ptr<ProbeSession>> session =
+      ConnectProbeSession(context_, params_, peer_, gloo_timeout_, *stub_, &connected);
+  // A fresh channel next time: a channel that saw the peer refuse keeps
+  // failing fast through gRPC's reconnect backoff ("tcp handshaker
+  // shutdown") for seconds after the peer is back.
+  if (connected.rpc_failed)
+    stub_ = v1::Peer::NewStub(PeerChannel(peer_.grpc, context_.credentials));
+  if (session.ok()) observer_->SetUp(connected.gloo_address, connected.version);
+  return session;
+}
+
+namespace {
+
+// Waits on `clock` until `at`; false when `cancelled` is set first (looked
+// at every 100 ms: nothing else wakes this wait).
+bool WaitUntil(const Clock& clock, absl::Duration at, const std::atomic<bool>& cancelled) {
+  absl::Mutex mu;
+  absl::MutexLock lock(&mu);
+  while (clock.Monotonic() < at) {
+    if (cancelled) return false;
+    clock.AwaitUntil(mu,
+                     absl::Condition(
+                         +[](const std::atomic<bool>* c) { return c->load(); }, &cancelled),
+                     std::min(at, clock.Monotonic() + absl::Milliseconds(100)));
+  }
+  return !cancelled;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::ProbeLinkResponse> ProbeLinkNow(const ProberContext& context,
+                                                   const Config& config, const PeerConfig& peer,
+                                                   const v1::ProbeLinkRequest& request,
+                                                   const std::atomic<bool>& cancelled) {
+  const Clock& clock = *context.clock;
+  const absl::Duration start = clock.Monotonic();
+  const v1::ProbeParameters params = MakeProbeParameters(config);
+  auto stub = v1::Peer::NewStub(PeerChannel(peer.grpc, context.credentials));
+  ConnectedPeer connected;
+  absl::StatusOr<std::unique_ptr<ProbeSession>> session =
+      ConnectProbeSession(context, params, peer, config.gloo.timeout, *stub, &connected);
+  if (!session.ok()) return session.status();
+  v1::ProbeLinkResponse out;
+  out.set_node(context.node);
+  out.set_peer(peer.name);
+  out.set_connect_seconds(absl::ToDoubleSeconds(clock.Monotonic() - start));
+  absl::StatusOr<PingBurst> burst =
+      (*session)->Ping(request.pings() == 0 ? 20 : static_cast<int>(request.pings()));
+  if (!burst.ok()) return burst.status();
+  for (absl::Duration rtt : burst->rtts) out.add_rtt_seconds(absl::ToDoubleSeconds(rtt));
+  if (request.bandwidth()) {
+    for (BandwidthDirection direction : {BandwidthDirection::kTx, BandwidthDirection::kRx}) {
+      // The node's gate: a transfer now must fit its bandwidth budget like
+      // any scheduled one. The budget closes the gate for d / budget after a
+      // transfer of d (the tx closes it for the rx), so a short wait is part
+      // of the probe; a longer one is refused, saying when it would open.
+      const absl::Duration wait = context.gate->open_at() - clock.Monotonic();
+      if (wait > kProbeLinkMaxGateWait) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "bandwidth budget: this node's schedule.bandwidth_budget allows its next transfer",
+            direction == BandwidthDirection::kRx ? " (the rx, after the tx)" : "", " in ",
+            absl::ToInt64Seconds(wait) + 1, " s; an on-demand probe waits at most ",
+            absl::FormatDuration(kProbeLinkMaxGateWait)));
+      }
+      if (!WaitUntil(clock, context.gate->open_at(), cancelled)) {
+        return absl::CancelledError("the transport is stopping");
+      }
+      absl::StatusOr<BandwidthSample> sample = (*session)->Bandwidth(direction, *context.gate);
+      if (!sample.ok()) return sample.status();
+      if (direction == BandwidthDirection::kTx) {
+        out.set_tx_bytes_per_second(sample->bytes_per_second);
+      } else {
+        out.set_rx_bytes_per_second(sample->bytes_per_second);
+      }
+      out.set_bandwidth_bytes(sample->bytes);
+    }
+  }
+  out.set_seconds(absl::ToDoubleSeconds(clock.Monotonic() - start));
+  return out;
 }
 
 absl::Status PeerProber::ProbeLatency(ProbeSession& session, ProbeSchedule& schedule) {

@@ -111,6 +111,35 @@ struct ProberContext {
 // Builds the probe parameters we send in OpenProbePair from the config.
 v1::ProbeParameters MakeProbeParameters(const Config& config);
 
+// What the peer said when a session connected.
+struct ConnectedPeer {
+  bool rpc_failed = false;  // OpenProbePair itself failed: use a fresh channel next
+  std::string gloo_address;
+  std::string version;
+};
+
+// A probe session to `peer`: our two pairs, its OpenProbePair, both pairs
+// connected; the failure classified (FailureReasonOf) otherwise.
+absl::StatusOr<std::unique_ptr<ProbeSession>> ConnectProbeSession(
+    const ProberContext& context, const v1::ProbeParameters& params, const PeerConfig& peer,
+    absl::Duration gloo_timeout, v1::Peer::Stub& stub, ConnectedPeer* connected);
+
+// How long an on-demand transfer waits for the node's bandwidth gate (its
+// budget, after the last transfer) before it is refused.
+inline constexpr absl::Duration kProbeLinkMaxGateWait = absl::Seconds(30);
+
+// gloowatch probe: one link tested now over a fresh session of its own (the
+// prober's session and schedule are not touched): `request.pings` latency
+// round trips and, when asked, one transfer each way through the node's
+// bandwidth gate, waiting up to kProbeLinkMaxGateWait for it to open
+// (RESOURCE_EXHAUSTED with the reason when it opens later or a transfer is
+// running). Every other step is bounded by the Gloo timeout, as the
+// prober's are; `cancelled` ends a wait for the gate.
+absl::StatusOr<v1::ProbeLinkResponse> ProbeLinkNow(const ProberContext& context,
+                                                   const Config& config, const PeerConfig& peer,
+                                                   const v1::ProbeLinkRequest& request,
+                                                   const std::atomic<bool>& cancelled);
+
 class PeerProber {
  public:
   PeerProber(ProberContext context, const Config& config, PeerConfig peer, ProbeObserver* observer);

@@ -66,8 +66,9 @@ void PreflightMeshes::Handle(const PreflightStep& step) {
     case PreflightStep::kConnect:
       Connect(step.id(), step.session(), step.connect());
       return;
+    case PreflightStep::kProbeLink:  // the probers' (transport.cc)
     case PreflightStep::STEP_NOT_SET:
-      Fail(step.id(), absl::InvalidArgumentError("empty preflight step"));
+      Fail(step.id(), absl::InvalidArgumentError("not a preflight step"));
       return;
   }
 }

@@ -3,10 +3,15 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <atomic>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "channel/peer_events.h"
 #include "common/exit_codes.h"
 #include "common/log.h"
@@ -52,6 +57,10 @@ class ProberSet {
   // timeout (a call running longer is a stuck prober, which the heartbeat
   // reported).
   ~ProberSet() {
+    // An on-demand probe ends within its Gloo timeouts, as a prober does,
+    // and stops waiting for the bandwidth gate at once.
+    probe_cancelled_ = true;
+    if (probe_thread_.joinable()) probe_thread_.join();
     absl::MutexLock lock(&mu_);
     for (auto& [name, entry] : running_) {
       entry.prober->Stop();
@@ -103,6 +112,52 @@ class ProberSet {
     }
   }
 
+  // Tests one link now (Status.ProbeLink) on a thread of its own, one at a
+  // time; `reply` gets the step's answer from that thread.
+  void ProbeLink(const transport::v1::PreflightStep& step,
+                 const std::function<void(const transport::v1::PreflightReply&)>& reply) {
+    transport::v1::PreflightReply refused;
+    refused.set_id(step.id());
+    if (probe_running_.exchange(true)) {
+      refused.set_code(static_cast<int>(absl::StatusCode::kResourceExhausted));
+      refused.set_message("another on-demand probe is running on this node (one at a time)");
+      reply(refused);
+      return;
+    }
+    Config config;
+    std::optional<PeerConfig> peer;
+    {
+      absl::MutexLock lock(&mu_);
+      config = config_;
+      for (const PeerConfig& p : config_.peers) {
+        if (p.name == step.probe_link().peer()) peer = p;
+      }
+    }
+    if (!peer) {
+      probe_running_ = false;
+      refused.set_code(static_cast<int>(absl::StatusCode::kNotFound));
+      refused.set_message(absl::StrCat("this node does not probe '", step.probe_link().peer(),
+                                       "' (not a peer it selects)"));
+      reply(refused);
+      return;
+    }
+    if (probe_thread_.joinable()) probe_thread_.join();  // the last one has ended
+    probe_thread_ = std::thread([this, step, config, peer = *peer, reply] {
+      transport::v1::PreflightReply answer;
+      answer.set_id(step.id());
+      absl::StatusOr<v1::ProbeLinkResponse> r =
+          ProbeLinkNow(context_, config, peer, step.probe_link(), probe_cancelled_);
+      if (r.ok()) {
+        *answer.mutable_probe_link() = *std::move(r);
+      } else {
+        answer.set_code(static_cast<int>(r.status().code()));
+        answer.set_message(std::string(r.status().message()));
+      }
+      probe_running_ = false;
+      reply(answer);
+    });
+  }
+
   bool AnyStalled(absl::Duration now) {
     absl::MutexLock lock(&mu_);
     retired_.erase(std::remove_if(retired_.begin(), retired_.end(),
@@ -127,6 +182,9 @@ class ProberSet {
   Config config_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Entry> running_ ABSL_GUARDED_BY(mu_);
   std::vector<Entry> retired_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> probe_running_{false};
+  std::atomic<bool> probe_cancelled_{false};
+  std::thread probe_thread_;  // used by the Serve thread only
 };
 
 namespace {
@@ -303,6 +361,14 @@ void Transport::Serve() {
       message.Clear();
       // A reload to a smaller config gives the memory of the larger back.
       malloc_trim(0);
+      continue;
+    }
+    if (message.has_preflight() && message.preflight().has_probe_link()) {
+      probers_->ProbeLink(message.preflight(), [this](const transport::v1::PreflightReply& r) {
+        FromTransport reply;
+        *reply.mutable_preflight() = r;
+        channel_.Send(reply);
+      });
       continue;
     }
     if (message.has_preflight()) {

@@ -19,7 +19,8 @@ namespace {
 const std::vector<const Command*>& Commands() {
   static const auto* commands = new std::vector<const Command*>{
       &HealthCommand(),     &ServeCommand(), &DiagnoseCommand(),   &PreflightCommand(),
-      &ExplainLogCommand(), &JobCommand(),   &ReportStepCommand(),
+      &ExplainLogCommand(), &JobCommand(),   &ReportStepCommand(), &NodeCheckCommand(),
+      &ActCommand(),        &ProbeCommand(),
   };
   return *commands;
 }

@@ -23,6 +23,9 @@ const Command& PreflightCommand();
 const Command& ExplainLogCommand();
 const Command& JobCommand();
 const Command& ReportStepCommand();
+const Command& NodeCheckCommand();
+const Command& ActCommand();
+const Command& ProbeCommand();
 
 // Prints "gloowatch: MESSAGE" and the usage to stderr; returns 64.
 int Usage(const std::string& message);

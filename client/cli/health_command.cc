@@ -30,7 +30,9 @@ ABSL_FLAG(std::string, output, "",
           "the matrices; 'json' is --json.");
 ABSL_FLAG(std::vector<std::string>, node, {},
           "health: show only these nodes (comma-separated, repeatable), their links and the "
-          "suspects that explain them; the verdict and exit code cover them alone.");
+          "suspects that explain them; the verdict and exit code cover them alone. node-check: "
+          "the node to judge (default: the config's node, else this host). act: act on this "
+          "node alone.");
 ABSL_FLAG(std::string, group, "", "health: show only the nodes of this group (rack).");
 ABSL_FLAG(std::string, selector, "",
           "health (-l): show only the nodes whose topology labels match, e.g. "

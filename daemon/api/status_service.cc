@@ -58,4 +58,15 @@ grpc::ServerUnaryReactor* StatusService::ReportSteps(grpc::CallbackServerContext
   return reactor;
 }
 
+grpc::ServerUnaryReactor* StatusService::ProbeLink(grpc::CallbackServerContext* context,
+                                                   const v1::ProbeLinkRequest* request,
+                                                   v1::ProbeLinkResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  probe_link_(*request, [reactor, response](absl::StatusOr<v1::ProbeLinkResponse> r) {
+    if (r.ok()) *response = *std::move(r);
+    reactor->Finish(ToGrpc(r.status()));
+  });
+  return reactor;
+}
+
 }  // namespace gloowatch

@@ -26,11 +26,17 @@ class StatusService final : public v1::Status::CallbackService {
   using AdmitFn = std::function<absl::StatusOr<std::string>(const std::string& peer)>;
   using CollectiveFn =
       std::function<absl::Status(const v1::CollectiveReport&, const std::string& client)>;
-  StatusService(StatusFn status, ReportFn report, CollectiveFn collective, AdmitFn admit)
+  // Runs an on-demand link test; `done` may run on another thread, or at
+  // once when the request is refused.
+  using ProbeLinkDone = std::function<void(absl::StatusOr<v1::ProbeLinkResponse>)>;
+  using ProbeLinkFn = std::function<void(const v1::ProbeLinkRequest&, ProbeLinkDone done)>;
+  StatusService(StatusFn status, ReportFn report, CollectiveFn collective, AdmitFn admit,
+                ProbeLinkFn probe_link)
       : status_(std::move(status)),
         report_(std::move(report)),
         collective_(std::move(collective)),
-        admit_(std::move(admit)) {}
+        admit_(std::move(admit)),
+        probe_link_(std::move(probe_link)) {}
 
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* context,
                                       const v1::GetStatusRequest*,
@@ -45,6 +51,10 @@ class StatusService final : public v1::Status::CallbackService {
                                         const v1::ReportStepsRequest* request,
                                         v1::ReportStepsResponse* response) override;
 
+  grpc::ServerUnaryReactor* ProbeLink(grpc::CallbackServerContext* context,
+                                      const v1::ProbeLinkRequest* request,
+                                      v1::ProbeLinkResponse* response) override;
+
   static constexpr int kMaxStepsPerBatch = 1024;
 
  private:
@@ -52,6 +62,7 @@ class StatusService final : public v1::Status::CallbackService {
   ReportFn report_;
   CollectiveFn collective_;
   AdmitFn admit_;
+  ProbeLinkFn probe_link_;
 };
 
 }  // namespace gloowatch

@@ -35,6 +35,17 @@ unexplained=$(printf '%s\n' "$out" | grep -v -e '^$' \
   -e 'Command /usr/sbin/gloowatchd is not executable: No such file or directory' || true)
 if [ -n "$unexplained" ]; then err "systemd-analyze verify (shipped unit):"; echo "$unexplained"; fi
 
+# gloowatch act's timer and service: verified together against the built CLI.
+sed "s#/usr/bin/gloowatch#$bin/client/gloowatch#g" "$src/systemd/gloowatch-act.service" \
+  > "$tmp/gloowatch-act.service"
+cp "$src/systemd/gloowatch-act.timer" "$tmp/"
+if ! out=$(systemd-analyze verify "$tmp/gloowatch-act.service" "$tmp/gloowatch-act.timer" 2>&1) ||
+  [ -n "$out" ]; then
+  err "systemd-analyze verify (gloowatch-act):"; echo "$out"
+fi
+grep -qxF 'Type=oneshot' "$src/systemd/gloowatch-act.service" || err "gloowatch-act: not oneshot"
+grep -qxF 'OnUnitActiveSec=1min' "$src/systemd/gloowatch-act.timer" || err "gloowatch-act.timer: no period"
+
 # Exposure: 1.9 today ("OK"); fail if hardening is lost (above 3.0).
 if systemd-analyze security --help 2>/dev/null | grep -q -- '--offline'; then
   if ! out=$(systemd-analyze security --offline=yes --threshold=30 --no-pager \

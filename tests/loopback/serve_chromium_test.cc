@@ -63,7 +63,7 @@ void ExpectClusterWithNodeCDown(const std::string& dom) {
 
 TEST(ServeChromium, LivePageAndFileShowEveryNodeAndTheDownOne) {
   ASSERT_TRUE(std::filesystem::exists(kChromium))
-      << kChromium << " is missing: apt-get install chromium (scripts/packages.txt)";
+      << kChromium << " is missing: apt-get install chromium (scripts/packages-test.txt)";
   LoopbackCluster cluster(3, FastLoopbackYaml());
   for (int i = 0; i < 3; ++i) cluster.Start(i);
   const std::string daemons =
