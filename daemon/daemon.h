@@ -14,6 +14,7 @@
 #include "common/tls.h"
 #include "daemon/gloo_endpoint.h"
 #include "daemon/host_load.h"
+#include "daemon/job_sockets.h"
 #include "daemon/metrics.h"
 #include "daemon/peer_tracker.h"
 #include "daemon/preflight_service.h"
@@ -70,6 +71,8 @@ class Daemon {
   absl::Status ChooseGlooEndpoint(const Config& c);
   absl::Status ServeMetrics(const Config& c);
   std::vector<std::string> SelectFirstPeers(const Config& c);
+  // The training reports and the reading of the ranks' sockets.
+  void MakeTraining(const Config& c);
   void MakeServices(const Config& c, std::shared_ptr<TransportLauncher> launcher,
                     const std::vector<std::string>& probe_peers);
   absl::Status ServeGrpc(const Config& c, const TlsMaterial& tls);
@@ -95,6 +98,10 @@ class Daemon {
   std::string hostname_;
   const std::shared_ptr<HostLoad> host_load_;
   std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<TcpSocketTable> socket_table_;
+  std::unique_ptr<JobSockets> job_sockets_;
+  absl::Duration job_sockets_read_at_;  // next read, monotonic; Tick only
+  bool job_sockets_error_logged_ = false;
   std::unique_ptr<TrainingReports> training_;
   std::unique_ptr<ReportAdmission> report_admission_;  // set before the server starts
   std::set<TrainingReports::Key> collective_series_;   // with collective gauges; Tick only
