@@ -122,6 +122,7 @@ TcpDiagEntry ParseTcpDiagMessage(const nlmsghdr* h) {
 }
 
 absl::Status DumpTcpSockets(int family, uint32_t state_mask,
+                            const std::function<bool(uint64_t inode)>& keep,
                             const std::function<void(const TcpDiagEntry&)>& visit) {
   const int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
   if (fd < 0) return absl::InternalError(absl::StrCat("sock_diag: ", strerror(errno)));
@@ -165,6 +166,7 @@ absl::Status DumpTcpSockets(int family, uint32_t state_mask,
         return absl::InternalError(absl::StrCat("sock_diag: ", strerror(error)));
       }
       if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY) continue;
+      if (!keep(static_cast<const inet_diag_msg*>(NLMSG_DATA(h))->idiag_inode)) continue;
       visit(ParseTcpDiagMessage(h));
     }
   }

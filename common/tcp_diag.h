@@ -74,8 +74,10 @@ TcpDiagEntry ParseTcpDiagMessage(const nlmsghdr* message);
 
 // Dumps every TCP socket of `family` (AF_INET or AF_INET6) in the states of
 // `state_mask` (bit 1 << state) in this network namespace, with tcp_info,
-// calling `visit` for each. One netlink socket per call.
+// calling `visit` for each whose inode `keep` accepts (the rest are not
+// parsed: a host may hold many thousands). One netlink socket per call.
 absl::Status DumpTcpSockets(int family, uint32_t state_mask,
+                            const std::function<bool(uint64_t inode)>& keep,
                             const std::function<void(const TcpDiagEntry&)>& visit);
 
 }  // namespace gloowatch

@@ -10,17 +10,17 @@
 namespace gloowatch {
 namespace {
 
-// Every state but LISTEN: a connection the peer closed (close_wait) or one
-// still connecting is evidence too.
-constexpr uint32_t kStates = 0xfff & ~(1u << kTcpStateListen);
+// The states of sockets a process holds: a connection the peer closed
+// (close_wait) or one still connecting is evidence too. Not LISTEN, nor
+// TIME_WAIT (6) and NEW_SYN_RECV (12), which belong to no process.
+constexpr uint32_t kStates = (1u << 1) | (1u << 2) | (1u << 3) | (1u << 4) | (1u << 5) | (1u << 7) |
+                             (1u << 8) | (1u << 9) | (1u << 11);
 
 class SockDiagSocketTable final : public TcpSocketTable {
  public:
-  absl::Status Visit(const std::function<void(const TcpDiagEntry&)>& visit) const override {
-    for (int family : {AF_INET, AF_INET6}) {
-      if (absl::Status s = DumpTcpSockets(family, kStates, visit); !s.ok()) return s;
-    }
-    return absl::OkStatus();
+  absl::Status Visit(int family, const std::function<bool(uint64_t inode)>& keep,
+                     const std::function<void(const TcpDiagEntry&)>& visit) const override {
+    return DumpTcpSockets(family, kStates, keep, visit);
   }
 };
 
@@ -37,46 +37,87 @@ JobSockets::JobSockets(const Clock* clock, const TcpSocketTable* table,
     : clock_(clock), table_(table), own_ports_(std::move(own_ports)), loss_window_(loss_window) {}
 
 absl::Status JobSockets::Read(const std::unordered_map<uint64_t, Wanted>& wanted) {
+  absl::MutexLock read_lock(&read_mu_);
   std::vector<std::pair<TcpDiagEntry, Wanted>> found;
+  found.reserve(wanted.size());
+  // The wanted inodes the walks met (found, or the reporter's channel).
+  size_t met = 0;
+  std::vector<uint64_t> passed_over;
+  const Wanted* want = nullptr;  // of the inode `keep` just accepted
+  auto keep = [&](uint64_t inode) {
+    auto it = inode == 0 ? wanted.end() : wanted.find(inode);
+    want = it == wanted.end() ? nullptr : &it->second;
+    return want != nullptr;
+  };
+  bool ipv6 = false;
+  auto visit = [&](const TcpDiagEntry& e) {
+    ++met;
+    if (!e.info || (e.remote.SameHost(e.local) && std::find(own_ports_.begin(), own_ports_.end(),
+                                                            e.remote.port) != own_ports_.end())) {
+      passed_over.push_back(e.inode);  // the reporter's channel to us
+      return;
+    }
+    ipv6 = ipv6 || e.local.family == AF_INET6;
+    found.emplace_back(e, *want);
+  };
   absl::Status status = absl::OkStatus();
-  if (!wanted.empty()) {
-    status = table_->Visit([&](const TcpDiagEntry& e) {
-      if (e.inode == 0 || !e.info) return;
-      auto it = wanted.find(e.inode);
-      if (it == wanted.end()) return;
-      if (e.remote.SameHost(e.local) &&
-          std::find(own_ports_.begin(), own_ports_.end(), e.remote.port) != own_ports_.end()) {
-        return;  // the reporter's channel to us
-      }
-      found.emplace_back(e, it->second);
-    });
+  if (!wanted.empty()) status = table_->Visit(AF_INET, keep, visit);
+  // Inodes the IPv4 walk did not meet: only these need the IPv6 table.
+  auto unmet = [&] {
+    std::unordered_set<uint64_t> seen(passed_over.begin(), passed_over.end());
+    for (const auto& f : found) seen.insert(f.first.inode);
+    std::vector<uint64_t> out;
+    for (const auto& [inode, w] : wanted) {
+      if (!seen.count(inode)) out.push_back(inode);
+    }
+    return out;
+  };
+  bool walk_ipv6 = ipv6_found_;
+  if (!walk_ipv6 && met < wanted.size()) {
+    for (uint64_t inode : unmet()) walk_ipv6 = walk_ipv6 || !absent_.count(inode);
+  }
+  if (status.ok() && walk_ipv6) {
+    status = table_->Visit(AF_INET6, keep, visit);
+    ipv6_found_ = ipv6;
+    const std::vector<uint64_t> absent = unmet();
+    absent_ = std::unordered_set<uint64_t>(absent.begin(), absent.end());
   }
   const absl::Time now = clock_->Now();
   absl::MutexLock lock(&mu_);
-  std::unordered_map<uint64_t, Socket> next;
+  // Updated in place: a 64-rank job has 4,032 sockets on one host, read
+  // every few seconds.
+  ++generation_;
   for (const auto& [entry, want] : found) {
     const uint64_t cookie = (uint64_t{entry.cookie[1]} << 32) | entry.cookie[0];
-    Socket socket;
-    auto old = sockets_.find(entry.inode);
-    if (old != sockets_.end() && old->second.cookie == cookie) socket = std::move(old->second);
+    auto [it, added] = sockets_.try_emplace(entry.inode);
+    Socket& socket = it->second;
+    if (!added && socket.cookie != cookie) {
+      socket = Socket{};  // the inode of another socket now
+      added = true;
+    }
     socket.cookie = cookie;
-    Update(socket, entry, want, now);
-    next.emplace(entry.inode, std::move(socket));
+    socket.generation = generation_;
+    Update(socket, entry, want, now, added);
   }
-  sockets_ = std::move(next);
+  for (auto it = sockets_.begin(); it != sockets_.end();) {
+    it = it->second.generation == generation_ ? std::next(it) : sockets_.erase(it);
+  }
   return status;
 }
 
-void JobSockets::Update(Socket& s, const TcpDiagEntry& e, const Wanted& want,
-                        absl::Time now) const {
+void JobSockets::Update(Socket& s, const TcpDiagEntry& e, const Wanted& want, absl::Time now,
+                        bool added) const {
   const TcpInfo& info = *e.info;
   v1::JobSocket& f = s.figures;
-  f.set_local(e.local.ToString());
-  f.set_remote(e.remote.ToString());
+  if (added) {  // a socket's addresses never change
+    f.set_local(e.local.ToString());
+    f.set_remote(e.remote.ToString());
+  }
   const bool store =
       want.store_port != 0 && (e.local.port == want.store_port || e.remote.port == want.store_port);
-  f.set_kind(store ? "store" : "pair");
-  f.set_state(TcpStateName(e.state));
+  if (added || store != (f.kind() == "store")) f.set_kind(store ? "store" : "pair");
+  if (added || e.state != s.state) f.set_state(TcpStateName(e.state));
+  s.state = e.state;
   *f.mutable_read_at() = ToProtoTimestamp(now);
   f.set_bytes_sent(info.bytes_sent);
   f.set_bytes_received(info.bytes_received);

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -28,9 +29,10 @@ namespace gloowatch {
 class TcpSocketTable {
  public:
   virtual ~TcpSocketTable() = default;
-  // Calls `visit` for every TCP socket of this network namespace that is
-  // not listening (IPv4 and IPv6).
-  virtual absl::Status Visit(const std::function<void(const TcpDiagEntry&)>& visit) const = 0;
+  // Calls `visit` for every TCP socket of `family` (AF_INET, AF_INET6) in
+  // this network namespace held by a process, whose inode `keep` accepts.
+  virtual absl::Status Visit(int family, const std::function<bool(uint64_t inode)>& keep,
+                             const std::function<void(const TcpDiagEntry&)>& visit) const = 0;
 };
 
 // sock_diag dumps, one per family.
@@ -50,7 +52,7 @@ class JobSockets {
   };
   // Reads the table now and keeps the figures of the sockets in `wanted`
   // (by inode); sockets no longer wanted or no longer in the table are
-  // forgotten. Thread-safe; the table is read without the lock held.
+  // forgotten. Thread-safe; Find does not wait for the table walk.
   absl::Status Read(const std::unordered_map<uint64_t, Wanted>& wanted);
 
   // The last read's figures of `inode`, absent when not found.
@@ -65,14 +67,17 @@ class JobSockets {
     uint64_t sent = 0, retransmitted = 0, spurious = 0;
   };
   struct Socket {
-    uint64_t cookie = 0;  // tells a reused inode apart
+    uint64_t cookie = 0;      // tells a reused inode apart
+    uint64_t generation = 0;  // of the last read that found it
+    int state = 0;            // TCP state as of that read
     v1::JobSocket figures;
     std::deque<Sample> history;  // within loss_window_, oldest first
     uint64_t copied_bytes = 0;   // read by the process: received - receive queue
     std::optional<absl::Time> unread_since;
   };
-  void Update(Socket& socket, const TcpDiagEntry& entry, const Wanted& wanted,
-              absl::Time now) const;
+  // `added`: first seen by this read (its addresses are set then).
+  void Update(Socket& socket, const TcpDiagEntry& entry, const Wanted& wanted, absl::Time now,
+              bool added) const;
 
   const Clock* clock_;
   const TcpSocketTable* table_;
@@ -80,6 +85,15 @@ class JobSockets {
   const absl::Duration loss_window_;
   mutable absl::Mutex mu_;
   std::unordered_map<uint64_t, Socket> sockets_ ABSL_GUARDED_BY(mu_);
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  // Each table walk costs the same whatever it finds (the kernel walks all
+  // of the host's TCP hash buckets: about 1.7 ms on the development VM), so
+  // the IPv6 table is walked only while it held a wanted socket, or when a
+  // wanted inode is new: one found in neither table before (a rank's Unix
+  // and UDP sockets, its channel to us) is remembered as absent.
+  absl::Mutex read_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::unordered_set<uint64_t> absent_ ABSL_GUARDED_BY(read_mu_);
+  bool ipv6_found_ ABSL_GUARDED_BY(read_mu_) = false;
 };
 
 }  // namespace gloowatch

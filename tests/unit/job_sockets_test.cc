@@ -145,5 +145,48 @@ TEST(JobSocketsTest, TheDaemonsOwnPortsAreNotTheJobsAndClosedSocketsAreForgotten
   EXPECT_EQ(sockets.size(), 0u);
 }
 
+// The real table, counting its walks by family.
+class CountingTable : public TcpSocketTable {
+ public:
+  absl::Status Visit(int family, const std::function<bool(uint64_t)>& keep,
+                     const std::function<void(const TcpDiagEntry&)>& visit) const override {
+    ++(family == AF_INET6 ? ipv6_walks : ipv4_walks);
+    return real_->Visit(family, keep, visit);
+  }
+  mutable int ipv4_walks = 0, ipv6_walks = 0;
+
+ private:
+  std::unique_ptr<TcpSocketTable> real_ = NewSockDiagSocketTable();
+};
+
+TEST(JobSocketsTest, TheIpv6TableIsWalkedOnlyForInodesNotSeenBefore) {
+  SimulatedClock clock(absl::FromUnixSeconds(1000));
+  CountingTable table;
+  Connection c;
+  ASSERT_GE(c.server, 0);
+  const int unix_socket = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(unix_socket, 0);
+  JobSockets sockets(&clock, &table, {});
+  // An IPv4 pair and a Unix socket, as a rank lists them.
+  std::unordered_map<uint64_t, JobSockets::Wanted> wanted = {
+      {Inode(c.client), {}}, {Inode(c.server), {}}, {Inode(unix_socket), {}}};
+  ASSERT_TRUE(sockets.Read(wanted).ok());
+  EXPECT_EQ(table.ipv4_walks, 1);
+  EXPECT_EQ(table.ipv6_walks, 1) << "the Unix socket's inode is new: looked for once";
+  ASSERT_TRUE(sockets.Read(wanted).ok());
+  EXPECT_EQ(table.ipv4_walks, 2);
+  EXPECT_EQ(table.ipv6_walks, 1) << "known absent from both tables";
+  EXPECT_EQ(sockets.size(), 2u);
+  // A new connection of the rank: both tables again, once.
+  Connection more;
+  wanted[Inode(more.client)] = {};
+  ASSERT_TRUE(sockets.Read(wanted).ok());
+  ASSERT_TRUE(sockets.Read(wanted).ok());
+  EXPECT_EQ(table.ipv4_walks, 4);
+  EXPECT_EQ(table.ipv6_walks, 1) << "found in the IPv4 table: no IPv6 walk needed";
+  EXPECT_EQ(sockets.size(), 3u);
+  close(unix_socket);
+}
+
 }  // namespace
 }  // namespace gloowatch
