@@ -1,6 +1,7 @@
 #include "client/job/job_links.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -95,14 +96,16 @@ void AddFindings(const RankLink& l, JobLinks& out) {
 }
 
 // Directions between two groups (or hosts) of which some lose and some do
-// not, while every host among the lossy ones also has clean directions
-// there: no node, group or single link explains that, one of the paths
-// between them does.
+// not, where no host's NIC explains the lossy ones: every host that sends a
+// lossy direction also sends a clean one there, and every host that receives
+// one also receives a clean one. Then neither a host, nor its group's
+// uplink, nor the groups explain it; one of the paths between them does.
 void AddPathFindings(JobLinks& out) {
   struct Side {
     int lossy = 0, clean = 0;
     double sent = 0, lost = 0;
-    std::map<std::string, std::pair<int, int>> hosts;  // lossy, clean directions
+    // Per host: lossy and clean directions it sends, and it receives.
+    std::map<std::string, std::array<int, 2>> sends, receives;
   };
   std::map<std::pair<std::string, std::string>, Side> between;
   for (const RankLink& l : out.links) {
@@ -110,12 +113,11 @@ void AddPathFindings(JobLinks& out) {
     const std::string a = l.group.empty() ? l.node : l.group;
     const std::string b = l.peer_group.empty() ? l.peer_node : l.peer_group;
     if (a == b) continue;
-    Side& side = between[std::minmax(a, b)];
+    Side& side = between[a < b ? std::make_pair(a, b) : std::make_pair(b, a)];
     const bool lossy = l.socket.loss_ratio() >= kJobLinkLossRatio;
     (lossy ? side.lossy : side.clean)++;
-    for (const std::string& host : {l.node, l.peer_node}) {
-      (lossy ? side.hosts[host].first : side.hosts[host].second)++;
-    }
+    ++side.sends[l.node][lossy ? 0 : 1];
+    ++side.receives[l.peer_node][lossy ? 0 : 1];
     if (lossy) {
       side.sent += l.socket.loss_window_sent_segments();
       side.lost += l.socket.loss_ratio() * l.socket.loss_window_sent_segments();
@@ -123,16 +125,19 @@ void AddPathFindings(JobLinks& out) {
   }
   for (const auto& [key, side] : between) {
     if (side.lossy == 0 || side.clean == 0) continue;
-    bool every_host_both = true;
-    for (const auto& [host, counts] : side.hosts) {
-      if (counts.first > 0 && counts.second == 0) every_host_both = false;
-    }
-    if (!every_host_both) continue;
+    auto explained_by_a_host = [](const std::map<std::string, std::array<int, 2>>& hosts) {
+      for (const auto& [host, counts] : hosts) {
+        if (counts[0] > 0 && counts[1] == 0) return true;
+      }
+      return false;
+    };
+    if (explained_by_a_host(side.sends) || explained_by_a_host(side.receives)) continue;
     out.findings.push_back(
         {"path", -1, -1, key.first, key.second,
          absl::StrFormat("%d of %d directions of the job's connections between %s and %s lose "
-                         "%.1f%%, the other %d under %.0f%%, with every host on both kinds: a "
-                         "path-dependent fault (a bad ECMP member or link between them)",
+                         "%.1f%%, the other %d under %.0f%%, and every host sends and receives "
+                         "some clean ones: a path-dependent fault (a bad ECMP member or link "
+                         "between them)",
                          side.lossy, side.lossy + side.clean, key.first, key.second,
                          100 * side.lost / side.sent, side.clean, 100 * kJobLinkLossRatio)});
   }
@@ -222,8 +227,9 @@ std::string RenderJobLinks(const JobLinks& links, bool hung) {
   };
   std::map<std::pair<std::string, std::string>, HostPair> hosts;
   for (const RankLink& l : links.links) {
-    auto key = std::minmax(Host(l.node), Host(l.peer_node));
-    HostPair& h = hosts[{key.first, key.second}];
+    // (std::minmax returns references: to named strings, not temporaries.)
+    const std::string a = Host(l.node), b = Host(l.peer_node);
+    HostPair& h = hosts[a < b ? std::make_pair(a, b) : std::make_pair(b, a)];
     ++h.connections;
     if (l.socket.has_loss_ratio()) {
       h.sent += l.socket.loss_window_sent_segments();
@@ -233,7 +239,8 @@ std::string RenderJobLinks(const JobLinks& links, bool hung) {
   absl::StrAppend(&out, "job links (the ranks' own connections): ", links.links.size(),
                   " ends between ", hosts.size(), " host pairs\n");
   for (const auto& [key, h] : hosts) {
-    absl::StrAppendFormat(&out, "  %s <-> %s: %d ends", key.first, key.second, h.connections);
+    absl::StrAppendFormat(&out, "  %s <-> %s: %d %s", key.first, key.second, h.connections,
+                          h.connections == 1 ? "end" : "ends");
     if (h.sent > 0) {
       absl::StrAppendFormat(&out, ", TCP loss %.2f%% of %.0f segments", 100 * h.lost / h.sent,
                             h.sent);

@@ -33,8 +33,9 @@ struct RankLink {
 // (the peer holds data it does not read), "lossy" (TCP loss of at least
 // kJobLinkLossRatio over kJobLinkMinSegments segments or more), "path" (of the
 // directions between two groups, or two hosts without groups, some lose and
-// some do not, and every host has both kinds: one path of several, as ECMP
-// spreads connections, is bad, not a host). A "path" finding names no ranks.
+// some do not, and no host's sending or receiving explains the lossy ones:
+// one path of several, as ECMP spreads connections, is bad, not a host). A
+// "path" finding names no ranks: node and peer_node are the two groups.
 struct LinkFinding {
   std::string kind;
   int rank = 0, peer_rank = -1;
