@@ -1,6 +1,6 @@
 // Localisation (client/localise) on large synthetic link matrices: how long it
 // takes and whether it names the planted fault, at 1,000 nodes in a full mesh
-// and at 10,000 nodes with the sampled mesh of the real daemon/topology
+// and at 10,000 nodes with the sampled mesh of the real daemon/peers/topology
 // module (who probes whom in one epoch). Prints one line per case; the
 // 1,000-node time has a target (< 100 ms, docs/performance.md).
 #include <algorithm>
@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/health/localise.h"
 #include "common/config.h"
-#include "daemon/topology.h"
+#include "daemon/peers/topology.h"
 
 ABSL_FLAG(int, runs, 5, "timed runs per case (the median is printed)");
 ABSL_FLAG(int, group_size, 40, "nodes per group (rack)");
@@ -117,7 +117,8 @@ Case Plant(const Mesh& m, Fault f) {
     if (f == Fault::kUplink) bad = (m.nodes[a].group == vgroup) != (m.nodes[b].group == vgroup);
     if (f == Fault::kLink) bad = std::min(a, b) == link.first && std::max(a, b) == link.second;
     c.input.observations.push_back(LinkObservation{
-        a, b, bad, bad ? absl::StrCat(m.nodes[a].name, "->", m.nodes[b].name, ": loss") : ""});
+        a, b, bad, bad ? absl::StrCat(m.nodes[a].name, "->", m.nodes[b].name, ": loss") : "", false,
+        0.0});
   }
   return c;
 }

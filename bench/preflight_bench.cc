@@ -2,11 +2,12 @@
 // daemons on loopback (a LoopbackCluster of the test support with no
 // configured peers, so the preflight's mesh is all the Gloo work; each
 // daemon with its transport process): N*(N-1)/2 real Gloo pairs, every pair
-// connected and one message each way, plus the store check (a listener on
-// 127.0.0.1 in this process that accepts and closes). Median and max of
-// several runs, checked: verdict go, exit 0, every pair ok, no host error,
-// every store check ok. Also the daemons' memory (RSS of daemon +
-// transport, summed and per node).
+// connected and one message each way, the reverse round (every pair
+// connected the other way too) and the store check (a listener on 127.0.0.1
+// in this process that accepts and closes). Median and max of several runs,
+// checked: verdict go, exit 0, every pair ok, both directions of every pair
+// ok where the daemons report them, no host error, every store check ok. Also the daemons' memory
+// (RSS of daemon + transport, summed and per node).
 //
 //   preflight_bench [--build_dir=DIR] [--sizes="16 64"] [--runs=5] [--timeout=10s]
 //                   [--deadline=10s] [--settle=2]
@@ -114,13 +115,19 @@ std::string Check(const std::string& output, int n, int code) {
   if (static_cast<int>(pairs.size()) != n * (n - 1) / 2) {
     problems.push_back(absl::StrCat(pairs.size(), " pairs"));
   }
-  int bad = 0;
+  int bad = 0, bad_ways = 0;
   std::string first_bad;
   for (const auto& p : pairs) {
+    // Both directions, where the daemons ran the reverse round.
+    for (const char* way : {"a_to_b", "b_to_a"}) {
+      const nlohmann::json d = p.value(way, nlohmann::json());
+      if (d.is_object() && d.value("tried", false) && !d.value("ok", false)) ++bad_ways;
+    }
     if (p.value("ok", false)) continue;
     if (bad++ == 0) first_bad = p.value("message", "").substr(0, 120);
   }
   if (bad > 0) problems.push_back(absl::StrCat(bad, " failed pairs, e.g. ", first_bad));
+  if (bad_ways > 0) problems.push_back(absl::StrCat(bad_ways, " failed directions"));
   int failed_hosts = 0;
   bool store_failed = false;
   std::set<std::string> errors;

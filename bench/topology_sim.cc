@@ -1,4 +1,4 @@
-// Deterministic simulation of the probing topology (daemon/topology), no
+// Deterministic simulation of the probing topology (daemon/peers/topology), no
 // sockets: what each node probes, epoch by epoch, for clusters of 1,000 and
 // 10,000 nodes, and what that costs and buys compared with a full mesh.
 // docs/topology.md and docs/performance.md explain the figures.
@@ -25,10 +25,10 @@
 #include "absl/strings/str_split.h"
 #include "common/config.h"
 #include "common/simulated_clock.h"
-#include "daemon/metrics.h"
-#include "daemon/peer_series.h"
-#include "daemon/peer_tracker.h"
-#include "daemon/topology.h"
+#include "daemon/metrics/metrics.h"
+#include "daemon/peers/peer_series.h"
+#include "daemon/peers/peer_tracker.h"
+#include "daemon/peers/topology.h"
 #include "prometheus/text_serializer.h"
 
 ABSL_FLAG(std::string, nodes, "1000,10000", "cluster sizes to simulate, comma-separated");
@@ -266,13 +266,13 @@ int Run() {
   const size_t per_group = absl::GetFlag(FLAGS_group_size);
 
   absl::PrintF(
-      "Probing topology simulation (daemon/topology, no sockets)\n"
+      "Probing topology simulation (daemon/peers/topology, no sockets)\n"
       "defaults: full_mesh_max_nodes %u, sample_peers %u, sample_rotation %s, group_peers_max "
       "%u, cross_group_peers_max %u; groups of %zu nodes\n"
       "schedule: latency %s, skew %s, bandwidth %s (%.0f probes per peer per minute), jitter "
       "%.0f%%, Gloo timeout %s\n"
-      "Prometheus series (from daemon/peer_series, daemon/metrics): %zu per peer, %zu per node "
-      "besides\n\n",
+      "Prometheus series (from daemon/peers/peer_series, daemon/metrics/metrics): %zu per peer, "
+      "%zu per node besides\n\n",
       topology.full_mesh_max_nodes, topology.sample_peers,
       absl::FormatDuration(topology.sample_rotation), topology.group_peers_max,
       topology.cross_group_peers_max, static_cast<size_t>(per_group),

@@ -38,6 +38,7 @@ absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv, int s
     }
     // Accept --report-path for --report_path: dashes read better on a CLI.
     std::replace(name.begin(), name.end(), '-', '_');
+    if (auto alias = rules.aliases.find(name); alias != rules.aliases.end()) name = alias->second;
     absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
     bool negated = false;
     if (flag == nullptr && absl::StartsWith(name, "no")) {

@@ -3,6 +3,7 @@
 // and a message, so we drive CommandLineFlag::ParseFrom ourselves.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,9 @@ struct FlagRules {
   // When not empty, the only flags this command takes: another known flag is
   // refused by name ("--job does not apply here").
   std::vector<std::string> allowed;
+  // Short names for flags, kubectl style: {"o", "output"} lets -o wide stand
+  // for --output wide.
+  std::map<std::string, std::string> aliases;
 };
 
 // Parses argv[start..argc): "--name=value", "--name value", "--bool",

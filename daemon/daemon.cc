@@ -14,9 +14,9 @@
 #include "common/proto_time.h"
 #include "common/tls.h"
 #include "common/version.h"
-#include "daemon/job_link_series.h"
-#include "daemon/peer_series.h"
-#include "daemon/transport_supervisor.h"
+#include "daemon/metrics/job_link_series.h"
+#include "daemon/peers/peer_series.h"
+#include "daemon/supervisor/transport_supervisor.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -69,9 +69,9 @@ Daemon::Daemon(Config config, const Clock* clock)
 
 Daemon::~Daemon() {
   Shutdown(absl::Seconds(1));
-  // Its scrape server reads probed_ (the peer series): it stops before the
-  // members go.
-  metrics_.reset();
+  // The scrape server renders metrics_ and probed_ (the peer series) on its
+  // thread: it stops before the members go.
+  scrape_server_.reset();
 }
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock* clock,
@@ -141,7 +141,13 @@ absl::Status Daemon::ServeMetrics(const Config& c) {
     for (const Probed& probed : probed_) trackers.push_back(probed.tracker);
     return trackers;
   }));
-  return metrics_->Serve(c.metrics_listen.ToString(), c.metrics_web);
+  absl::StatusOr<ScrapeServer::Options> options = ScrapeServer::OptionsFor(c.metrics_web);
+  if (!options.ok()) return options.status();
+  absl::StatusOr<std::unique_ptr<ScrapeServer>> server = ScrapeServer::Start(
+      c.metrics_listen.ToString(), [this] { return metrics_->Render(); }, *std::move(options));
+  if (!server.ok()) return server.status();
+  scrape_server_ = *std::move(server);
+  return absl::OkStatus();
 }
 
 std::vector<std::string> Daemon::SelectFirstPeers(const Config& c) {
@@ -395,18 +401,7 @@ v1::NodeStatus Daemon::Status() const {
   s.set_version(GLOOWATCH_VERSION);
   s.set_gloo_version(GLOOWATCH_GLOO_VERSION);
   s.set_hostname(hostname_);
-  v1::GlooEndpoint* g = s.mutable_gloo();
-  g->set_interface(endpoint_.interface);
-  g->set_address(endpoint_.address);
-  g->set_source(endpoint_.source);
-  g->set_is_loopback(endpoint_.is_loopback);
-  if (endpoint_.link_speed_bytes_per_second) {
-    g->set_link_speed_bytes_per_second(*endpoint_.link_speed_bytes_per_second);
-  }
-  g->set_link_speed_note(endpoint_.link_speed_note);
-  g->set_mtu(endpoint_.mtu);
-  g->set_warning(endpoint_.warning);
-  for (const std::string& name : endpoint_.socket_ifnames) g->add_socket_ifnames(name);
+  *s.mutable_gloo() = GlooEndpointProto(endpoint_);
   *s.mutable_started_at() = ToProtoTimestamp(started_at_);
   *s.mutable_now() = ToProtoTimestamp(clock_->Now());
   for (const Probed& probed : probed_) {

@@ -12,17 +12,19 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/tls.h"
-#include "daemon/gloo_endpoint.h"
-#include "daemon/host_load.h"
-#include "daemon/job_sockets.h"
-#include "daemon/metrics.h"
-#include "daemon/peer_tracker.h"
-#include "daemon/preflight_service.h"
-#include "daemon/report_admission.h"
-#include "daemon/services.h"
-#include "daemon/topology.h"
-#include "daemon/training_reports.h"
-#include "daemon/transport_supervisor.h"
+#include "daemon/api/peer_service.h"
+#include "daemon/api/preflight_service.h"
+#include "daemon/api/report_admission.h"
+#include "daemon/api/status_service.h"
+#include "daemon/http/scrape_server.h"
+#include "daemon/metrics/host_load.h"
+#include "daemon/metrics/metrics.h"
+#include "daemon/peers/peer_tracker.h"
+#include "daemon/peers/topology.h"
+#include "daemon/supervisor/transport_supervisor.h"
+#include "daemon/system/gloo_endpoint.h"
+#include "daemon/training/job_sockets.h"
+#include "daemon/training/training_reports.h"
 #include "proto/gloowatch.pb.h"
 
 namespace grpc {
@@ -102,6 +104,8 @@ class Daemon {
   std::unique_ptr<JobSockets> job_sockets_;
   absl::Duration job_sockets_read_at_;  // next read, monotonic; Tick only
   bool job_sockets_error_logged_ = false;
+  // Serves metrics_->Render(), which reads probed_: reset before they go.
+  std::unique_ptr<ScrapeServer> scrape_server_;
   std::unique_ptr<TrainingReports> training_;
   std::unique_ptr<ReportAdmission> report_admission_;  // set before the server starts
   std::set<TrainingReports::Key> collective_series_;   // with collective gauges; Tick only

@@ -18,8 +18,8 @@
 #include "common/log.h"
 #include "common/version.h"
 #include "daemon/daemon.h"
-#include "daemon/systemd_notify.h"
-#include "daemon/transport_launcher.h"
+#include "daemon/supervisor/transport_launcher.h"
+#include "daemon/system/systemd_notify.h"
 #include "google/protobuf/stubs/logging.h"
 #include "transport/transport_main.h"
 
@@ -228,7 +228,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> allowed = flags;
   allowed.insert(allowed.end(), {"transport_fd", "gloo_address"});
   absl::StatusOr<std::vector<std::string>> args =
-      gloowatch::ParseFlags(argc, argv, 1, {{}, allowed});
+      gloowatch::ParseFlags(argc, argv, 1, {{}, allowed, {}});
   if (!args.ok() || !args->empty()) {
     std::cerr << "gloowatchd: "
               << (args.ok() ? "unexpected argument '" + args->front() + "'"

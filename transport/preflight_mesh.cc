@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <exception>
 #include <thread>
 #include <vector>
 
@@ -21,8 +20,9 @@
 #include "gloo/transport/device.h"
 #include "gloo/transport/pair.h"
 #include "gloo/transport/tcp/address.h"
-#include "gloo/transport/tcp/device.h"
 #include "gloo/transport/unbound_buffer.h"
+#include "transport/gloo_boundary.h"
+#include "transport/preflight_reverse.h"
 #include "transport/probe_link.h"
 
 namespace gloowatch {
@@ -39,32 +39,8 @@ constexpr uint64_t kSlotPreflight = 0x70666c74;  // "pflt"
 // timeout, so a client that vanished between the phases frees its slot.
 constexpr absl::Duration kConnectGrace = absl::Seconds(60);
 
-template <typename Fn>
-absl::Status Guard(absl::string_view what, Fn&& fn) {
-  try {
-    return fn();
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat(what, ": ", e.what()));
-  }
-}
-
 std::chrono::milliseconds Millis(absl::Duration d) {
   return absl::ToChronoMilliseconds(std::max(d, absl::Milliseconds(1)));
-}
-
-// Without CreateGlooDevice's timer slack: the probing device's loop may
-// defer idle ticks by 100 ms to save CPU, but a connect waits for one (the
-// listening socket leaves the loop), and a mesh lives for seconds.
-absl::StatusOr<std::shared_ptr<gloo::transport::Device>> CreateMeshDevice(
-    const std::string& address) {
-  try {
-    gloo::transport::tcp::attr attr;
-    attr.hostname = address;
-    return gloo::transport::tcp::CreateDevice(attr);
-  } catch (const std::exception& e) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot create a Gloo device on ", address, ": ", e.what()));
-  }
 }
 
 }  // namespace
@@ -78,6 +54,8 @@ struct PreflightMeshes::Mesh {
   absl::Duration expires;  // on the monotonic clock
   std::shared_ptr<gloo::transport::Device> device;
   std::shared_ptr<gloo::transport::Context> context;
+  std::vector<std::string> pair_addresses;  // ours, per rank, as sent
+  ReverseListener reverse;
 };
 
 void PreflightMeshes::Handle(const PreflightStep& step) {
@@ -152,11 +130,15 @@ void PreflightMeshes::Prepare(uint64_t id, const std::string& session,
   std::thread([this, id, session, mesh, address = prepare.address()] {
     PreflightReply reply;
     reply.set_id(id);
-    absl::StatusOr<std::shared_ptr<gloo::transport::Device>> device = CreateMeshDevice(address);
+    // Without the probes' timer slack: the probing device's loop may defer
+    // idle ticks by 100 ms to save CPU, but a connect waits for one (the
+    // listening socket leaves the loop), and a mesh lives for seconds.
+    absl::StatusOr<std::shared_ptr<gloo::transport::Device>> device =
+        CreateGlooDevice(address, /*loop_timer_slack=*/std::nullopt);
     absl::Status status = device.status();
     if (status.ok()) {
       mesh->device = *device;
-      status = Guard("create the mesh's pairs", [&] {
+      status = GuardGloo("create the mesh's pairs", [&] {
         // As ProcessGroupGloo's context: one per device, the job's size, and
         // a pair per other rank. Gloo waits 5 pair timeouts for a connect,
         // so this makes the connect deadline the job's timeout.
@@ -174,6 +156,17 @@ void PreflightMeshes::Prepare(uint64_t id, const std::string& session,
         }
         return absl::OkStatus();
       });
+    }
+    if (status.ok()) {
+      // The reverse round's listener, on the IP Gloo's pairs listen on.
+      mesh->pair_addresses.assign(reply.pair_addresses().begin(), reply.pair_addresses().end());
+      absl::StatusOr<ReverseListener> listener = ReverseListener::Open(
+          reply.pair_addresses(mesh->rank == 0 ? 1 : 0), static_cast<int>(mesh->hosts));
+      status = listener.status();
+      if (status.ok()) {
+        mesh->reverse = *std::move(listener);
+        reply.set_reverse_address(mesh->reverse.address());
+      }
     }
     absl::MutexLock lock(&mu_);
     if (!status.ok()) {
@@ -195,6 +188,7 @@ namespace {
 
 struct PairOutcome {
   bool tried = false;
+  bool connected = false;  // the TCP connection formed
   absl::Status status;
   absl::Duration connect_time;
   absl::Duration exchange_time;
@@ -227,14 +221,15 @@ std::vector<PairOutcome> RunMesh(PreflightMeshes::Mesh& mesh,
         continue;
       }
       const absl::Duration start = clock->Monotonic();
-      o.status = Guard("connect", [&] {
+      o.status = GuardGloo("connect", [&] {
         mesh.context->getPair(r)->connect(std::vector<char>(bytes.begin(), bytes.end()));
         return absl::OkStatus();
       });
       o.connect_time = clock->Monotonic() - start;
       if (!o.status.ok()) continue;
+      o.connected = true;
       posted[r] = clock->Monotonic();
-      o.status = Guard("post", [&] {
+      o.status = GuardGloo("post", [&] {
         sends[r] = mesh.context->createUnboundBuffer(&sent[r], sizeof(uint64_t));
         recvs[r] = mesh.context->createUnboundBuffer(&got[r], sizeof(uint64_t));
         recvs[r]->recv(r, kSlotPreflight);
@@ -253,7 +248,7 @@ std::vector<PairOutcome> RunMesh(PreflightMeshes::Mesh& mesh,
     PairOutcome& o = out[r];
     if (!o.tried || !o.status.ok()) continue;
     const absl::Duration deadline = posted[r] + mesh.timeout;
-    o.status = Guard("exchange", [&] {
+    o.status = GuardGloo("exchange", [&] {
       if (!recvs[r]->waitRecv(Millis(deadline - clock->Monotonic()))) {
         return absl::AbortedError("receive aborted");
       }
@@ -297,6 +292,13 @@ void PreflightMeshes::Connect(uint64_t id, const std::string& session,
                                 " addresses for a mesh of ", mesh->hosts, " hosts")));
       return;
     }
+    if (request.peer_reverse_addresses_size() != 0 &&
+        request.peer_reverse_addresses_size() != static_cast<int>(mesh->hosts)) {
+      Fail(id, absl::InvalidArgumentError(
+                   absl::StrCat("peer_reverse_addresses: ", request.peer_reverse_addresses_size(),
+                                " addresses for a mesh of ", mesh->hosts, " hosts")));
+      return;
+    }
     mesh->connecting = true;
     ++threads_;
   }
@@ -310,8 +312,32 @@ void PreflightMeshes::Connect(uint64_t id, const std::string& session,
             CheckStore(request.master_addr(), request.master_port(), mesh->timeout);
       }
     });
+    // Gloo's direction of every pair; the reverse round runs at the same
+    // time as the mesh, within the same timeout.
+    std::vector<bool> listened(mesh->hosts, false);
+    std::vector<ReverseTask> tasks(mesh->hosts);
+    for (uint32_t r = 0; r < mesh->hosts; ++r) {
+      if (r == mesh->rank || request.peer_pair_addresses(r).empty()) continue;
+      absl::StatusOr<bool> connects =
+          GlooConnectsFrom(mesh->pair_addresses[r], request.peer_pair_addresses(r));
+      if (!connects.ok()) continue;
+      listened[r] = !*connects;
+      if (request.peer_reverse_addresses_size() == 0 || request.peer_reverse_addresses(r).empty()) {
+        continue;
+      }
+      if (listened[r]) {
+        tasks[r].connect_to = request.peer_reverse_addresses(r);
+      } else {
+        tasks[r].await = true;
+      }
+    }
+    std::vector<ReverseOutcome> reversed;
+    std::thread reverse([&] {
+      reversed = RunReverseRound(mesh->reverse, mesh->rank, tasks, mesh->timeout, clock_);
+    });
     const std::vector<PairOutcome> outcomes = RunMesh(*mesh, request, clock_);
     store.join();
+    reverse.join();
     for (uint32_t r = 0; r < mesh->hosts; ++r) {
       if (r == mesh->rank) continue;
       const PairOutcome& o = outcomes[r];
@@ -319,8 +345,22 @@ void PreflightMeshes::Connect(uint64_t id, const std::string& session,
       p->set_rank(r);
       p->set_tried(o.tried);
       p->set_peer_address(o.peer);
+      p->set_listened(listened[r]);
+      if (reversed[r].tried) {
+        const ReverseOutcome& back = reversed[r];
+        v1::PreflightReverseResult* rev = p->mutable_reverse();
+        rev->set_tried(true);
+        rev->set_ok(back.status.ok());
+        rev->set_seconds(absl::ToDoubleSeconds(back.took));
+        rev->set_address(back.address);
+        if (!back.status.ok()) {
+          rev->set_reason(FailureReasonOf(back.status));
+          rev->set_message(std::string(back.status.message()));
+        }
+      }
       if (!o.tried) continue;
       p->set_ok(o.status.ok());
+      p->set_connected(o.connected);
       p->set_seconds(absl::ToDoubleSeconds(o.connect_time + o.exchange_time));
       if (!o.status.ok()) {
         p->set_reason(FailureReasonOf(o.status));

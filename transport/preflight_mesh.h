@@ -1,8 +1,9 @@
 // The transport's side of a job preflight (gloowatch.v1.Preflight): a Gloo
 // device on the address the job would use, one context of the job's host
 // count with a pair per other host, connected as
-// gloo::rendezvous::Context::connectFullMesh does, plus a TCP connect to the
-// job's rendezvous store. Meshes run on their own threads, never on the
+// gloo::rendezvous::Context::connectFullMesh does, the reverse round (each
+// pair the other way, transport/preflight_reverse.h) and a TCP connect to
+// the job's rendezvous store. Meshes run on their own threads, never on the
 // transport's message loop, and at most kMaxMeshes exist at once.
 #pragma once
 

@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <sys/prctl.h>
 
 #include <algorithm>
 #include <cstring>
@@ -18,8 +17,8 @@
 #include "gloo/transport/device.h"
 #include "gloo/transport/pair.h"
 #include "gloo/transport/tcp/address.h"
-#include "gloo/transport/tcp/device.h"
 #include "gloo/transport/unbound_buffer.h"
+#include "transport/gloo_boundary.h"
 
 namespace gloowatch {
 namespace {
@@ -80,25 +79,10 @@ uint64_t CommandSeq(const std::vector<char>& buf) {
 
 constexpr uint64_t kSeqMask = (uint64_t{1} << 56) - 1;
 
-absl::Status FromException(absl::string_view what, const std::exception& e) {
-  return absl::UnavailableError(absl::StrCat(what, ": ", e.what()));
-}
-
-// Runs `fn`, turning any exception (Gloo's IoException, EnforceNotMet, ...)
-// into a status: this is the probe boundary.
-template <typename Fn>
-absl::Status Guard(absl::string_view what, Fn&& fn) {
-  try {
-    return fn();
-  } catch (const std::exception& e) {
-    return FromException(what, e);
-  }
-}
-
 absl::StatusOr<PairEndpoint> MakePair(gloo::transport::Device& device, int rank,
                                       absl::Duration timeout) {
   PairEndpoint endpoint;
-  absl::Status status = Guard("create pair", [&] {
+  absl::Status status = GuardGloo("create pair", [&] {
     endpoint.context = device.createContext(rank, 2);
     // The pair copies the timeout when created.
     endpoint.context->setTimeout(absl::ToChronoMilliseconds(timeout));
@@ -118,7 +102,7 @@ absl::Status ConnectPair(PairEndpoint& endpoint, const std::string& peer_address
   if (peer_address.empty() || peer_address.size() > gloo::transport::Address::kMaxByteSize) {
     return ProtocolError("peer sent a malformed Gloo address");
   }
-  return Guard("connect", [&] {
+  return GuardGloo("connect", [&] {
     endpoint.pair->connect(std::vector<char>(peer_address.begin(), peer_address.end()));
     return absl::OkStatus();
   });
@@ -134,7 +118,7 @@ int64_t UnixNanos(absl::Time t) { return absl::ToUnixNanos(t); }
 // unbound buffers over one region; the contents do not matter.
 absl::Status RunBulk(gloo::transport::Context& context, int peer_rank, bool sending, char* region,
                      size_t message_bytes, uint32_t messages, absl::Duration timeout) {
-  return Guard(sending ? "bulk send" : "bulk recv", [&] {
+  return GuardGloo(sending ? "bulk send" : "bulk recv", [&] {
     std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> buffers;
     for (int i = 0; i < kBulkInFlight; ++i) {
       buffers.push_back(context.createUnboundBuffer(region, message_bytes));
@@ -203,25 +187,6 @@ absl::Duration BandwidthGate::transfer_time() const {
   return transfer_time_;
 }
 
-absl::StatusOr<std::shared_ptr<gloo::transport::Device>> CreateGlooDevice(
-    const std::string& address) {
-  const int previous_slack = prctl(PR_GET_TIMERSLACK);
-  prctl(PR_SET_TIMERSLACK,
-        static_cast<unsigned long>(absl::ToInt64Nanoseconds(kGlooLoopTimerSlack)));
-  absl::StatusOr<std::shared_ptr<gloo::transport::Device>> device;
-  try {
-    gloo::transport::tcp::attr attr;
-    attr.hostname = address;
-    device = gloo::transport::tcp::CreateDevice(attr);
-  } catch (const std::exception& e) {
-    device = absl::FailedPreconditionError(
-        absl::StrCat("cannot create a Gloo device on ", address, ": ", e.what()));
-  }
-  if (previous_slack > 0) prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(previous_slack));
-  return device;
-}
-
-namespace {
 
 bool SockaddrFromBytes(const std::string& bytes, sockaddr_storage* out) {
   if (bytes.empty() || bytes.size() > gloo::transport::Address::kMaxByteSize) return false;
@@ -233,8 +198,6 @@ bool SockaddrFromBytes(const std::string& bytes, sockaddr_storage* out) {
     return false;
   }
 }
-
-}  // namespace
 
 std::string GlooAddressToString(const std::string& bytes) {
   sockaddr_storage ss;
@@ -285,7 +248,7 @@ absl::StatusOr<std::unique_ptr<ProbePairs>> ProbePairs::Create(gloo::transport::
   p->control_buf.resize(sizeof(ControlReply));
   const bool requester = rank == 0;
   gloo::transport::Pair& pair = *p->command_pair.pair;
-  absl::Status status = Guard("create buffers", [&] {
+  absl::Status status = GuardGloo("create buffers", [&] {
     auto make = [&](bool send, int slot, std::vector<char>& buf) {
       return send ? pair.createSendBuffer(slot, buf.data(), buf.size())
                   : pair.createRecvBuffer(slot, buf.data(), buf.size());
@@ -313,7 +276,7 @@ absl::Status ProbePairs::Connect(const std::string& peer_command_address,
                                  const std::string& peer_bulk_address) {
   if (absl::Status s = ConnectPair(command_pair, peer_command_address); !s.ok()) return s;
   if (absl::Status s = ConnectPair(bulk_pair, peer_bulk_address); !s.ok()) return s;
-  return Guard("sync mode", [&] {
+  return GuardGloo("sync mode", [&] {
     command_pair.pair->setSync(/*enable=*/true, /*busyPoll=*/false);
     return absl::OkStatus();
   });
@@ -358,7 +321,7 @@ std::vector<TcpConnection> ProbeSession::tcp_connections() const {
 absl::Status ProbeSession::SendCommand(uint8_t op) {
   seq_ = (seq_ + 1) & kSeqMask;
   EncodeCommand(op, seq_, pairs_->command_buf);
-  return Guard("send", [&] {
+  return GuardGloo("send", [&] {
     pairs_->command->send();
     pairs_->command->waitSend();
     return absl::OkStatus();
@@ -366,7 +329,7 @@ absl::Status ProbeSession::SendCommand(uint8_t op) {
 }
 
 absl::Status ProbeSession::AwaitControl(uint8_t op, ControlReply* reply) {
-  absl::Status status = Guard("recv", [&] {
+  absl::Status status = GuardGloo("recv", [&] {
     pairs_->control->waitRecv();
     return absl::OkStatus();
   });
@@ -382,7 +345,7 @@ absl::Status ProbeSession::AwaitControl(uint8_t op, ControlReply* reply) {
 absl::StatusOr<absl::Duration> ProbeSession::RoundTrip() {
   const absl::Duration start = clock_->Monotonic();
   if (absl::Status s = SendCommand(kOpPing); !s.ok()) return s;
-  absl::Status s = Guard("recv", [&] {
+  absl::Status s = GuardGloo("recv", [&] {
     pairs_->ping->waitRecv();
     return absl::OkStatus();
   });
@@ -514,7 +477,7 @@ void ProbeResponder::Serve(std::string peer_command_address, std::string peer_bu
 
 absl::Status ProbeResponder::SendControl(const ControlReply& reply) {
   std::memcpy(pairs_->control_buf.data(), &reply, sizeof(reply));
-  return Guard("send", [&] {
+  return GuardGloo("send", [&] {
     pairs_->control->send();
     pairs_->control->waitSend();
     return absl::OkStatus();
@@ -522,7 +485,7 @@ absl::Status ProbeResponder::SendControl(const ControlReply& reply) {
 }
 
 absl::Status ProbeResponder::ServeOne() {
-  absl::Status status = Guard("recv", [&] {
+  absl::Status status = GuardGloo("recv", [&] {
     pairs_->command->waitRecv();
     return absl::OkStatus();
   });
@@ -535,7 +498,7 @@ absl::Status ProbeResponder::ServeOne() {
       return absl::OkStatus();
     case kOpPing:
       std::memcpy(pairs_->ping_buf.data(), pairs_->command_buf.data(), pairs_->ping_buf.size());
-      return Guard("send", [&] {
+      return GuardGloo("send", [&] {
         pairs_->ping->send();
         pairs_->ping->waitSend();
         return absl::OkStatus();

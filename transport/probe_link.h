@@ -11,6 +11,8 @@
 // Gloo see a message it did not expect.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -98,20 +100,6 @@ class BandwidthGate {
   std::vector<char> region_;
 };
 
-// Gloo's TCP event loop thread wakes every 10 ms to look for shutdown
-// (tcp::Loop::run), 6,000 times a minute when idle: on the development VM that
-// was 40% of the probing CPU with 31 peers. The thread inherits the timer
-// slack of the thread that creates the device, so the device is created under
-// this slack and the kernel may defer those idle wake-ups by up to as much.
-// Socket events still wake the loop at once; only waits for an idle tick
-// (taking a pair out of the loop when it closes or enters sync mode, the
-// device's destruction) take up to this long.
-inline constexpr absl::Duration kGlooLoopTimerSlack = absl::Milliseconds(100);
-
-// A Gloo TCP device bound to `address`, with the timer slack above.
-absl::StatusOr<std::shared_ptr<gloo::transport::Device>> CreateGlooDevice(
-    const std::string& address);
-
 // A Gloo pair and its context, before and after connecting.
 struct PairEndpoint {
   std::shared_ptr<gloo::transport::Context> context;
@@ -143,6 +131,9 @@ class ProbePairs {
   ProbePairs() = default;
 };
 
+// The socket address in serialized Gloo TCP address bytes; false when they
+// are not one.
+bool SockaddrFromBytes(const std::string& bytes, sockaddr_storage* out);
 // Renders the ip:port of serialized Gloo TCP address bytes (Address::str()
 // prints the port byte-swapped, so it is not used).
 std::string GlooAddressToString(const std::string& bytes);

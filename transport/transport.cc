@@ -14,6 +14,7 @@
 #include "common/tls.h"
 #include "common/version.h"
 #include "gloo/transport/tcp/device.h"
+#include "transport/gloo_boundary.h"
 #include "transport/peer_prober.h"
 
 namespace gloowatch {

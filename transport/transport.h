@@ -1,5 +1,5 @@
 // The transport: everything that touches Gloo, apart from the daemon
-// (daemon/transport_supervisor.h says why). One object owns what it runs: the
+// (daemon/supervisor/transport_supervisor.h says why). One object owns what it runs: the
 // channel to the daemon, the heartbeat thread, the Gloo device, the
 // BandwidthGate, the responders, the probers, the preflight meshes and the
 // TCP statistics source. RunTransport (transport_main.h) runs one as the

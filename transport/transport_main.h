@@ -1,5 +1,5 @@
 // The transport process: a Transport (transport.h) in a child the daemon
-// supervises (daemon/transport_supervisor.h says why).
+// supervises (daemon/supervisor/transport_supervisor.h says why).
 #pragma once
 
 #include <string>

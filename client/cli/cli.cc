@@ -62,7 +62,9 @@ int RunCli(int argc, char** argv) {
                 << DescribeFlags(c.flags) << kExitCodes;
       return kExitOk;
     }
-    auto args = ParseFlags(argc, argv, 2, {{"target", "prometheus_header"}, c.flags});
+    auto args = ParseFlags(
+        argc, argv, 2,
+        {{"target", "prometheus_header", "node"}, c.flags, {{"o", "output"}, {"l", "selector"}}});
     if (!args.ok()) {
       return Usage(
           absl::StrCat(c.name, ": ", args.status().message(), " (gloowatch ", c.name, " --help)"));

@@ -183,7 +183,7 @@ Check CheckEphemeralPorts(const std::vector<FetchResult>& daemons,
 }
 
 Check CheckInterface(const std::vector<std::string>& ifnames,
-                     const std::vector<InterfaceInfo>& infos, const HostnameInfo& hostname,
+                     const std::vector<InterfaceFacts>& found, const HostnameInfo& hostname,
                      bool remote_peers) {
   Check c = Make("interface");
   if (ifnames.empty()) {
@@ -206,11 +206,11 @@ Check CheckInterface(const std::vector<std::string>& ifnames,
     return c;
   }
   for (const auto& name : ifnames) {
-    const InterfaceInfo* info = nullptr;
-    for (const auto& i : infos) {
-      if (i.name == name) info = &i;
+    const InterfaceFacts* facts = nullptr;
+    for (const auto& f : found) {
+      if (f.info.name == name) facts = &f;
     }
-    if (info == nullptr || !info->exists) {
+    if (facts == nullptr) {
       Raise(c, Severity::kFail);
       c.evidence.push_back(absl::StrCat(name,
                                         ": no such interface (Gloo fails with 'Unable to "
@@ -218,11 +218,17 @@ Check CheckInterface(const std::vector<std::string>& ifnames,
                                         name, "')"));
       continue;
     }
+    const InterfaceInfo& info = facts->info;
+    // The line starts with the interface's name: its IPv6 link-local
+    // addresses are shown without their scope ("%eth0").
+    std::vector<absl::string_view> addresses;
+    for (const std::string& a : info.addresses)
+      addresses.push_back(absl::string_view(a).substr(0, a.find('%')));
     std::string line =
-        absl::StrCat(name, ": ", info->up ? "up" : "DOWN", ", mtu ", info->mtu, ", addresses ",
-                     info->addresses.empty() ? "none" : absl::StrJoin(info->addresses, " "));
-    if (!info->up || info->addresses.empty()) Raise(c, Severity::kFail);
-    if (info->loopback && remote_peers) {
+        absl::StrCat(name, ": ", info.up ? "up" : "DOWN", ", mtu ", facts->mtu, ", addresses ",
+                     addresses.empty() ? "none" : absl::StrJoin(addresses, " "));
+    if (!info.up || info.addresses.empty()) Raise(c, Severity::kFail);
+    if (info.loopback && remote_peers) {
       Raise(c, Severity::kFail);
       line += " (loopback, but peers are remote)";
     }
@@ -634,8 +640,11 @@ DiagnoseReport RunDiagnose(const DiagnoseOptions& o) {
     if (it != o.env.end()) ifname = it->second;
   }
   std::vector<std::string> ifnames = absl::StrSplit(ifname, ',', absl::SkipWhitespace());
-  std::vector<InterfaceInfo> infos;
-  for (const auto& n : ifnames) infos.push_back(LookupInterface(n));
+  std::vector<InterfaceFacts> infos;
+  for (const auto& n : ifnames) {
+    if (std::optional<InterfaceFacts> found = LookupInterface(n))
+      infos.push_back(*std::move(found));
+  }
   bool remote = false;
   for (const auto& h : hosts) remote |= !IsLoopbackHost(h);
   checks.push_back(CheckInterface(ifnames, infos, ResolveOwnHostname(), remote));

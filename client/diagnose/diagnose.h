@@ -40,8 +40,9 @@ Check CheckEphemeralPorts(const std::vector<FetchResult>& daemons,
                           const std::vector<HostScan>& scans);
 // `ifnames` from --ifname or GLOO_SOCKET_IFNAME (comma-separated); empty means
 // Gloo uses the host name's address.
+// `found`: those of them the host has (LookupInterface).
 Check CheckInterface(const std::vector<std::string>& ifnames,
-                     const std::vector<InterfaceInfo>& infos, const HostnameInfo& hostname,
+                     const std::vector<InterfaceFacts>& found, const HostnameInfo& hostname,
                      bool remote_peers);
 Check CheckMtu(const std::vector<FetchResult>& daemons);
 Check CheckThresholds(const std::vector<FetchResult>& daemons);

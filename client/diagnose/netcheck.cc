@@ -1,7 +1,6 @@
 #include "client/diagnose/netcheck.h"
 
 #include <arpa/inet.h>
-#include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
 #include <sys/ioctl.h>
@@ -11,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <utility>
 
 namespace gloowatch::client {
 namespace {
@@ -29,38 +29,22 @@ bool IsLoopbackAddress(const std::string& a) { return a.rfind("127.", 0) == 0 ||
 
 }  // namespace
 
-InterfaceInfo LookupInterface(const std::string& name) {
-  InterfaceInfo info;
-  info.name = name;
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return info;
-  for (ifaddrs* i = list; i; i = i->ifa_next) {
-    if (name != i->ifa_name) continue;
-    info.exists = true;
-    info.up = (i->ifa_flags & IFF_UP) != 0;
-    info.loopback = (i->ifa_flags & IFF_LOOPBACK) != 0;
-    if (i->ifa_addr && (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6)) {
-      info.addresses.push_back(AddressString(i->ifa_addr));
+std::optional<InterfaceFacts> LookupInterface(const std::string& name) {
+  absl::StatusOr<std::vector<InterfaceInfo>> listed = HostInterfaces();
+  if (!listed.ok()) return std::nullopt;
+  for (InterfaceInfo& info : *listed) {
+    if (info.name != name) continue;
+    InterfaceFacts facts{std::move(info), 0};
+    if (name.size() < IFNAMSIZ) {
+      int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+      ifreq req{};
+      std::strncpy(req.ifr_name, name.c_str(), IFNAMSIZ - 1);
+      if (fd >= 0 && ioctl(fd, SIOCGIFMTU, &req) == 0) facts.mtu = req.ifr_mtu;
+      if (fd >= 0) close(fd);
     }
+    return facts;
   }
-  freeifaddrs(list);
-  if (info.exists && name.size() < IFNAMSIZ) {
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    ifreq req{};
-    std::strncpy(req.ifr_name, name.c_str(), IFNAMSIZ - 1);
-    if (fd >= 0 && ioctl(fd, SIOCGIFMTU, &req) == 0) info.mtu = req.ifr_mtu;
-    if (fd >= 0) close(fd);
-  }
-  return info;
-}
-
-std::vector<std::string> InterfaceNames() {
-  std::set<std::string> names;
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return {};
-  for (ifaddrs* i = list; i; i = i->ifa_next) names.insert(i->ifa_name);
-  freeifaddrs(list);
-  return {names.begin(), names.end()};
+  return std::nullopt;
 }
 
 HostnameInfo ResolveOwnHostname() {

@@ -1,22 +1,23 @@
 // Local network facts for diagnose: interfaces and host name resolution.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/interfaces.h"
+
 namespace gloowatch::client {
 
-struct InterfaceInfo {
-  std::string name;
-  bool exists = false;
-  bool up = false;
-  bool loopback = false;
-  unsigned mtu = 0;
-  std::vector<std::string> addresses;  // IPv4/IPv6 literals
+// An interface as diagnose checks it: the host's listing of it and its MTU.
+struct InterfaceFacts {
+  InterfaceInfo info;
+  unsigned mtu = 0;  // 0: unknown
 };
 
-InterfaceInfo LookupInterface(const std::string& name);
-std::vector<std::string> InterfaceNames();
+// The interface `name` (HostInterfaces), or nullopt when the host has none of
+// that name or cannot list its interfaces.
+std::optional<InterfaceFacts> LookupInterface(const std::string& name);
 
 struct HostnameInfo {
   std::string hostname;

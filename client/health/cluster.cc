@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/failure.h"
+#include "common/proto_time.h"
 
 namespace gloowatch::client {
 namespace {
@@ -32,93 +35,9 @@ const char* StateWord(v1::PeerState s) {
   }
 }
 
-// A loss ratio over enough segments to mean something, above the threshold.
-bool LossCounts(const v1::PeerStatus& p, const EffectiveThresholds& t) {
-  if (!p.tcp().has_loss_ratio() || p.tcp().loss_ratio() <= t.loss_ratio) return false;
-  return !p.tcp().has_window_sent_segments() ||
-         p.tcp().window_sent_segments() >= t.loss_min_segments;
-}
-
-// Judges one direction; problems are phrased "A->B: ...".
-// "N failures", naming the latency probes lost among them (each one ended
-// its session as a timeout).
-std::string FailuresText(const v1::PeerStatus& p) {
-  const uint64_t lost = p.latency().lost_probes_in_window();
-  return absl::StrCat(p.failures_in_window(), " failures",
-                      lost > 0 ? absl::StrCat(" (", lost, " lost latency probes)") : "");
-}
-
-void JudgeView(const std::string& from, const std::string& to, const v1::PeerStatus& p,
-               const EffectiveThresholds& t, LinkReport& link) {
-  const std::string who = absl::StrCat(from, "->", to, ": ");
-  if (p.state() == v1::PEER_STATE_DOWN) {
-    Worsen(link.health, Health::kFailed);
-    link.problems.push_back(absl::StrCat(
-        who, "down",
-        p.last_failure().message().empty() ? ""
-                                           : absl::StrCat(" (", p.last_failure().message(), ")")));
-  } else if (p.state() != v1::PEER_STATE_UP) {
-    Worsen(link.health, Health::kDegraded);
-    link.problems.push_back(absl::StrCat(who, StateWord(p.state())));
-  }
-  if (p.latency().has_p50_seconds()) {
-    link.worst_p50_seconds = std::max(link.worst_p50_seconds, p.latency().p50_seconds());
-    if (p.latency().p50_seconds() >= t.latency_seconds) {
-      Worsen(link.health, Health::kDegraded);
-      link.problems.push_back(absl::StrFormat("%slatency p50 %.3f ms >= %.3f ms", who,
-                                              p.latency().p50_seconds() * 1e3,
-                                              t.latency_seconds * 1e3));
-    }
-  }
-  if (p.bandwidth().has_link_ratio() && p.bandwidth().link_ratio() < t.link_ratio) {
-    Worsen(link.health, Health::kDegraded);
-    link.problems.push_back(
-        absl::StrFormat("%slink ratio %.2f < %.2f", who, p.bandwidth().link_ratio(), t.link_ratio));
-  }
-  if (p.clock().has_offset_seconds() &&
-      std::abs(p.clock().offset_seconds()) >= t.clock_offset_seconds) {
-    Worsen(link.health, Health::kDegraded);
-    link.problems.push_back(absl::StrFormat("%sclock offset %+.1f ms, |offset| >= %.1f ms", who,
-                                            p.clock().offset_seconds() * 1e3,
-                                            t.clock_offset_seconds * 1e3));
-  }
-  if (p.failures_in_window() > 0) {
-    Worsen(link.health, Health::kDegraded);
-    link.problems.push_back(absl::StrCat(who, FailuresText(p), " in window"));
-  }
-  if (LossCounts(p, t)) {
-    Worsen(link.health, Health::kDegraded);
-    link.problems.push_back(absl::StrFormat("%sTCP loss %.2f%% > %.2f%%", who,
-                                            p.tcp().loss_ratio() * 100, t.loss_ratio * 100));
-  }
-}
-
-// Why one direction counts as bad for localisation, or "" when it does not:
-// down, failures in the window, TCP loss, latency or bandwidth past their
-// thresholds. A clock offset is no network fault; "connecting" is no evidence.
-std::string BadDirection(const std::string& from, const std::string& to, const v1::PeerStatus& p,
-                         const EffectiveThresholds& t) {
-  const std::string who = absl::StrCat(from, "->", to, ": ");
-  std::vector<std::string> why;
-  // The last failure's reason says what kind of fault: refused (a firewall's
-  // reject, nothing listening), timeout (drops), reset...
-  const v1::FailureReason last = p.last_failure().reason();
-  const std::string reason =
-      last == v1::FAILURE_REASON_UNSPECIFIED ? "" : absl::StrCat(" (last: ", ReasonName(last), ")");
-  if (p.state() == v1::PEER_STATE_DOWN) why.push_back(absl::StrCat("down", reason));
-  if (p.failures_in_window() > 0) {
-    why.push_back(absl::StrCat(FailuresText(p), p.state() == v1::PEER_STATE_DOWN ? "" : reason));
-  }
-  if (LossCounts(p, t)) {
-    why.push_back(absl::StrFormat("TCP loss %.2f%%", p.tcp().loss_ratio() * 100));
-  }
-  if (p.latency().has_p50_seconds() && p.latency().p50_seconds() >= t.latency_seconds) {
-    why.push_back(absl::StrFormat("latency p50 %.3f ms", p.latency().p50_seconds() * 1e3));
-  }
-  if (p.bandwidth().has_link_ratio() && p.bandwidth().link_ratio() < t.link_ratio) {
-    why.push_back(absl::StrFormat("link ratio %.2f", p.bandwidth().link_ratio()));
-  }
-  return why.empty() ? "" : absl::StrCat(who, absl::StrJoin(why, ", "));
+// The reporting daemon's clock: every age in its status is read against it.
+absl::Time NowOf(const v1::NodeStatus& s) {
+  return s.has_now() ? FromProtoTimestamp(s.now()) : absl::Now();
 }
 
 // The link matrix of the picture, for Localise: every node named, with its
@@ -153,13 +72,18 @@ LocaliseInput LinkMatrixOf(const ClusterPicture& c) {
       if (p.state() == v1::PEER_STATE_CONNECTING || p.state() == v1::PEER_STATE_UNSPECIFIED) {
         continue;
       }
-      std::string why = BadDirection(n.name, p.name(), p, t);
-      // A loss above the threshold over too few segments is no evidence that
-      // the direction is bad, nor that it is fine.
-      if (why.empty() && p.tcp().has_loss_ratio() && p.tcp().loss_ratio() > t.loss_ratio) {
-        continue;
+      DirectionState d = JudgeDirection(n.name, p.name(), p, t, NowOf(*n.status));
+      if (d.bad.empty() && d.inconclusive) continue;
+      LinkObservation o;
+      o.from = from;
+      o.to = to;
+      o.bad = !d.bad.empty();
+      o.evidence = std::move(d.bad);
+      o.down = p.state() == v1::PEER_STATE_DOWN;
+      if (p.state() == v1::PEER_STATE_UP && p.peer_daemon().has_silent_seconds()) {
+        o.daemon_silent_seconds = p.peer_daemon().silent_seconds();
       }
-      in.observations.push_back({from, to, !why.empty(), std::move(why)});
+      in.observations.push_back(std::move(o));
     }
   }
   return in;
@@ -189,11 +113,38 @@ void CompareEnds(LinkReport& l) {
   }
 }
 
-// A node's own problems: its Gloo endpoint, its host's load, its jobs.
+// A node's own problems now (its Gloo endpoint, its host's load, a daemon
+// its peers hear nothing from), its past (a restart within the failure
+// window) and its jobs, which are reported on the job alone.
 void JudgeNodes(ClusterPicture& c) {
+  // What the other nodes' views say of each node's daemon.
+  std::map<std::string, std::vector<std::string>> silent_as_seen_by;
+  for (const auto& n : c.node_reports) {
+    if (!n.status) continue;
+    for (const auto& p : n.status->peers()) {
+      if (double s = PeerDaemonSilence(p); s > 0) {
+        silent_as_seen_by[p.name()].push_back(absl::StrFormat("%s (%.0f s)", n.name, s));
+      }
+    }
+  }
   for (auto& n : c.node_reports) {
+    if (auto it = silent_as_seen_by.find(n.name); it != silent_as_seen_by.end()) {
+      Worsen(n.health, Health::kFailed);
+      n.problems.push_back(absl::StrCat("daemon silent while its transport still answers, as ",
+                                        absl::StrJoin(it->second, ", "), " see it"));
+    }
     if (!n.status) continue;
     const EffectiveThresholds t = ThresholdsOf(*n.status);
+    const absl::Time now = NowOf(*n.status);
+    if (n.status->has_started_at()) {
+      n.age = now - FromProtoTimestamp(n.status->started_at());
+      const double window = n.status->thresholds().failure_window_seconds() > 0
+                                ? n.status->thresholds().failure_window_seconds()
+                                : 3600;
+      if (*n.age < absl::Seconds(window)) {
+        n.history.push_back(absl::StrCat("daemon started ", AgeText(*n.age), " ago"));
+      }
+    }
     if (!n.status->gloo().warning().empty()) {
       Worsen(n.health, Health::kDegraded);
       n.problems.push_back(absl::StrCat("gloo endpoint: ", n.status->gloo().warning()));
@@ -204,13 +155,8 @@ void JudgeNodes(ClusterPicture& c) {
     }
     for (const auto& j : n.status->training()) {
       TrainingReport r{n.name, j, false, t.communication_share};
-      if (j.has_communication_share() && j.communication_share() > t.communication_share) {
-        r.over_threshold = true;
-        Worsen(n.health, Health::kDegraded);
-        n.problems.push_back(absl::StrFormat("job %s rank %d: communication share %.1f%% > %.1f%%",
-                                             j.job(), j.rank(), j.communication_share() * 100,
-                                             t.communication_share * 100));
-      }
+      r.over_threshold =
+          j.has_communication_share() && j.communication_share() > t.communication_share;
       c.training.push_back(r);
     }
   }
@@ -272,7 +218,14 @@ std::map<std::pair<std::string, std::string>, LinkReport> LinksFromBothEnds(
       l.a = key.first;
       l.b = key.second;
       (forward ? l.ab : l.ba) = &p;
-      JudgeView(n.name, p.name(), p, t, l);
+      DirectionState d = JudgeDirection(n.name, p.name(), p, t, NowOf(*n.status));
+      Worsen(l.health, d.health);
+      for (auto& problem : d.problems) l.problems.push_back(std::move(problem));
+      for (auto& finding : d.findings) l.findings.push_back(std::move(finding));
+      if (!d.history.empty()) l.history.push_back(std::move(d.history));
+      double p50 = p.latency().has_recent_p50_seconds() ? p.latency().recent_p50_seconds()
+                                                        : p.latency().p50_seconds();
+      l.worst_p50_seconds = std::max(l.worst_p50_seconds, p50);
     }
   }
   return links;
@@ -308,31 +261,68 @@ void SortWorstFirst(std::vector<LinkReport>& links) {
   });
 }
 
-}  // namespace
+// "2 links lossy (h1<->h3 4.8%, h2<->h4 2.1%)": a count and the first few.
+std::string CountedReason(size_t n, const char* one, const char* many, const char* word,
+                          const std::vector<std::string>& items) {
+  constexpr size_t kListed = 3;
+  std::vector<std::string> listed(items.begin(), items.begin() + std::min(items.size(), kListed));
+  if (items.size() > kListed) listed.push_back("...");
+  return absl::StrCat(n, " ", n == 1 ? one : many, " ", word, " (", absl::StrJoin(listed, ", "),
+                      ")");
+}
 
-const char* HealthName(Health h) {
-  switch (h) {
-    case Health::kHealthy:
-      return "healthy";
-    case Health::kDegraded:
-      return "degraded";
-    case Health::kFailed:
-      return "failed";
+// Why the verdict is what it is, worst first: the nodes that cannot be
+// asked or whose daemon is silent, then the links by kind of fault, then the
+// hosts' own problems.
+std::vector<std::string> VerdictReasons(const ClusterPicture& c) {
+  std::vector<std::string> reasons;
+  std::vector<std::string> unreachable, silent, overloaded, endpoint;
+  for (const auto& n : c.node_reports) {
+    if (!n.reachable) unreachable.push_back(n.name);
+    for (const auto& p : n.problems) {
+      if (absl::StartsWith(p, "daemon silent")) silent.push_back(n.name);
+      if (absl::StartsWith(p, "host overloaded")) overloaded.push_back(n.name);
+      if (absl::StartsWith(p, "gloo endpoint")) endpoint.push_back(n.name);
+    }
   }
-  return "failed";
+  if (!unreachable.empty()) {
+    reasons.push_back(
+        CountedReason(unreachable.size(), "node", "nodes", "unreachable", unreachable));
+  }
+  if (!silent.empty()) {
+    reasons.push_back(CountedReason(silent.size(), "daemon", "daemons",
+                                    "silent while its transport answers", silent));
+  }
+  std::map<Finding, std::vector<std::string>> by_kind;
+  std::vector<std::string> other;
+  for (const auto& l : c.links) {
+    if (l.health == Health::kHealthy) continue;
+    std::map<Finding, std::string> kinds;  // one figure per kind, the first
+    for (const auto& [kind, figure] : l.findings) kinds.emplace(kind, figure);
+    const std::string name = absl::StrCat(l.a, "<->", l.b);
+    for (const auto& [kind, figure] : kinds) {
+      by_kind[kind].push_back(figure.empty() ? name : absl::StrCat(name, " ", figure));
+    }
+    if (kinds.empty()) other.push_back(name);
+  }
+  for (const auto& [kind, links] : by_kind) {
+    reasons.push_back(CountedReason(links.size(), "link", "links", FindingWord(kind), links));
+  }
+  if (!other.empty()) {
+    reasons.push_back(
+        CountedReason(other.size(), "link", "links", "inconsistent between its ends", other));
+  }
+  if (!overloaded.empty()) {
+    reasons.push_back(CountedReason(overloaded.size(), "host", "hosts", "overloaded", overloaded));
+  }
+  if (!endpoint.empty()) {
+    reasons.push_back(CountedReason(endpoint.size(), "Gloo endpoint", "Gloo endpoints",
+                                    "misconfigured", endpoint));
+  }
+  return reasons;
 }
 
-EffectiveThresholds ThresholdsOf(const v1::NodeStatus& s) {
-  EffectiveThresholds t;
-  const auto& p = s.thresholds();
-  if (p.latency_seconds() > 0) t.latency_seconds = p.latency_seconds();
-  if (p.bandwidth_link_ratio() > 0) t.link_ratio = p.bandwidth_link_ratio();
-  if (p.clock_offset_seconds() > 0) t.clock_offset_seconds = p.clock_offset_seconds();
-  if (p.communication_share() > 0) t.communication_share = p.communication_share();
-  if (p.scheduling_delay_seconds() > 0) t.scheduling_delay_seconds = p.scheduling_delay_seconds();
-  if (p.cpu_steal_ratio() > 0) t.cpu_steal_ratio = p.cpu_steal_ratio();
-  return t;
-}
+}  // namespace
 
 std::string OverloadOf(const v1::NodeStatus& s, const EffectiveThresholds& t) {
   const v1::HostLoad& h = s.host_load();
@@ -368,23 +358,31 @@ const v1::PeerStatus* ClusterPicture::View(size_t i, size_t j) const {
   return it == views_.end() ? nullptr : it->second;
 }
 
+void ClusterPicture::IndexViews() {
+  views_.clear();
+  // The first report of a node that lists the peer wins.
+  auto index_of = [&](const std::string& name) -> std::optional<uint64_t> {
+    auto it = std::lower_bound(nodes.begin(), nodes.end(), name);
+    if (it == nodes.end() || *it != name) return std::nullopt;
+    return static_cast<uint64_t>(it - nodes.begin());
+  };
+  for (const auto& n : node_reports) {
+    const std::optional<uint64_t> row = index_of(n.name);
+    if (!n.status || !row) continue;
+    for (const auto& p : n.status->peers()) {
+      if (auto column = index_of(p.name())) views_.emplace(*row * nodes.size() + *column, &p);
+    }
+  }
+}
+
 ClusterPicture BuildCluster(std::vector<FetchResult> fetched) {
   ClusterPicture c;
   c.fetched = std::move(fetched);
   c.node_reports = NodeReportsOf(c.fetched);
   c.nodes = NodeNames(c.node_reports);
-  // The first report of a node that lists the peer wins.
-  auto index_of = [&](const std::string& name) {
-    return static_cast<uint64_t>(std::lower_bound(c.nodes.begin(), c.nodes.end(), name) -
-                                 c.nodes.begin());
-  };
+  c.IndexViews();
   std::map<std::string, const NodeReport*> report_of;  // the last report of a name
-  for (const auto& n : c.node_reports) {
-    report_of[n.name] = &n;
-    if (!n.status) continue;
-    const uint64_t row = index_of(n.name) * c.nodes.size();
-    for (const auto& p : n.status->peers()) c.views_.emplace(row + index_of(p.name()), &p);
-  }
+  for (const auto& n : c.node_reports) report_of[n.name] = &n;
   for (auto& [key, l] : LinksFromBothEnds(c.node_reports)) {
     JudgeEnds(l, report_of);
     c.measured_.insert(key);
@@ -402,7 +400,76 @@ ClusterPicture BuildCluster(std::vector<FetchResult> fetched) {
   c.suspects = Localise(LinkMatrixOf(c));
   for (const auto& n : c.node_reports) Worsen(c.verdict, n.health);
   for (const auto& l : c.links) Worsen(c.verdict, l.health);
+  c.reasons = VerdictReasons(c);
   return c;
+}
+
+void ApplyNodeFilter(const NodeFilter& filter, ClusterPicture& c) {
+  if (filter.empty()) return;
+  // Each node's group and labels: its own, else its peers' config's.
+  std::map<std::string, std::pair<std::string, std::map<std::string, std::string>>> topology;
+  for (const auto& n : c.node_reports) {
+    if (!n.status) continue;
+    topology[n.name] = {n.status->topology().group(),
+                        {n.status->labels().begin(), n.status->labels().end()}};
+  }
+  for (const auto& n : c.node_reports) {
+    if (!n.status) continue;
+    for (const auto& p : n.status->peers()) {
+      topology.emplace(p.name(),
+                       std::make_pair(p.group(), std::map<std::string, std::string>(
+                                                     p.labels().begin(), p.labels().end())));
+    }
+  }
+  auto matches = [&](const std::string& name) {
+    if (!filter.names.empty() && !filter.names.count(name)) return false;
+    const auto it = topology.find(name);
+    if (!filter.group.empty() && (it == topology.end() || it->second.first != filter.group)) {
+      return false;
+    }
+    for (const auto& [key, value] : filter.labels) {
+      if (it == topology.end()) return false;
+      const auto label = it->second.second.find(key);
+      if (label == it->second.second.end() || label->second != value) return false;
+    }
+    return true;
+  };
+  std::set<std::string> kept;
+  for (const auto& name : c.nodes) {
+    if (matches(name)) kept.insert(name);
+  }
+  c.nodes.assign(kept.begin(), kept.end());
+  c.node_reports.erase(std::remove_if(c.node_reports.begin(), c.node_reports.end(),
+                                      [&](const NodeReport& n) { return !kept.count(n.name); }),
+                       c.node_reports.end());
+  c.links.erase(
+      std::remove_if(c.links.begin(), c.links.end(),
+                     [&](const LinkReport& l) { return !kept.count(l.a) && !kept.count(l.b); }),
+      c.links.end());
+  c.suspects.erase(std::remove_if(c.suspects.begin(), c.suspects.end(),
+                                  [&](const Suspect& s) {
+                                    if (kept.count(s.name)) return false;
+                                    for (const auto& [a, b] : s.links) {
+                                      if (kept.count(a) || kept.count(b)) return false;
+                                    }
+                                    return true;
+                                  }),
+                   c.suspects.end());
+  c.training.erase(std::remove_if(c.training.begin(), c.training.end(),
+                                  [&](const TrainingReport& t) { return !kept.count(t.node); }),
+                   c.training.end());
+  std::set<std::pair<std::string, std::string>> measured;
+  for (const auto& [a, b] : c.measured_) {
+    if (kept.count(a) && kept.count(b)) measured.insert({a, b});
+  }
+  c.measured_ = std::move(measured);
+  c.coverage.node_pairs = c.nodes.size() * (c.nodes.size() - (c.nodes.empty() ? 0 : 1)) / 2;
+  c.coverage.measured_pairs = c.measured_.size();
+  c.IndexViews();
+  c.verdict = Health::kHealthy;
+  for (const auto& n : c.node_reports) Worsen(c.verdict, n.health);
+  for (const auto& l : c.links) Worsen(c.verdict, l.health);
+  c.reasons = VerdictReasons(c);
 }
 
 }  // namespace gloowatch::client

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -10,34 +11,15 @@
 #include <utility>
 #include <vector>
 
+#include "client/health/link_state.h"
 #include "client/health/localise.h"
 #include "client/sources/fetch.h"
 
 namespace gloowatch::client {
 
-enum class Health { kHealthy, kDegraded, kFailed };
-const char* HealthName(Health h);  // healthy, degraded, failed
-
-struct EffectiveThresholds {
-  double latency_seconds = 0.002;
-  double link_ratio = 0.8;
-  double clock_offset_seconds = 0.1;
-  double communication_share = 0.3;
-  // TCP loss (node -> peer, 60 s window) above which a direction is bad. Not
-  // in the daemon's config yet: the loss alert's 1%.
-  double loss_ratio = 0.01;
-  // ... judged only over at least this many segments in the window (when the
-  // source says how many: Prometheus does not).
-  uint64_t loss_min_segments = 1000;
-  // Host load (NodeStatus.host_load) at or above which the host is overloaded.
-  double scheduling_delay_seconds = 0.01;
-  double cpu_steal_ratio = 0.1;
-};
 // Why the node's host counts as overloaded ("scheduling delay 41.2 ms >= 10.0
 // ms"), or empty.
 std::string OverloadOf(const v1::NodeStatus& s, const EffectiveThresholds& t);
-// NodeStatus.thresholds with defaults for unset (zero) fields.
-EffectiveThresholds ThresholdsOf(const v1::NodeStatus& s);
 
 struct NodeReport {
   std::string name;
@@ -45,19 +27,26 @@ struct NodeReport {
   bool reachable = false;
   std::string error;  // when unreachable
   const v1::NodeStatus* status = nullptr;
-  Health health = Health::kHealthy;
-  std::vector<std::string> problems;
+  Health health = Health::kHealthy;   // now
+  std::vector<std::string> problems;  // now
+  std::vector<std::string> history;   // the past, never counted in the verdict
+  // The daemon's uptime, when known: the AGE column.
+  std::optional<absl::Duration> age;
 };
 
 struct LinkReport {
-  std::string a, b;                    // a < b
-  const v1::PeerStatus* ab = nullptr;  // a's view of b
-  const v1::PeerStatus* ba = nullptr;  // b's view of a
-  Health health = Health::kHealthy;
-  std::vector<std::string> problems;
+  std::string a, b;                                       // a < b
+  const v1::PeerStatus* ab = nullptr;                     // a's view of b
+  const v1::PeerStatus* ba = nullptr;                     // b's view of a
+  Health health = Health::kHealthy;                       // now
+  std::vector<std::string> problems;                      // now
+  std::vector<std::pair<Finding, std::string>> findings;  // now, by kind
+  std::vector<std::string> history;                       // the past, never counted
   double worst_p50_seconds = 0;
 };
 
+// A job signal (client/job judges hangs): reported on the job, never as a
+// problem of its hosts or links.
 struct TrainingReport {
   std::string node;
   v1::TrainingJobStatus job;
@@ -75,6 +64,8 @@ struct Coverage {
   size_t measured_pairs = 0;      // pairs probed by at least one end
   size_t measured_both_ways = 0;  // pairs probed by both ends
 };
+
+struct NodeFilter;
 
 // Move-only: the reports point into `fetched`.
 struct ClusterPicture {
@@ -97,7 +88,10 @@ struct ClusterPicture {
   // "prometheus" (with its URL).
   std::string source = "daemons";
   std::string source_url;
+  // Judged on now alone: history and job signals never change it.
   Health verdict = Health::kHealthy;
+  // Why, worst first: "1 link lossy (h1<->h3 4.8%)", "node c unreachable".
+  std::vector<std::string> reasons;
   int ExitCode() const;  // 0 healthy, 1 degraded, 2 failed/unreachable
 
   // view(i, j): node i's PeerStatus for node j, or null.
@@ -108,6 +102,9 @@ struct ClusterPicture {
 
  private:
   friend ClusterPicture BuildCluster(std::vector<FetchResult> fetched);
+  friend void ApplyNodeFilter(const NodeFilter& filter, ClusterPicture& c);
+  void IndexViews();
+
   std::set<std::pair<std::string, std::string>> measured_;  // (a, b), a < b
   // i * nodes.size() + j -> View(i, j), built once: matrices ask for every
   // (i, j), and a scan of every report per cell is cubic in the nodes.
@@ -115,5 +112,21 @@ struct ClusterPicture {
 };
 
 ClusterPicture BuildCluster(std::vector<FetchResult> fetched);
+
+// Which nodes to show (health --node, --group, -l key=value): a node matches
+// when it passes every criterion given. Its group and labels are its own, or
+// what its peers' configs say of it when it does not answer.
+struct NodeFilter {
+  std::set<std::string> names;
+  std::string group;
+  std::map<std::string, std::string> labels;
+  bool empty() const { return names.empty() && group.empty() && labels.empty(); }
+};
+// Keeps the matching nodes, the links with an end among them, the suspects
+// that name one of them or explain one of their links, and their jobs; the
+// verdict and its reasons are judged again over what is kept. The suspects
+// were found over the whole cluster: a culprit outside the selection that
+// explains a selected node's links is kept.
+void ApplyNodeFilter(const NodeFilter& filter, ClusterPicture& c);
 
 }  // namespace gloowatch::client

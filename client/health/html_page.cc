@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "client/health/pending.h"
 
@@ -133,9 +134,10 @@ void RenderVerdict(const ClusterPicture& c, std::string& out) {
                                 : absl::StrCat(c.node_reports.size(), " daemons asked");
   absl::StrAppend(
       &out, "<header id=\"verdict\" class=\"verdict ", HealthName(c.verdict), "\"><h1>cluster ",
-      HealthName(c.verdict), "</h1><p>", asked, ", ", c.nodes.size(), " nodes, ", c.links.size(),
-      " links; ", c.coverage.measured_pairs, " of ", c.coverage.node_pairs,
-      " node pairs measured directly",
+      HealthName(c.verdict),
+      c.reasons.empty() ? "" : absl::StrCat(": ", HtmlEscape(absl::StrJoin(c.reasons, "; "))),
+      "</h1><p>", asked, ", ", c.nodes.size(), " nodes, ", c.links.size(), " links; ",
+      c.coverage.measured_pairs, " of ", c.coverage.node_pairs, " node pairs measured directly",
       c.coverage.sampled ? " (sampled mesh: pairs neither node probes are not shown)" : "",
       ". Generated ", absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::Now(), absl::UTCTimeZone()),
       ".</p></header>\n");

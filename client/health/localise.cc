@@ -51,12 +51,23 @@ class Localiser {
     CountMeasured();
     CollectBad();
     std::vector<Suspect> out;
+    ControlPlane(out);
     while (out.size() < kMaxSuspects) {
       if (!TakeBestHypothesis(out)) break;
     }
     AddLeftoverLinks(out);
     AddIdleOverloadedHosts(out);
     if (out.size() > kMaxSuspects) out.resize(kMaxSuspects);
+    // All of it: the case first, then the suspect's own word, then its peers'.
+    for (Suspect& s : out) {
+      for (const auto* part : {&s.evidence_self, &s.evidence_peers}) {
+        for (const std::string& e : *part) {
+          if (std::find(s.evidence.begin(), s.evidence.end(), e) == s.evidence.end()) {
+            s.evidence.push_back(e);
+          }
+        }
+      }
+    }
     return out;
   }
 
@@ -117,8 +128,10 @@ class Localiser {
     return t.hits >= kMinExplained && t.Score() >= kMinExplained && t.Precision() > 0.5;
   }
 
-  bool TakeBestHypothesis(std::vector<Suspect>& out) {
-    std::vector<Tally> nodes(n_), groups(groups_.size());
+  // Each node's and group's counts over the links it predicts bad.
+  void Tallies(std::vector<Tally>& nodes, std::vector<Tally>& groups) const {
+    nodes.assign(n_, Tally{});
+    groups.assign(groups_.size(), Tally{});
     for (size_t i = 0; i < n_; ++i) nodes[i].measured = node_measured_[i];
     for (size_t g = 0; g < groups_.size(); ++g) groups[g].measured = group_cross_measured_[g];
     for (const BadLink& l : bad_) {
@@ -135,6 +148,75 @@ class Localiser {
         }
       }
     }
+  }
+
+  // What the control plane says: a node whose daemon does not answer us,
+  // judged by what its peers see of it. Every peer that probes it sees it
+  // down: the node is dead (its host, or daemon and transport both). Its
+  // transport still answers every peer that sees it, and they hear its
+  // daemon is silent: the daemon is stuck, not the network. Peers that
+  // disagree (one sees it down, another up and alive) leave it to the links:
+  // a partition between us and it looks the same from here.
+  void ControlPlane(std::vector<Suspect>& out) {
+    std::vector<Tally> nodes, groups;
+    Tallies(nodes, groups);
+    for (size_t i = 0; i < n_ && out.size() < kMaxSuspects; ++i) {
+      if (in_.nodes[i].reachable) continue;
+      size_t down = 0, up = 0, silent = 0, alive = 0;
+      double longest_silence = 0;
+      for (const auto& o : in_.observations) {
+        if (o.to != i || o.from == i || o.from >= n_) continue;
+        if (o.down) {
+          ++down;
+          continue;
+        }
+        ++up;
+        if (o.daemon_silent_seconds && *o.daemon_silent_seconds > kDaemonSilentSeconds) {
+          ++silent;
+          longest_silence = std::max(longest_silence, *o.daemon_silent_seconds);
+        } else if (o.daemon_silent_seconds) {
+          ++alive;
+        }
+      }
+      if (down == 0 && up > 0 && alive == 0) {
+        out.push_back(DaemonSuspect(i, up, silent, longest_silence));
+      } else if (down > 0 && up == 0) {
+        Suspect s = NodeSuspect(i, nodes[i]);
+        s.confidence = down >= 2 ? 0.99 : 0.95;
+        s.evidence.insert(
+            s.evidence.begin(),
+            absl::StrCat("its daemon does not answer and ",
+                         down == 1 ? "the 1 peer" : absl::StrCat("all ", down, " peers"),
+                         " probing it see it down"));
+        out.push_back(std::move(s));
+      } else {
+        continue;
+      }
+      named_[i] = true;
+    }
+  }
+
+  Suspect DaemonSuspect(size_t i, size_t up, size_t silent, double longest_silence) {
+    Suspect s;
+    s.kind = SuspectKind::kDaemon;
+    s.name = in_.nodes[i].name;
+    s.evidence_self.push_back("its daemon does not answer");
+    s.evidence_peers.push_back(
+        absl::StrCat("its transport still answers ",
+                     up == 1 ? "the 1 peer" : absl::StrCat("all ", up, " peers"), " probing it"));
+    if (silent > 0) {
+      s.evidence_peers.push_back(absl::StrCat("its transport says the daemon has been silent for ",
+                                              static_cast<int64_t>(longest_silence), " s (", silent,
+                                              " of ", up, " peers)"));
+    }
+    // Peers that say so are sure; without them it may be our path to it.
+    s.confidence = silent > 0 ? 0.95 : 0.6;
+    return s;
+  }
+
+  bool TakeBestHypothesis(std::vector<Suspect>& out) {
+    std::vector<Tally> nodes, groups;
+    Tallies(nodes, groups);
     // The best: highest score, then fewest fine links, then groups before
     // nodes (a group explains more with one cause), then input order.
     int64_t best_node = -1, best_group = -1;
@@ -175,11 +257,17 @@ class Localiser {
     return false;
   }
 
-  void Quote(const BadLink& l, Suspect& s, size_t& quoted) const {
+  // The observations of a bad link as evidence: those `self` made are what
+  // the suspect says of itself, the others what its peers say (for a link or
+  // an uplink, what its ends say: all peers' evidence).
+  void Quote(const BadLink& l, Suspect& s, size_t& quoted,
+             std::optional<size_t> self = std::nullopt) const {
     for (int64_t k : {l.ab, l.ba}) {
       if (k < 0 || quoted >= kMaxQuoted) continue;
-      const std::string& e = in_.observations[static_cast<size_t>(k)].evidence;
-      if (!e.empty()) s.evidence.push_back(e), ++quoted;
+      const LinkObservation& o = in_.observations[static_cast<size_t>(k)];
+      if (o.evidence.empty()) continue;
+      (self && o.from == *self ? s.evidence_self : s.evidence_peers).push_back(o.evidence);
+      ++quoted;
     }
   }
 
@@ -198,7 +286,10 @@ class Localiser {
     s.bad_links = static_cast<size_t>(t.bad);
     s.fine_links = static_cast<size_t>(t.Fine());
     s.confidence = Confidence(t);
-    if (!node.overload.empty()) s.evidence.push_back(node.overload);
+    if (!node.overload.empty()) {
+      s.evidence.push_back(node.overload);  // the case of an overloaded host
+      s.evidence_self.push_back(node.overload);
+    }
     int64_t out_bad = 0, in_bad = 0;
     for (const BadLink& l : bad_) {
       if (l.a != i && l.b != i) continue;
@@ -207,13 +298,13 @@ class Localiser {
       if ((from_i ? l.ba : l.ab) >= 0) ++in_bad;
     }
     s.evidence.push_back(absl::StrCat(t.bad, " of its ", t.measured, " measured links bad (",
-                                      out_bad, " as ", node.name, " sees them, ", in_bad,
-                                      " as the peers see it); the other links are fine"));
-    if (!node.reachable) s.evidence.push_back("its daemon does not answer");
+                                            out_bad, " as ", node.name, " sees them, ", in_bad,
+                                            " as the peers see it); the other links are fine"));
+    if (!node.reachable) s.evidence_self.push_back("its daemon does not answer");
     size_t quoted = 0;
     for (BadLink& l : bad_) {
       if ((l.a != i && l.b != i) || l.explained) continue;
-      Quote(l, s, quoted);
+      Quote(l, s, quoted, i);
       Explain(l, s);
     }
     return s;
@@ -239,9 +330,10 @@ class Localiser {
     } else {
       s.groups = {GroupLabel(groups_[g])};
       s.name = s.groups[0];
-      s.evidence.push_back(absl::StrCat(t.bad, " of the ", t.measured, " measured links leaving ",
-                                        s.name, " bad, ", group_inside_measured_[g] - inside_bad,
-                                        " of the ", group_inside_measured_[g], " inside it fine"));
+      s.evidence_peers.push_back(absl::StrCat(t.bad, " of the ", t.measured,
+                                              " measured links leaving ", s.name, " bad, ",
+                                              group_inside_measured_[g] - inside_bad, " of the ",
+                                              group_inside_measured_[g], " inside it fine"));
     }
     size_t quoted = 0;
     for (BadLink& l : bad_) {
@@ -295,7 +387,8 @@ class Localiser {
       Suspect s;
       s.kind = SuspectKind::kOverloadedHost;
       s.name = in_.nodes[i].name;
-      s.evidence = {in_.nodes[i].overload, "its links are fine so far"};
+      s.evidence_self = {in_.nodes[i].overload};
+      s.evidence_peers = {"its links are fine so far"};
       s.fine_links = static_cast<size_t>(node_measured_[i]);
       s.confidence = 0.5;
       out.push_back(std::move(s));
@@ -323,6 +416,8 @@ const char* SuspectKindName(SuspectKind k) {
       return "link";
     case SuspectKind::kOverloadedHost:
       return "overloaded_host";
+    case SuspectKind::kDaemon:
+      return "daemon";
   }
   return "link";
 }

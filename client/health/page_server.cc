@@ -12,20 +12,18 @@
 #include <cstring>
 #include <vector>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/http_request.h"
 
 namespace gloowatch::client {
 namespace {
 
-std::string Response(int code, const char* reason, const char* type, absl::string_view body,
-                     bool send_body = true, absl::string_view extra_headers = "") {
+std::string Response(int code, const char* type, absl::string_view body, bool send_body = true,
+                     absl::string_view extra_headers = "") {
   // The page has no script and loads nothing: the policy says so, so even a
   // name that slipped past escaping could not run or fetch anything.
-  return absl::StrCat("HTTP/1.1 ", code, " ", reason, "\r\nContent-Type: ", type,
+  return absl::StrCat("HTTP/1.1 ", code, " ", HttpReason(code), "\r\nContent-Type: ", type,
                       "\r\nContent-Length: ", body.size(),
                       "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
                       "Content-Security-Policy: default-src 'none'; style-src 'unsafe-inline'\r\n"
@@ -33,8 +31,8 @@ std::string Response(int code, const char* reason, const char* type, absl::strin
                       extra_headers, "\r\n", send_body ? body : "");
 }
 
-std::string Plain(int code, const char* reason, absl::string_view text) {
-  return Response(code, reason, "text/plain; charset=utf-8", absl::StrCat(text, "\n"));
+std::string Plain(int code, absl::string_view text) {
+  return Response(code, "text/plain; charset=utf-8", absl::StrCat(text, "\n"));
 }
 
 struct Connection {
@@ -50,28 +48,23 @@ void SetNonBlocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK
 }  // namespace
 
 std::string RespondTo(absl::string_view head, const PageSnapshot* snapshot) {
-  const size_t eol = head.find('\n');
-  absl::string_view line = head.substr(0, eol);
-  absl::ConsumeSuffix(&line, "\r");
-  std::vector<absl::string_view> parts = absl::StrSplit(line, ' ');
-  if (parts.size() != 3 || !absl::StartsWith(parts[2], "HTTP/1.") || parts[1].empty() ||
-      parts[1][0] != '/' || std::any_of(line.begin(), line.end(), [](char ch) {
-        return !absl::ascii_isprint(static_cast<unsigned char>(ch));
-      })) {
-    return Plain(400, "Bad Request", "bad request line");
+  HttpRequest request;
+  switch (ParseRequestHead(head, &request)) {
+    case 0:
+      break;
+    case kHttpMethodNotAllowed:
+      return Response(kHttpMethodNotAllowed, "text/plain; charset=utf-8", "only GET\n", true,
+                      "Allow: GET, HEAD\r\n");
+    default:
+      return Plain(kHttpBadRequest, "bad request line");
   }
-  const bool head_only = parts[0] == "HEAD";
-  if (parts[0] != "GET" && !head_only) {
-    return Response(405, "Method Not Allowed", "text/plain; charset=utf-8", "only GET\n", true,
-                    "Allow: GET, HEAD\r\n");
+  const std::string& path = request.path;
+  if (path != "/" && path != "/health.json") return Plain(404, "GET / or /health.json");
+  if (snapshot == nullptr) return Plain(kHttpUnavailable, "no cluster picture yet");
+  if (path == "/") {
+    return Response(200, "text/html; charset=utf-8", snapshot->html, !request.head_only);
   }
-  absl::string_view path = parts[1].substr(0, parts[1].find('?'));
-  if (path != "/" && path != "/health.json")
-    return Plain(404, "Not Found", "GET / or /health.json");
-  if (snapshot == nullptr) return Plain(503, "Service Unavailable", "no cluster picture yet");
-  if (path == "/")
-    return Response(200, "OK", "text/html; charset=utf-8", snapshot->html, !head_only);
-  return Response(200, "OK", "application/json", snapshot->json, !head_only);
+  return Response(200, "application/json", snapshot->json, !request.head_only);
 }
 
 absl::StatusOr<std::unique_ptr<PageServer>> PageServer::Listen(const Endpoint& at,
@@ -155,12 +148,11 @@ absl::Status PageServer::Serve(int stop_fd) {
           done = n == 0 || (errno != EAGAIN && errno != EINTR);
         } else {
           c.in.append(buf, n);
-          size_t end = c.in.find("\r\n\r\n");
-          if (end == std::string::npos) end = c.in.find("\n\n");
-          if (end != std::string::npos) {
-            c.out = RespondTo(c.in.substr(0, end), Current().get());
-          } else if (c.in.size() > options_.max_request_bytes) {
-            c.out = Plain(431, "Request Header Fields Too Large", "request too large");
+          const RequestHead next = NextRequestHead(c.in, options_.max_request_bytes);
+          if (next.state == RequestHead::State::kComplete) {
+            c.out = RespondTo(next.text, Current().get());
+          } else if (next.state == RequestHead::State::kTooLarge) {
+            c.out = Plain(kHttpHeaderTooLarge, "request too large");
           }
         }
       }
@@ -183,7 +175,7 @@ absl::Status PageServer::Serve(int stop_fd) {
         const int fd = accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) break;
         if (conns.size() >= options_.max_connections) {
-          const std::string busy = Plain(503, "Service Unavailable", "too many connections");
+          const std::string busy = Plain(kHttpUnavailable, "too many connections");
           (void)!send(fd, busy.data(), busy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
           close(fd);
           continue;

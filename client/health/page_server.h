@@ -2,7 +2,9 @@
 // GET /health.json, from the latest snapshot another thread publishes. One
 // poll thread, bounded everywhere: a request must arrive whole within the
 // timeout and fit in max_request_bytes, at most max_connections are open
-// (more get 503 at once), anything but GET of a known path gets 4xx.
+// (more get 503 at once), anything but GET of a known path gets 4xx; the
+// request rules are the daemon's /metrics server's (common/http_request.h).
+// One request a connection.
 #pragma once
 
 #include <memory>
@@ -12,13 +14,14 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/core/targets.h"
+#include "common/http_request.h"
 
 namespace gloowatch::client {
 
 struct PageServerOptions {
   absl::Duration request_timeout = absl::Seconds(5);  // accept to last byte sent
   size_t max_connections = 32;
-  size_t max_request_bytes = 8192;
+  size_t max_request_bytes = kMaxRequestHeadBytes;
 };
 
 struct PageSnapshot {

@@ -91,6 +91,13 @@ nlohmann::json ViewJson(const v1::PeerStatus* p) {
                             : nlohmann::json(nullptr);
   j["selection"] = p->selection().empty() ? "unknown" : p->selection();
   j["failures_in_window"] = p->failures_in_window();
+  j["drops_in_window"] = p->drops_in_window();
+  j["latency_recent_p50_ms"] = p->latency().has_recent_p50_seconds()
+                                   ? nlohmann::json(p->latency().recent_p50_seconds() * 1e3)
+                                   : nlohmann::json(nullptr);
+  j["peer_daemon_silent_seconds"] = p->peer_daemon().has_silent_seconds()
+                                        ? nlohmann::json(p->peer_daemon().silent_seconds())
+                                        : nlohmann::json(nullptr);
   j["tcp_loss_ratio"] =
       p->tcp().has_loss_ratio() ? nlohmann::json(p->tcp().loss_ratio()) : nlohmann::json(nullptr);
   j["tcp_window_sent_segments"] = p->tcp().has_window_sent_segments()
@@ -118,26 +125,67 @@ void AppendPendingText(const ClusterPicture& c, std::string& out) {
   }
 }
 
-// One row per node: its health and address, or why it could not be asked.
-void AppendNodesText(const ClusterPicture& c, size_t w, bool color, std::string& out) {
-  absl::StrAppend(&out, Cell("NODE", w, true), "  ", Cell("STATUS", 11, true), "  ",
-                  Cell("ADDRESS", 22, true), "  DETAIL\n");
-  for (const auto& n : c.node_reports) {
-    std::string detail =
-        n.reachable ? absl::StrCat("version ", n.status->version(), ", gloo ",
-                                   n.status->gloo().interface(), " ", n.status->gloo().address())
-                    : n.error;
-    if (n.reachable && !n.status->labels().empty()) {
-      // Sorted, as the config's map was (a proto map has no order).
-      std::map<std::string, std::string> labels(n.status->labels().begin(),
-                                                n.status->labels().end());
-      absl::StrAppend(&detail, ", labels ", absl::StrJoin(labels, ",", absl::PairFormatter("=")));
+// The REASON column: the node's first problem now, or what the first
+// suspect naming it says.
+std::string NodeReason(const ClusterPicture& c, const NodeReport& n) {
+  if (!n.problems.empty()) return n.problems.front();
+  for (const Suspect& s : c.suspects) {
+    if (s.name == n.name) {
+      return absl::StrFormat("suspect: %s (confidence %.2f)", SuspectKindName(s.kind),
+                             s.confidence);
     }
-    absl::StrAppend(
-        &out, Cell(n.name, w, true), "  ",
-        Paint(Cell(n.reachable ? HealthName(n.health) : "UNREACHABLE", 11, true), n.health, color),
-        "  ", Cell(n.address, 22, true), "  ", detail, "\n");
   }
+  for (const auto& l : c.links) {
+    if (l.health != Health::kHealthy && (l.a == n.name || l.b == n.name))
+      return "a link has problems";
+  }
+  return "-";
+}
+
+// One row per node, in the kubectl habit: NODE STATUS REASON AGE (AGE: its
+// daemon's uptime); -o wide adds where it is and what it runs.
+void AppendNodesText(const ClusterPicture& c, size_t w, const HealthTextOptions& o,
+                     std::string& out) {
+  absl::StrAppend(&out, Cell("NODE", w, true), "  ", Cell("STATUS", 11, true), "  ",
+                  Cell("REASON", 50, true), "  AGE",
+                  o.wide ? "    ADDRESS                 DETAIL" : "", "\n");
+  for (const auto& n : c.node_reports) {
+    std::string reason = NodeReason(c, n);
+    if (!o.wide && reason.size() > 50) reason = reason.substr(0, 47) + "...";
+    absl::StrAppend(&out, Cell(n.name, w, true), "  ",
+                    Paint(Cell(n.reachable ? HealthName(n.health) : "UNREACHABLE", 11, true),
+                          n.health, o.color),
+                    "  ", Cell(reason, 50, true), "  ",
+                    Cell(n.age ? AgeText(*n.age) : "-", 5, true));
+    if (o.wide) {
+      std::string detail =
+          n.reachable ? absl::StrCat("version ", n.status->version(), ", gloo ",
+                                     n.status->gloo().interface(), " ", n.status->gloo().address())
+                      : n.error;
+      if (n.reachable && !n.status->labels().empty()) {
+        // Sorted, as the config's map was (a proto map has no order).
+        std::map<std::string, std::string> labels(n.status->labels().begin(),
+                                                  n.status->labels().end());
+        absl::StrAppend(&detail, ", labels ", absl::StrJoin(labels, ",", absl::PairFormatter("=")));
+      }
+      absl::StrAppend(&out, "  ", Cell(n.address, 22, true), "  ", detail);
+    }
+    out += "\n";
+  }
+}
+
+// The past: links that recovered, daemons that restarted. Never in the verdict.
+void AppendHistoryText(const ClusterPicture& c, std::string& out) {
+  std::vector<std::string> lines;
+  for (const auto& n : c.node_reports) {
+    for (const auto& h : n.history) lines.push_back(absl::StrCat("node ", n.name, ": ", h));
+  }
+  for (const auto& l : c.links) {
+    for (const auto& h : l.history) lines.push_back(h);
+  }
+  if (lines.empty()) return;
+  absl::StrAppend(&out, "\nhistory (within the failure window; not counted in the verdict)\n");
+  for (const auto& h : lines) absl::StrAppend(&out, "  ", h, "\n");
 }
 
 // One matrix per figure: row = the node measuring, column = its peer.
@@ -192,7 +240,8 @@ void AppendProblemsText(const ClusterPicture& c, bool color, std::string& out) {
 
 void AppendTrainingText(const ClusterPicture& c, size_t w, bool color, std::string& out) {
   if (c.training.empty()) return;
-  absl::StrAppend(&out, "\ntraining jobs\n", Cell("NODE", w, true), "  ", Cell("JOB", 20, true),
+  absl::StrAppend(&out, "\ntraining jobs (job signals; `gloowatch job NAME` judges a job)\n",
+                  Cell("NODE", w, true), "  ", Cell("JOB", 20, true),
                   "  RANK   STEPS  COMM SHARE\n");
   for (const auto& t : c.training) {
     std::string share = t.job.has_communication_share()
@@ -226,8 +275,14 @@ nlohmann::json CoverageJson(const ClusterPicture& c) {
 
 nlohmann::json NodeJson(const NodeReport& n) {
   nlohmann::json x = {
-      {"name", n.name},   {"address", n.address},           {"reachable", n.reachable},
-      {"error", n.error}, {"status", HealthName(n.health)}, {"problems", n.problems}};
+      {"name", n.name},
+      {"address", n.address},
+      {"reachable", n.reachable},
+      {"error", n.error},
+      {"status", HealthName(n.health)},
+      {"problems", n.problems},
+      {"history", n.history},
+      {"age_seconds", n.age ? nlohmann::json(absl::ToDoubleSeconds(*n.age)) : nlohmann::json()}};
   if (!n.status) return x;
   x["version"] = n.status->version();
   x["gloo_version"] = n.status->gloo_version();
@@ -280,6 +335,7 @@ nlohmann::json LinkJson(const LinkReport& l) {
           {"measured", true},
           {"measured_both_ways", l.ab != nullptr && l.ba != nullptr},
           {"problems", l.problems},
+          {"history", l.history},
           {"a_to_b", ViewJson(l.ab)},
           {"b_to_a", ViewJson(l.ba)}};
 }
@@ -311,14 +367,17 @@ nlohmann::json TrainingJson(const TrainingReport& t) {
 
 }  // namespace
 
-std::string RenderHealthText(const ClusterPicture& c, bool color) {
+std::string RenderHealthText(const ClusterPicture& c, const HealthTextOptions& o) {
   std::string out;
-  const std::string asked = c.source == "prometheus"
-                                ? absl::StrCat("from Prometheus ", c.source_url)
-                                : absl::StrCat(c.node_reports.size(), " daemons asked");
-  absl::StrAppend(&out, "cluster: ", Paint(HealthName(c.verdict), c.verdict, color), " (", asked,
-                  ", ", c.nodes.size(), " nodes, ", c.links.size(), " links)\n");
-  absl::StrAppend(&out, RenderSuspectsText(c.suspects, color));
+  const std::string asked =
+      c.source == "prometheus"
+          ? absl::StrCat("from Prometheus ", c.source_url)
+          : absl::StrCat(c.node_reports.size(), c.node_reports.size() == 1 ? " daemon" : " daemons",
+                         " asked");
+  absl::StrAppend(&out, "cluster: ", Paint(HealthName(c.verdict), c.verdict, o.color),
+                  c.reasons.empty() ? "" : absl::StrCat(": ", absl::StrJoin(c.reasons, "; ")), " (",
+                  asked, ", ", c.nodes.size(), " nodes, ", c.links.size(), " links)\n");
+  absl::StrAppend(&out, RenderSuspectsText(c.suspects, o.color));
   absl::StrAppend(
       &out, "coverage: ", c.coverage.measured_pairs, " of ", c.coverage.node_pairs,
       " node pairs measured directly",
@@ -326,11 +385,12 @@ std::string RenderHealthText(const ClusterPicture& c, bool color) {
       "\n\n");
   size_t w = 4;  // the node-name column
   for (const auto& n : c.nodes) w = std::max(w, n.size());
-  AppendNodesText(c, w, color, out);
-  AppendMatricesText(c, w, out);
-  AppendProblemsText(c, color, out);
+  AppendNodesText(c, w, o, out);
+  AppendProblemsText(c, o.color, out);
+  AppendHistoryText(c, out);
   AppendPendingText(c, out);
-  AppendTrainingText(c, w, color, out);
+  AppendTrainingText(c, w, o.color, out);
+  if (o.matrices || o.wide || c.nodes.size() <= kMatricesUpTo) AppendMatricesText(c, w, out);
   return out;
 }
 
@@ -339,6 +399,7 @@ nlohmann::json HealthToJson(const ClusterPicture& c) {
   j["schema"] = "gloowatch.health.v1";
   j["generated_at"] = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
   j["verdict"] = HealthName(c.verdict);
+  j["reasons"] = c.reasons;
   j["exit_code"] = c.ExitCode();
   j["source"] = c.source;
   if (!c.source_url.empty()) j["source_url"] = c.source_url;

@@ -9,7 +9,21 @@
 
 namespace gloowatch::client {
 
-std::string RenderHealthText(const ClusterPicture& c, bool color);
+struct HealthTextOptions {
+  bool color = false;
+  // The figure matrices: always with `matrices`, else for clusters of at most
+  // kMatricesUpTo nodes.
+  bool matrices = false;
+  // More columns in the node table (-o wide): address, version, Gloo
+  // endpoint, labels; implies matrices.
+  bool wide = false;
+};
+inline constexpr size_t kMatricesUpTo = 8;
+
+// Summary first: the verdict and why, the suspects, the node table (NODE
+// STATUS REASON AGE), the problem links, the history (never counted), the
+// pending figures, the jobs, then the matrices.
+std::string RenderHealthText(const ClusterPicture& c, const HealthTextOptions& options);
 nlohmann::json HealthToJson(const ClusterPicture& c);
 
 }  // namespace gloowatch::client

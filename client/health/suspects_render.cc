@@ -27,7 +27,14 @@ std::string RenderSuspectsText(const std::vector<Suspect>& suspects, bool color,
     absl::StrAppend(&out, "  ", i + 1, ". ", head,
                     absl::StrFormat("  (confidence %.2f, %d bad links", s.confidence, s.bad_links),
                     s.fine_links > 0 ? absl::StrCat(", ", s.fine_links, " fine") : "", ")\n");
-    for (const auto& e : s.evidence) absl::StrAppend(&out, "       ", e, "\n");
+    // The case, then what the suspect says of itself, then its peers.
+    for (const auto& e : s.evidence) {
+      const bool self = std::find(s.evidence_self.begin(), s.evidence_self.end(), e) !=
+                        s.evidence_self.end();
+      const bool peers = std::find(s.evidence_peers.begin(), s.evidence_peers.end(), e) !=
+                         s.evidence_peers.end();
+      absl::StrAppend(&out, "       ", self ? "itself: " : peers ? "peers:  " : "", e, "\n");
+    }
   }
   if (suspects.size() > max_shown) {
     absl::StrAppend(&out, "  ... and ", suspects.size() - max_shown, " more (see --json)\n");
@@ -49,7 +56,9 @@ nlohmann::json SuspectsToJson(const std::vector<Suspect>& suspects) {
                    {"bad_links", s.bad_links},
                    {"fine_links", s.fine_links},
                    {"links", std::move(links)},
-                   {"evidence", s.evidence}});
+                   {"evidence", s.evidence},
+                   {"evidence_self", s.evidence_self},
+                   {"evidence_peers", s.evidence_peers}});
   }
   return out;
 }

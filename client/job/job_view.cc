@@ -96,6 +96,27 @@ std::string LinkText(const JobLink& l) {
   return out;
 }
 
+// The waiting ranks by their own call, latest first: "ranks 0, 1 wait in
+// all_reduce #36", or when they differ (a rank finished a call whose sends
+// the kernel had buffered and entered the next) "rank 0 waits in all_reduce
+// #36, rank 1 in all_reduce #35".
+std::string WaitingText(const JobView& v) {
+  std::map<std::pair<uint64_t, std::string>, std::vector<int>> by_call;
+  for (const RankView& r : v.ranks) {
+    if (r.state == RankState::kWaiting) by_call[{r.seq, r.op}].push_back(r.rank);
+  }
+  std::vector<std::string> parts;
+  for (auto it = by_call.rbegin(); it != by_call.rend(); ++it) {
+    const bool first = parts.empty();
+    const bool one = it->second.size() == 1;
+    parts.push_back(
+        absl::StrCat(RankList(it->second),
+                     first ? (one && by_call.size() > 1 ? " waits in " : " wait in ") : " in ",
+                     Call(it->first.second, it->first.first)));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
 }  // namespace
 
 const char* RankStateName(RankState state) {
@@ -190,15 +211,13 @@ absl::StatusOr<JobView> BuildJobView(const std::vector<FetchResult>& fetched,
 
 std::string RenderJobText(const JobView& v) {
   std::string out;
-  std::vector<int> waiting, culprits;
+  std::vector<int> culprits;
   for (const RankView& r : v.ranks) {
-    if (r.state == RankState::kWaiting) waiting.push_back(r.rank);
     if (Suspect(r)) culprits.push_back(r.rank);
   }
   if (v.hung()) {
-    absl::StrAppendFormat(&out, "job %s: HUNG: %s wait in %s (group %s) for up to %.1f s\n", v.job,
-                          RankList(waiting), Call(v.waiting_op, v.waiting_seq), v.waiting_group,
-                          v.waiting_seconds);
+    absl::StrAppendFormat(&out, "job %s: HUNG: %s (group %s) for up to %.1f s\n", v.job,
+                          WaitingText(v), v.waiting_group, v.waiting_seconds);
   } else {
     absl::StrAppend(&out, "job ", v.job, ": no rank waits in a collective for ",
                     absl::FormatDuration(kWaitingAfter), " or more\n");
@@ -245,11 +264,16 @@ nlohmann::json JobToJson(const JobView& v) {
     for (const RankView& r : v.ranks) {
       if (r.state == RankState::kWaiting) ranks.push_back(r.rank);
     }
-    j["waiting"] = {{"op", v.waiting_op},
-                    {"seq", v.waiting_seq},
-                    {"group", v.waiting_group},
-                    {"ranks", ranks},
-                    {"seconds", v.waiting_seconds}};
+    // Each waiting rank's own call: they may differ (seq is the latest).
+    nlohmann::json calls = nlohmann::json::array();
+    for (const RankView& r : v.ranks) {
+      if (r.state == RankState::kWaiting) {
+        calls.push_back({{"rank", r.rank}, {"op", r.op}, {"seq", r.seq}});
+      }
+    }
+    j["waiting"] = {{"op", v.waiting_op},        {"seq", v.waiting_seq},
+                    {"group", v.waiting_group},  {"ranks", ranks},
+                    {"calls", std::move(calls)}, {"seconds", v.waiting_seconds}};
   }
   for (const RankView& r : v.ranks) {
     nlohmann::json x = {{"rank", r.rank},

@@ -92,7 +92,8 @@ PreflightReport RunPreflight(const PreflightOptions& o) {
     h.resolved = std::move(response);
   });
 
-  // Phase 2: each host connects its pairs to the others' pairs for it.
+  // Phase 2: each host connects its pairs to the others' pairs for it, and
+  // in the reverse round connects, or awaits, the other way.
   auto ready = [&](size_t i) {
     return in.hosts[i].resolved && in.hosts[i].resolved->error().empty();
   };
@@ -108,8 +109,10 @@ PreflightReport RunPreflight(const PreflightOptions& o) {
       request.set_master_addr(o.master_addr);
       request.set_master_port(o.master_port);
       for (size_t j = 0; j < n; ++j) {
-        request.add_peer_pair_addresses(j != i && ready(j) ? in.hosts[j].resolved->pair_addresses(i)
-                                                           : "");
+        const bool peer = j != i && ready(j);
+        request.add_peer_pair_addresses(peer ? in.hosts[j].resolved->pair_addresses(i) : "");
+        // Older daemons have no reverse listener: their pairs get no reverse round.
+        request.add_peer_reverse_addresses(peer ? in.hosts[j].resolved->reverse_address() : "");
       }
       grpc::ClientContext ctx;
       SetDeadline(&ctx, 2 * o.timeout + o.deadline + absl::Seconds(10));

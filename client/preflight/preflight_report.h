@@ -34,19 +34,37 @@ struct PreflightInput {
   absl::Duration elapsed;
 };
 
+// One direction of a pair: `from` connects, `to` accepts.
+struct PreflightDirection {
+  bool tried = false;
+  bool ok = false;      // the TCP connection formed
+  bool gloo = false;    // the job's own direction (Gloo's pair); else the reverse round
+  std::string reason;   // failure reason name when tried and not ok
+  std::string message;  // what each side saw
+  double seconds = 0;
+};
+
 struct PreflightPair {
   int a = 0, b = 0;  // ranks, a < b
+  // The Gloo pair, as the job's would connect: one message each way.
   bool tried = false;
   bool ok = false;
   std::string reason;   // failure reason name ("timeout", ...) when not ok
   std::string message;  // why, naming the side that saw it
   double seconds = 0;   // the slower side's connect plus exchange
+  // The rank that listened by Gloo's rule (the lower address); -1 when the
+  // daemons did not say (older ones), and then no direction is known.
+  int listener = -1;
+  PreflightDirection a_to_b, b_to_a;
 };
 
 struct PreflightFinding {
   std::string severity;  // "fail", "warn" or "info"
-  std::string check;     // daemon, resolve, pair, store, address_family, loopback, ...
+  // daemon, resolve, inbound, outbound, isolated, pair, direction, store,
+  // address_family, loopback, ...
+  std::string check;
   std::string message;
+  std::vector<std::string> hosts;  // the hosts it is about (for a pair, both ends)
 };
 
 struct PreflightReport {

@@ -80,6 +80,7 @@ struct PeerSeries {
   std::optional<double> up, p50, p99, jitter, tx, rx, offset, offset_error;
   std::optional<double> ratio_tx, ratio_rx;
   std::optional<double> loss_ratio;
+  std::optional<double> recent_p50, daemon_silent, last_failure_time;
   std::map<std::string, double> failures_total;  // reason -> counter
   double probes_total = 0;
 };
@@ -90,6 +91,7 @@ struct NodeSeries {
   v1::HostLoad host_load;
   std::string interface;
   std::optional<double> link_speed;
+  std::optional<double> started_at;  // the daemon's process_start_time_seconds
   // (job, rank) -> totals
   std::map<std::pair<std::string, int>, v1::TrainingJobStatus> training;
 };
@@ -126,6 +128,10 @@ void AddSeries(const Sample& s, NodeSeries& n) {
     SetHostLoad(n.host_load, name, s.value);
     return;
   }
+  if (name == "process_start_time_seconds") {
+    if (s.Label("process").empty()) n.started_at = s.value;  // the daemon, not its transport
+    return;
+  }
   if (name == "gloowatch_link_speed_bytes_per_second") {
     n.interface = s.Label("interface");
     n.link_speed = s.value;
@@ -159,13 +165,16 @@ void AddSeries(const Sample& s, NodeSeries& n) {
   if (name == "gloowatch_peer_probe_failures_total") p.failures_total[s.Label("reason")] = s.value;
   if (name == "gloowatch_peer_probes_total") p.probes_total += s.value;
   if (name == "gloowatch_peer_tcp_loss_ratio") p.loss_ratio = s.value;
+  if (name == "gloowatch_peer_rtt_recent_p50_seconds") p.recent_p50 = s.value;
+  if (name == "gloowatch_peer_daemon_silent_seconds") p.daemon_silent = s.value;
+  if (name == "gloowatch_peer_last_failure_timestamp_seconds") p.last_failure_time = s.value;
 }
 
 // The same figures GetStatus gives. What Prometheus cannot tell: the last
 // failure's text (the reasons counted in the window stand in for it), the
 // Gloo address, up_since.
 v1::PeerStatus ToPeerStatus(const std::string& name, const PeerSeries& p,
-                            const std::map<std::string, uint64_t>& in_window,
+                            const std::map<std::string, uint64_t>& in_window, uint64_t drops,
                             int64_t window_seconds) {
   v1::PeerStatus s;
   s.set_name(name);
@@ -199,6 +208,9 @@ v1::PeerStatus ToPeerStatus(const std::string& name, const PeerSeries& p,
   if (p.offset) s.mutable_clock()->set_offset_seconds(*p.offset);
   if (p.offset_error) s.mutable_clock()->set_error_seconds(*p.offset_error);
   if (p.loss_ratio) s.mutable_tcp()->set_loss_ratio(*p.loss_ratio);
+  if (p.recent_p50) s.mutable_latency()->set_recent_p50_seconds(*p.recent_p50);
+  if (p.daemon_silent) s.mutable_peer_daemon()->set_silent_seconds(*p.daemon_silent);
+  s.set_drops_in_window(drops);
   uint64_t window_total = 0;
   std::vector<std::string> parts;
   std::string worst;
@@ -215,6 +227,11 @@ v1::PeerStatus ToPeerStatus(const std::string& name, const PeerSeries& p,
     for (v1::FailureReason r : kFailureReasons) {
       if (ReasonName(r) == worst) s.mutable_last_failure()->set_reason(r);
     }
+  }
+  if (p.last_failure_time && *p.last_failure_time > 0) {
+    *s.mutable_last_failure()->mutable_time() =
+        google::protobuf::util::TimeUtil::NanosecondsToTimestamp(
+            static_cast<int64_t>(*p.last_failure_time * 1e9));
   }
   return s;
 }
@@ -286,12 +303,18 @@ std::string SeriesQuery(const PrometheusOptions& o) {
       "peer_rtt_jitter_seconds|"
       "peer_bandwidth_bytes_per_second|peer_bandwidth_link_ratio|peer_clock_offset_seconds|"
       "peer_clock_offset_error_seconds|peer_probe_failures_total|peer_probes_total|"
-      "peer_tcp_loss_ratio|"
-      "link_speed_bytes_per_second|threshold_.+|host_.+|training_.+_total)\",",
+      "peer_tcp_loss_ratio|peer_rtt_recent_p50_seconds|peer_daemon_silent_seconds|"
+      "peer_last_failure_timestamp_seconds|"
+      "link_speed_bytes_per_second|threshold_.+|host_.+|training_.+_total)|"
+      "process_start_time_seconds\",",
       SeriesSelector(o), "}");
 }
 std::string FailuresQuery(const PrometheusOptions& o, int64_t window_seconds) {
   return absl::StrCat("increase(gloowatch_peer_probe_failures_total{", SeriesSelector(o), "}[",
+                      window_seconds, "s]) > 0");
+}
+std::string DropsQuery(const PrometheusOptions& o, int64_t window_seconds) {
+  return absl::StrCat("increase(gloowatch_peer_drops_total{", SeriesSelector(o), "}[",
                       window_seconds, "s]) > 0");
 }
 std::string FailuresSinceUpQuery(const PrometheusOptions& o, int64_t window_seconds,
@@ -471,6 +494,8 @@ struct SnapshotIndex {
   std::map<std::string, NodeSeries> by_node;
   std::set<std::string> all_names;  // every node named anywhere
   FailuresByWindow window_failures;
+  // Failure window (seconds) -> (node, peer) -> drops in it.
+  std::map<int64_t, std::map<PairKey, uint64_t>> drops_by_window;
   std::map<PairKey, double> tcp_sent;
   std::map<std::tuple<std::string, std::string, int>, double> shares;
   std::map<std::string, std::string> group_of;  // node -> group, from build_info
@@ -490,6 +515,15 @@ absl::StatusOr<SnapshotIndex> IndexSnapshot(const PrometheusSnapshot& snap,
   absl::StatusOr<FailuresByWindow> failures = WindowFailures(snap);
   if (!failures.ok()) return failures.status();
   index.window_failures = *std::move(failures);
+  for (const auto& [window, result] : snap.drops_by_window) {
+    auto drops = Samples(result, "increase(gloowatch_peer_drops_total)");
+    if (!drops.ok()) return drops.status();
+    for (const Sample& s : *drops) {
+      if (!(s.value > 0) || !std::isfinite(s.value)) continue;
+      index.drops_by_window[window][{s.Label("node"), s.Label("peer")}] =
+          std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(s.value)));
+    }
+  }
   absl::StatusOr<std::map<PairKey, double>> tcp_sent = TcpSentByPair(snap);
   if (!tcp_sent.ok()) return tcp_sent.status();
   index.tcp_sent = *std::move(tcp_sent);
@@ -529,8 +563,13 @@ void AddPeers(const std::string& node, const NodeSeries& n, bool full_mesh,
   const auto& wf = wit == index.window_failures.end() ? kNoWindow : wit->second;
   for (const auto& [peer, p] : n.peers) {
     auto fit = wf.find({node, peer});
+    uint64_t drops = 0;
+    if (auto dit = index.drops_by_window.find(WindowOf(n.thresholds));
+        dit != index.drops_by_window.end()) {
+      if (auto it = dit->second.find({node, peer}); it != dit->second.end()) drops = it->second;
+    }
     v1::PeerStatus ps =
-        ToPeerStatus(peer, p, fit == wf.end() ? kNone : fit->second, WindowOf(n.thresholds));
+        ToPeerStatus(peer, p, fit == wf.end() ? kNone : fit->second, drops, WindowOf(n.thresholds));
     if (full_mesh) ps.set_selection("mesh");
     if (auto g = index.group_of.find(peer); g != index.group_of.end()) ps.set_group(g->second);
     if (auto it = index.tcp_sent.find({node, peer}); it != index.tcp_sent.end() && p.loss_ratio) {
@@ -558,6 +597,10 @@ v1::NodeStatus NodeStatusOf(const Target& t, const SnapshotIndex& index) {
   *s.mutable_host_load() = n.host_load;
   s.mutable_gloo()->set_interface(n.interface);
   if (n.link_speed) s.mutable_gloo()->set_link_speed_bytes_per_second(*n.link_speed);
+  if (n.started_at) {
+    *s.mutable_started_at() = google::protobuf::util::TimeUtil::NanosecondsToTimestamp(
+        static_cast<int64_t>(*n.started_at * 1e9));
+  }
   const bool full_mesh = n.peers.size() + 1 >= index.all_names.size();
   AddPeers(t.node, n, full_mesh, index, s);
   for (const auto& [key, job] : n.training) {
@@ -710,6 +753,9 @@ absl::StatusOr<std::vector<FetchResult>> FetchFromPrometheus(const PrometheusOpt
     auto result = Query(o, FailuresQuery(o, window), snap.time);
     if (!result.ok()) return result.status();
     snap.failures_by_window[window] = *std::move(result);
+    auto drops = Query(o, DropsQuery(o, window), snap.time);
+    if (!drops.ok()) return drops.status();
+    snap.drops_by_window[window] = *std::move(drops);
     // Only when something failed: this one runs a subquery over the window.
     std::set<std::string> nodes;
     for (const json& r : snap.failures_by_window[window]) {

@@ -49,6 +49,8 @@ struct PrometheusSnapshot {
   // refused connections of a cluster that starts one daemon after the other
   // are not failures). Series of peers never up in the window keep increase().
   std::map<int64_t, nlohmann::json> failures_since_up_by_window;
+  // window -> increase(gloowatch_peer_drops_total[w]) > 0
+  std::map<int64_t, nlohmann::json> drops_by_window;
 };
 
 // A label value quoted for a PromQL selector (backslash, quote, newline).
@@ -61,6 +63,7 @@ std::string BuildInfoQuery(const PrometheusOptions& options);
 std::string BuildInfoRecentQuery(const PrometheusOptions& options);
 std::string SeriesQuery(const PrometheusOptions& options);
 std::string FailuresQuery(const PrometheusOptions& options, int64_t window_seconds);
+std::string DropsQuery(const PrometheusOptions& options, int64_t window_seconds);
 // `nodes`: restrict to these nodes (empty: all).
 std::string FailuresSinceUpQuery(const PrometheusOptions& options, int64_t window_seconds,
                                  const std::set<std::string>& nodes);

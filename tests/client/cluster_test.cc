@@ -1,6 +1,7 @@
 #include "client/health/cluster.h"
 
 #include "client/health/render.h"
+#include "common/proto_time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -8,7 +9,10 @@ namespace gloowatch::client {
 namespace {
 
 using ::testing::Contains;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
 
 FetchResult Node(const std::string& name, uint16_t port) {
   FetchResult r;
@@ -45,6 +49,12 @@ FetchResult Unreachable(const std::string& name) {
   r.error_code = "DEADLINE_EXCEEDED";
   r.error = "timeout: no answer within 3s";
   return r;
+}
+
+HealthTextOptions Colored() {
+  HealthTextOptions o;
+  o.color = true;
+  return o;
 }
 
 TEST(Cluster, HealthyTriangle) {
@@ -128,11 +138,11 @@ TEST(Cluster, UnreachableReportedRestShown) {
   // The link is still shown from a's side and not called one-sided.
   ASSERT_EQ(p.links.size(), 1u);
   EXPECT_EQ(p.links[0].health, Health::kHealthy);
-  std::string text = RenderHealthText(p, false);
+  std::string text = RenderHealthText(p, {});
   EXPECT_THAT(text, HasSubstr("UNREACHABLE"));
   EXPECT_THAT(text, HasSubstr("0.300"));
   EXPECT_THAT(text, ::testing::Not(HasSubstr("\033[")));
-  EXPECT_THAT(RenderHealthText(p, true), HasSubstr("\033[31m"));
+  EXPECT_THAT(RenderHealthText(p, Colored()), HasSubstr("\033[31m"));
   nlohmann::json j = HealthToJson(p);
   EXPECT_EQ(j["nodes"][1]["reachable"], false);
   EXPECT_EQ(j["nodes"][1]["error"], "timeout: no answer within 3s");
@@ -173,12 +183,14 @@ TEST(Cluster, TrainingShare) {
   k->set_rank(1);
   k->set_communication_share(0.1);
   ClusterPicture p = BuildCluster({a});
-  EXPECT_EQ(p.verdict, Health::kDegraded);
+  // A job signal: reported on the job, never a problem of the host or the
+  // cluster (`preflight`, `health` and `health --prometheus` agree).
+  EXPECT_EQ(p.verdict, Health::kHealthy);
   ASSERT_EQ(p.training.size(), 2u);
   EXPECT_TRUE(p.training[0].over_threshold);
   EXPECT_FALSE(p.training[1].over_threshold);
-  EXPECT_THAT(p.node_reports[0].problems,
-              Contains("job llm rank 0: communication share 45.0% > 30.0%"));
+  EXPECT_THAT(p.node_reports[0].problems, IsEmpty());
+  EXPECT_THAT(RenderHealthText(p, {}), HasSubstr("training jobs (job signals;"));
   nlohmann::json js = HealthToJson(p);
   EXPECT_DOUBLE_EQ(js["training"][0]["communication_share"].get<double>(), 0.45);
   EXPECT_EQ(js["training"][0]["over_threshold"], true);
@@ -225,7 +237,7 @@ TEST(Cluster, SampledMeshUnprobedPairsAreNotMeasuredAndNotAProblem) {
   EXPECT_FALSE(p.Measured(0, 2));
   for (const auto& l : p.links) EXPECT_TRUE(l.problems.empty()) << l.a << "-" << l.b;
 
-  const std::string text = RenderHealthText(p, false);
+  const std::string text = RenderHealthText(p, {});
   EXPECT_THAT(text, HasSubstr("coverage: 4 of 6 node pairs measured directly (sampled mesh; ~ = "
                               "not probed by either node, not a failure)"));
   // Latency matrix row a: "-" self, b measured, c not measured by anyone,
@@ -272,7 +284,7 @@ TEST(Cluster, FullMeshKeepsOneSidedAndMissingPairBehaviour) {
   EXPECT_FALSE(p.coverage.sampled);
   EXPECT_EQ(p.coverage.measured_pairs, 2u);
   EXPECT_EQ(p.coverage.measured_both_ways, 2u);
-  const std::string text = RenderHealthText(p, false);
+  const std::string text = RenderHealthText(p, {});
   EXPECT_THAT(text, HasSubstr("coverage: 2 of 3 node pairs measured directly\n"));
   EXPECT_THAT(text, ::testing::Not(HasSubstr("~")));
   nlohmann::json j = HealthToJson(p);
@@ -326,7 +338,7 @@ TEST(Cluster, HealthyRacksHaveNoSuspects) {
   EXPECT_EQ(c.verdict, Health::kHealthy);
   EXPECT_TRUE(c.suspects.empty());
   EXPECT_EQ(HealthToJson(c)["suspects"], nlohmann::json::array());
-  EXPECT_THAT(RenderHealthText(c, false), ::testing::Not(HasSubstr("suspects")));
+  EXPECT_THAT(RenderHealthText(c, {}), ::testing::Not(HasSubstr("suspects")));
 }
 
 TEST(Cluster, LossyNodeLeadsTheReport) {
@@ -340,7 +352,7 @@ TEST(Cluster, LossyNodeLeadsTheReport) {
   ASSERT_EQ(c.suspects.size(), 1u);
   EXPECT_EQ(c.suspects[0].kind, SuspectKind::kNode);
   EXPECT_EQ(c.suspects[0].name, "h3");
-  const std::string text = RenderHealthText(c, false);
+  const std::string text = RenderHealthText(c, {});
   // The suspects come right after the one-line verdict.
   EXPECT_THAT(text.substr(text.find('\n') + 1),
               ::testing::StartsWith("suspects (most likely first)\n  1. node h3  (confidence 0.83, "
@@ -409,8 +421,11 @@ TEST(Cluster, NodeLabelsAndLinkJitterAreShown) {
     }
   }
   EXPECT_TRUE(found) << j["links"].dump();
-  const std::string text = RenderHealthText(c, false);
+  HealthTextOptions wide;
+  wide.wide = true;
+  const std::string text = RenderHealthText(c, wide);
   EXPECT_THAT(text, HasSubstr(", labels rack=r12,zone=eu-1a\n"));
+  EXPECT_THAT(RenderHealthText(c, {}), Not(HasSubstr("labels")));
   EXPECT_EQ(text.find("labels", text.find("labels") + 1), std::string::npos) << text;
 }
 
@@ -487,6 +502,182 @@ TEST(Cluster, ConnectingAndClockOffsetBlameNobody) {
   ClusterPicture c = BuildCluster(std::move(nodes));
   EXPECT_NE(c.verdict, Health::kHealthy);
   EXPECT_TRUE(c.suspects.empty());
+}
+
+// The state model (docs/design.md, "Now, history and jobs").
+const absl::Time kModelNow = absl::FromUnixSeconds(1'800'000'000);
+
+std::vector<FetchResult> TwoRacksAt(absl::Time now) {
+  auto nodes = TwoRacks();
+  for (auto& n : nodes) {
+    *n.status->mutable_now() = ToProtoTimestamp(now);
+    *n.status->mutable_started_at() = ToProtoTimestamp(now - absl::Hours(5));
+  }
+  return nodes;
+}
+
+// node-c was killed and restarted: its links are up again. The failures of
+// that hour are history: shown, with their age, and they blame nobody.
+TEST(Cluster, RecoveredFailuresAreHistoryAndBlameNobody) {
+  auto nodes = TwoRacksAt(kModelNow);
+  for (const char* p : {"h1", "h2", "h4", "h5", "h6"}) {
+    v1::PeerStatus* v = View(nodes, p, "h3");
+    v->set_failures_in_window(5);
+    v->set_drops_in_window(1);
+    v->mutable_last_failure()->set_reason(v1::FAILURE_REASON_REFUSED);
+    *v->mutable_last_failure()->mutable_time() = ToProtoTimestamp(kModelNow - absl::Minutes(3));
+    *v->mutable_up_since() = ToProtoTimestamp(kModelNow - absl::Minutes(3));
+  }
+  *nodes[2].status->mutable_started_at() = ToProtoTimestamp(kModelNow - absl::Minutes(3));
+  ClusterPicture c = BuildCluster(std::move(nodes));
+  EXPECT_EQ(c.verdict, Health::kHealthy);
+  EXPECT_TRUE(c.suspects.empty());
+  EXPECT_TRUE(c.reasons.empty());
+  const std::string text = RenderHealthText(c, {});
+  EXPECT_THAT(text, HasSubstr("cluster: healthy (6 daemons asked"));
+  EXPECT_THAT(text, HasSubstr("history (within the failure window; not counted in the verdict)"));
+  EXPECT_THAT(text, HasSubstr("h1->h3: recovered 3m ago after 5 failures (last: refused)"));
+  EXPECT_THAT(text, HasSubstr("node h3: daemon started 3m ago"));
+  const nlohmann::json j = HealthToJson(c);
+  EXPECT_EQ(j["verdict"], "healthy");
+  EXPECT_EQ(j["reasons"], nlohmann::json::array());
+}
+
+// A link that keeps dropping is a present fault although it is up right now;
+// once its last drop is old, it is history again.
+TEST(Cluster, FlappingIsNowUntilItStops) {
+  auto nodes = TwoRacksAt(kModelNow);
+  for (const auto& [a, b] : {std::pair{"h1", "h2"}, std::pair{"h2", "h1"}}) {
+    v1::PeerStatus* v = View(nodes, a, b);
+    v->set_failures_in_window(4);
+    v->set_drops_in_window(4);
+    v->mutable_last_failure()->set_reason(v1::FAILURE_REASON_RESET);
+    *v->mutable_last_failure()->mutable_time() = ToProtoTimestamp(kModelNow - absl::Minutes(2));
+  }
+  ClusterPicture flapping = BuildCluster(nodes);
+  EXPECT_EQ(flapping.verdict, Health::kDegraded);
+  ASSERT_EQ(flapping.suspects.size(), 1u);
+  EXPECT_EQ(flapping.suspects[0].name, "h1 <-> h2");
+  EXPECT_THAT(flapping.reasons, ElementsAre("1 link flapping (h1<->h2 4 drops)"));
+  for (const auto& [a, b] : {std::pair{"h1", "h2"}, std::pair{"h2", "h1"}}) {
+    *View(nodes, a, b)->mutable_last_failure()->mutable_time() =
+        ToProtoTimestamp(kModelNow - absl::Minutes(20));
+  }
+  ClusterPicture settled = BuildCluster(std::move(nodes));
+  EXPECT_EQ(settled.verdict, Health::kHealthy);
+  EXPECT_TRUE(settled.suspects.empty());
+}
+
+// The verdict's first line says why; latency is judged on the last minute.
+TEST(Cluster, VerdictSaysWhyAndJudgesTheRecentLatency) {
+  auto nodes = TwoRacksAt(kModelNow);
+  View(nodes, "h1", "h3")->mutable_tcp()->set_loss_ratio(0.048);
+  View(nodes, "h1", "h3")->mutable_tcp()->set_window_sent_segments(20000);
+  // A slow spell five minutes ago: the window's p50 still shows it, the
+  // last minute's does not.
+  View(nodes, "h4", "h5")->mutable_latency()->set_p50_seconds(0.009);
+  View(nodes, "h4", "h5")->mutable_latency()->set_recent_p50_seconds(0.0003);
+  ClusterPicture c = BuildCluster(std::move(nodes));
+  EXPECT_EQ(c.verdict, Health::kDegraded);
+  EXPECT_THAT(c.reasons, ElementsAre("1 link lossy (h1<->h3 4.8%)"));
+  EXPECT_THAT(RenderHealthText(c, {}),
+              HasSubstr("cluster: degraded: 1 link lossy (h1<->h3 4.8%) (6 daemons asked, 6 "
+                        "nodes, 15 links)\n"));
+}
+
+// A daemon that does not answer us while its transport still answers its
+// peers, who hear the daemon is silent: the daemon is stuck, not the network.
+TEST(Cluster, FrozenDaemonWhoseTransportAnswersIsNamed) {
+  auto nodes = TwoRacksAt(kModelNow);
+  nodes.erase(nodes.begin() + 1);  // h2
+  nodes.push_back(Unreachable("h2"));
+  for (const char* p : {"h1", "h3", "h4", "h5", "h6"}) {
+    View(nodes, p, "h2")->mutable_peer_daemon()->set_silent_seconds(12);
+  }
+  ClusterPicture c = BuildCluster(std::move(nodes));
+  EXPECT_EQ(c.verdict, Health::kFailed);
+  ASSERT_EQ(c.suspects.size(), 1u);
+  EXPECT_EQ(c.suspects[0].kind, SuspectKind::kDaemon);
+  EXPECT_EQ(c.suspects[0].name, "h2");
+  EXPECT_GE(c.suspects[0].confidence, 0.9);
+  EXPECT_THAT(c.suspects[0].evidence_self, ElementsAre("its daemon does not answer"));
+  EXPECT_THAT(c.suspects[0].evidence_peers,
+              Contains(HasSubstr("its transport says the daemon has been silent for 12 s")));
+  EXPECT_THAT(c.reasons, Contains("1 daemon silent while its transport answers (h2)"));
+}
+
+// Every peer sees the node down and its daemon does not answer: the
+// clearest case there is, named at once and surely.
+TEST(Cluster, KilledNodeIsNamedWithConfidenceNearOne) {
+  FetchResult a = Node("a", 1), b = Node("b", 2);
+  Peer(a, "b", 0.0003, 0.95, 0);
+  Peer(b, "a", 0.0003, 0.95, 0);
+  for (FetchResult* n : {&a, &b}) {
+    v1::PeerStatus* c = Peer(*n, "c", 0.0003, 0.95, 0);
+    c->set_state(v1::PEER_STATE_DOWN);
+    c->mutable_last_failure()->set_reason(v1::FAILURE_REASON_REFUSED);
+  }
+  ClusterPicture p = BuildCluster({a, b, Unreachable("c")});
+  ASSERT_FALSE(p.suspects.empty());
+  EXPECT_EQ(p.suspects[0].kind, SuspectKind::kNode);
+  EXPECT_EQ(p.suspects[0].name, "c");
+  EXPECT_GE(p.suspects[0].confidence, 0.95);
+  EXPECT_THAT(p.suspects[0].evidence[0],
+              HasSubstr("its daemon does not answer and all 2 peers probing it see it down"));
+  EXPECT_THAT(p.reasons[0], HasSubstr("1 node unreachable (c)"));
+}
+
+// We cannot reach h2, but its peers disagree: h1 (where we stand) sees it
+// down, the others up with its daemon alive. That is a path, not the node.
+TEST(Cluster, UnreachableFromOurSideOfAPartitionIsNoDeadNode) {
+  auto nodes = TwoRacksAt(kModelNow);
+  nodes.erase(nodes.begin() + 1);  // h2
+  nodes.push_back(Unreachable("h2"));
+  View(nodes, "h1", "h2")->set_state(v1::PEER_STATE_DOWN);
+  for (const char* p : {"h3", "h4", "h5", "h6"}) {
+    View(nodes, p, "h2")->mutable_peer_daemon()->set_silent_seconds(0.4);
+  }
+  ClusterPicture c = BuildCluster(std::move(nodes));
+  for (const Suspect& s : c.suspects) {
+    EXPECT_NE(s.kind, SuspectKind::kNode) << s.name;
+    EXPECT_NE(s.kind, SuspectKind::kDaemon) << s.name;
+  }
+  ASSERT_FALSE(c.suspects.empty());
+  EXPECT_EQ(c.suspects[0].name, "h1 <-> h2");
+}
+
+// --node / --group / -l show a part of the cluster; its verdict covers it.
+TEST(Cluster, NodeFilterKeepsTheSelectionAndJudgesIt) {
+  auto nodes = TwoRacksAt(kModelNow);
+  (*nodes[4].status->mutable_labels())["zone"] = "eu";
+  for (const char* p : {"h1", "h2", "h3", "h5", "h6"}) {
+    View(nodes, p, "h4")->mutable_tcp()->set_loss_ratio(0.05);
+    View(nodes, "h4", p)->mutable_tcp()->set_loss_ratio(0.05);
+  }
+  ClusterPicture rack_a = BuildCluster(nodes);
+  NodeFilter by_group;
+  by_group.group = "rack-a";
+  ApplyNodeFilter(by_group, rack_a);
+  EXPECT_THAT(rack_a.nodes, ElementsAre("h1", "h2", "h3"));
+  // Their links to h4 are bad: h4, outside the selection, is still named.
+  ASSERT_FALSE(rack_a.suspects.empty());
+  EXPECT_EQ(rack_a.suspects[0].name, "h4");
+  EXPECT_EQ(rack_a.verdict, Health::kDegraded);
+
+  ClusterPicture labelled = BuildCluster(nodes);
+  NodeFilter by_label;
+  by_label.labels = {{"zone", "eu"}};
+  ApplyNodeFilter(by_label, labelled);
+  EXPECT_THAT(labelled.nodes, ElementsAre("h5"));
+  EXPECT_EQ(labelled.node_reports.size(), 1u);
+
+  ClusterPicture one = BuildCluster(std::move(nodes));
+  NodeFilter by_name;
+  by_name.names = {"h6"};
+  ApplyNodeFilter(by_name, one);
+  EXPECT_THAT(one.nodes, ElementsAre("h6"));
+  ASSERT_EQ(one.node_reports.size(), 1u);
+  EXPECT_EQ(one.links.size(), 5u);
 }
 
 }  // namespace

@@ -89,20 +89,21 @@ TEST(CheckEphemeralPorts, SmallRangeWarns) {
 
 TEST(CheckInterface, MissingDownNoAddressLoopback) {
   HostnameInfo h{"host", {"10.0.0.1"}, true, false};
-  InterfaceInfo up{"eth0", true, true, false, 1500, {"10.0.0.1"}};
-  EXPECT_EQ(CheckInterface({"eth0"}, {up}, h, true).status, Severity::kPass);
-  InterfaceInfo down = up;
-  down.up = false;
+  InterfaceFacts up{{"eth0", true, false, {"10.0.0.1", "fe80::1%eth0"}}, 1500};
+  Check passed = CheckInterface({"eth0"}, {up}, h, true);
+  EXPECT_EQ(passed.status, Severity::kPass);
+  ASSERT_EQ(passed.evidence.size(), 1u);
+  EXPECT_EQ(passed.evidence[0], "eth0: up, mtu 1500, addresses 10.0.0.1 fe80::1");
+  InterfaceFacts down = up;
+  down.info.up = false;
   EXPECT_EQ(CheckInterface({"eth0"}, {down}, h, true).status, Severity::kFail);
-  InterfaceInfo noaddr = up;
-  noaddr.addresses.clear();
+  InterfaceFacts noaddr = up;
+  noaddr.info.addresses.clear();
   EXPECT_EQ(CheckInterface({"eth0"}, {noaddr}, h, true).status, Severity::kFail);
-  InterfaceInfo missing;
-  missing.name = "eth9";
-  Check c = CheckInterface({"eth9"}, {missing}, h, true);
+  Check c = CheckInterface({"eth9"}, {up}, h, true);  // the host has no eth9
   EXPECT_EQ(c.status, Severity::kFail);
   EXPECT_THAT(c.evidence[0], HasSubstr("Unable to find address for: eth9"));
-  InterfaceInfo lo{"lo", true, true, true, 65536, {"127.0.0.1"}};
+  InterfaceFacts lo{{"lo", true, true, {"127.0.0.1"}}, 65536};
   EXPECT_EQ(CheckInterface({"lo"}, {lo}, h, true).status, Severity::kFail);
   EXPECT_EQ(CheckInterface({"lo"}, {lo}, h, false).status, Severity::kPass);
 }

@@ -88,6 +88,31 @@ TEST(JobView, WaitingRanksAndTheOnesTheyWaitFor) {
   EXPECT_EQ(j["suspects"][1]["state"], "silent");
 }
 
+// A rank can finish a call whose sends the kernel had buffered and enter the
+// next: the waiting ranks may stand in different calls, each reported with
+// its own, and the stopped rank they all wait for is still named.
+TEST(JobView, WaitingRanksInDifferentCalls) {
+  auto v = BuildJobView({Node("a", {Rank("llm", 0, 0.1, "all_reduce", 36, 8),
+                                    Rank("llm", 1, 0.1, "all_reduce", 35, 8.2)}),
+                         Node("b", {Rank("llm", 2, 9.0, "all_reduce", 35, 0.1)})},
+                        "llm");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_TRUE(v->hung());
+  EXPECT_EQ(v->ranks[0].state, RankState::kWaiting);
+  EXPECT_EQ(v->ranks[1].state, RankState::kWaiting);
+  EXPECT_EQ(v->ranks[2].state, RankState::kSilent);
+  const std::string text = RenderJobText(*v);
+  EXPECT_THAT(text, HasSubstr("HUNG: rank 0 waits in all_reduce #36, rank 1 in all_reduce #35 "
+                              "(group world) for up to 8.2 s"));
+  EXPECT_THAT(text, HasSubstr("rank 2 (b): not heard from for 9.0 s"));
+  const nlohmann::json j = JobToJson(*v);
+  EXPECT_EQ(j["waiting"]["seq"], 36);
+  EXPECT_EQ(j["waiting"]["calls"], nlohmann::json::parse(R"([{"rank":0,"op":"all_reduce","seq":36},
+                                      {"rank":1,"op":"all_reduce","seq":35}])"));
+  ASSERT_EQ(j["suspects"].size(), 1u);
+  EXPECT_EQ(j["suspects"][0]["rank"], 2);
+}
+
 TEST(JobView, SilentJobWithoutWaitersIsDegradedAndUnknownJobNotFound) {
   FetchResult down;
   down.target.name = "c";

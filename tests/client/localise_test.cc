@@ -18,6 +18,7 @@ using ::testing::HasSubstr;
 struct Matrix {
   LocaliseInput in;
   std::set<std::pair<uint32_t, uint32_t>> bad;  // directed (from, to)
+  std::set<uint32_t> silent;                    // nodes whose daemon its transport says is silent
   std::set<std::pair<uint32_t, uint32_t>> unmeasured;
 
   Matrix(int racks, int per_rack) {
@@ -35,6 +36,8 @@ struct Matrix {
     return 0;
   }
   void Bad(const std::string& from, const std::string& to) { bad.insert({Index(from), Index(to)}); }
+  // Its transport tells the peers its daemon has been silent for 30 s.
+  void Silent(const std::string& node) { silent.insert(Index(node)); }
   void BadBoth(const std::string& a, const std::string& b) { Bad(a, b), Bad(b, a); }
   std::vector<Suspect> Run() {
     in.observations.clear();
@@ -42,8 +45,15 @@ struct Matrix {
       for (uint32_t j = 0; j < in.nodes.size(); ++j) {
         if (i == j || unmeasured.count({i, j}) || (!in.nodes[i].reachable)) continue;
         const bool b = bad.count({i, j}) > 0;
+        // A bad view of a node whose daemon does not answer is "down"; every
+        // other view says how long the peer's daemon has been silent, as
+        // today's daemons do (0: alive).
+        const bool down = b && !in.nodes[j].reachable;
+        std::optional<double> silence;
+        if (!down) silence = silent.count(j) ? 30.0 : 0.0;
         in.observations.push_back(
-            {i, j, b, b ? absl::StrCat(in.nodes[i].name, "->", in.nodes[j].name, ": loss") : ""});
+            {i, j, b, b ? absl::StrCat(in.nodes[i].name, "->", in.nodes[j].name, ": loss") : "",
+             down, silence});
       }
     }
     return Localise(in);
@@ -96,7 +106,27 @@ TEST(Localise, UnreachableDaemonSeenDownByEveryPeer) {
   for (const char* p : {"r0n0", "r0n1", "r0n2", "r1n0", "r1n1"}) m.Bad(p, "r1n2");
   auto s = m.Run();
   ASSERT_THAT(Names(s), ElementsAre("node:r1n2"));
-  EXPECT_THAT(s[0].evidence, ::testing::Contains("its daemon does not answer"));
+  EXPECT_DOUBLE_EQ(s[0].confidence, 0.99);
+  EXPECT_THAT(s[0].evidence_self, ::testing::Contains("its daemon does not answer"));
+}
+
+TEST(Localise, StuckDaemonWhoseTransportAnswersIsTheDaemon) {
+  Matrix m(2, 3);
+  m.in.nodes[m.Index("r0n1")].reachable = false;
+  m.Silent("r0n1");
+  auto s = m.Run();
+  ASSERT_THAT(Names(s), ElementsAre("daemon:r0n1"));
+  EXPECT_DOUBLE_EQ(s[0].confidence, 0.95);
+  EXPECT_THAT(s[0].evidence_self, ElementsAre("its daemon does not answer"));
+  EXPECT_THAT(s[0].evidence_peers,
+              ElementsAre("its transport still answers all 5 peers probing it",
+                          "its transport says the daemon has been silent for 30 s (5 of 5 peers)"));
+}
+
+TEST(Localise, UnreachableButAliveAsItsPeersSayIsNoSuspect) {
+  Matrix m(2, 3);
+  m.in.nodes[m.Index("r0n1")].reachable = false;  // from here only
+  EXPECT_TRUE(m.Run().empty());
 }
 
 TEST(Localise, UplinkOfOneRackAmongThree) {
@@ -236,7 +266,9 @@ TEST(Localise, SuspectsAreBounded) {
 TEST(Localise, ObservationsOutOfRangeAreIgnored) {
   LocaliseInput in;
   in.nodes = {{"a", "", true, ""}, {"b", "", true, ""}};
-  in.observations = {{0, 7, true, "x"}, {1, 1, true, "self"}, {0, 1, true, "a->b: down"}};
+  in.observations = {{0, 7, true, "x", false, std::nullopt},
+                     {1, 1, true, "self", false, std::nullopt},
+                     {0, 1, true, "a->b: down", true, std::nullopt}};
   auto s = Localise(in);
   ASSERT_THAT(Names(s), ElementsAre("link:a <-> b"));
   EXPECT_THAT(s[0].evidence, ElementsAre("a->b: down"));

@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/core/slurm_nodelist.h"
 #include "client/preflight/preflight_report.h"
@@ -238,6 +239,209 @@ TEST(PreflightReport, NoStoreIsInfoAndLonelyHostFails) {
   PreflightReport lonely = BuildPreflightReport(in);
   EXPECT_EQ(lonely.exit_code, 2);
   EXPECT_THAT(Checks(lonely, "fail"), ElementsAre("resolve", "daemon"));
+}
+
+// A mesh of n hosts h1..hn (10.0.0.1..) whose daemons report directions:
+// the lower address listened to every higher one (Gloo's rule), and every
+// connection, either way, formed.
+PreflightInput Directed(int n) {
+  PreflightInput in;
+  in.timeout = absl::Seconds(3);
+  in.socket_ifname = "eth0";
+  in.master_addr = "10.0.0.1";
+  in.master_port = 29500;
+  for (int i = 0; i < n; ++i) {
+    PreflightHost h = Healthy("h" + std::to_string(i + 1), i, n, "10.0.0." + std::to_string(i + 1));
+    for (v1::PreflightPairResult& p : *h.connected->mutable_pairs()) {
+      p.set_listened(static_cast<int>(p.rank()) > i);
+      p.set_connected(true);
+      p.mutable_reverse()->set_tried(true);
+      p.mutable_reverse()->set_ok(true);
+    }
+    in.hosts.push_back(std::move(h));
+  }
+  return in;
+}
+
+v1::PreflightPairResult& Result(PreflightInput& in, int host, int peer) {
+  for (v1::PreflightPairResult& p : *in.hosts[host].connected->mutable_pairs()) {
+    if (static_cast<int>(p.rank()) == peer) return p;
+  }
+  ADD_FAILURE() << "no pair " << host << " -> " << peer;
+  return *in.hosts[host].connected->mutable_pairs(0);
+}
+
+// Rank `from`'s connection to rank `to` fails: Gloo's pair when `to` is the
+// lower address (it listened), else the reverse round.
+void FailConnect(PreflightInput& in, int from, int to) {
+  if (to < from) {
+    for (auto [host, peer] : {std::pair{from, to}, std::pair{to, from}}) {
+      v1::PreflightPairResult& p = Result(in, host, peer);
+      p.set_ok(false);
+      p.set_connected(false);
+      p.set_reason(v1::FAILURE_REASON_TIMEOUT);
+      p.set_message("connect: Connect timeout [10.0.0.1]:41234");
+    }
+    return;
+  }
+  v1::PreflightReverseResult* out = Result(in, from, to).mutable_reverse();
+  out->set_ok(false);
+  out->set_reason(v1::FAILURE_REASON_TIMEOUT);
+  out->set_message("connect 10.0.0.9:40000: no answer within 3s (timed out)");
+  v1::PreflightReverseResult* back = Result(in, to, from).mutable_reverse();
+  back->set_ok(false);
+  back->set_reason(v1::FAILURE_REASON_TIMEOUT);
+}
+
+std::vector<std::string> Blamed(const PreflightReport& r) {
+  std::vector<std::string> out;
+  for (const PreflightFinding& f : r.findings) {
+    out.push_back(absl::StrCat(f.check, ":", absl::StrJoin(f.hosts, ",")));
+  }
+  return out;
+}
+
+TEST(PreflightLocalise, HealthyMeshHasBothDirectionsAndNoFinding) {
+  PreflightReport r = BuildPreflightReport(Directed(4));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(r.findings.empty());
+  for (const PreflightPair& p : r.pairs) {
+    EXPECT_EQ(p.listener, p.a);  // the lower address listens
+    EXPECT_TRUE(p.b_to_a.gloo && p.b_to_a.ok);
+    EXPECT_TRUE(!p.a_to_b.gloo && p.a_to_b.tried && p.a_to_b.ok);
+  }
+  const nlohmann::json j = PreflightToJson(r);
+  EXPECT_EQ(j["pairs"][0]["listener"], "h1");
+  EXPECT_EQ(j["pairs"][0]["b_to_a"]["gloo"], true);
+  EXPECT_EQ(j["pairs"][0]["a_to_b"]["ok"], true);
+  EXPECT_EQ(j["hosts"][2]["inbound"]["ok"], 3);
+  EXPECT_EQ(j["hosts"][2]["outbound"]["failed"], 0);
+  EXPECT_THAT(RenderPreflightText(r), HasSubstr("pairs: 6 of 6 connected; the other way 6 of 6"));
+}
+
+// The case: h3's firewall drops every inbound connection. Gloo made
+// h3 listen only for h4, so the mesh alone fails h3 <-> h4; both rounds
+// together show that nobody connects to h3 while h3 connects to everyone.
+TEST(PreflightLocalise, HostThatAcceptsNothingIsNamedAndItsPeersAreNot) {
+  PreflightInput in = Directed(4);
+  for (int from : {0, 1, 3}) FailConnect(in, from, 2);
+  PreflightReport r = BuildPreflightReport(in);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(Blamed(r), ElementsAre("inbound:h3"));
+  EXPECT_EQ(r.findings[0].severity, "fail");
+  EXPECT_THAT(
+      r.findings[0].message,
+      HasSubstr("h3 accepts no inbound Gloo connection: a firewall on h3's ephemeral ports "
+                "(h1, h2, h4 could not connect to it: timeout; it connects out to 3 of 3)"));
+  const nlohmann::json j = PreflightToJson(r);
+  EXPECT_EQ(j["findings"][0]["hosts"], nlohmann::json::array({"h3"}));
+  EXPECT_EQ(j["hosts"][2]["inbound"]["failed"], 3);
+  EXPECT_EQ(j["hosts"][3]["inbound"]["failed"], 0);
+  EXPECT_EQ(j["hosts"][3]["outbound"]["failed"], 1);
+  // h3 <-> h4: Gloo's pair failed (h4 -> h3), the reverse (h3 -> h4) worked.
+  const nlohmann::json& p = j["pairs"][5];
+  EXPECT_EQ(p["listener"], "h3");
+  EXPECT_EQ(p["ok"], false);
+  EXPECT_EQ(p["b_to_a"]["ok"], false);
+  EXPECT_EQ(p["a_to_b"]["ok"], true);
+}
+
+TEST(PreflightLocalise, FirewallWhereGlooNeverListensOnlyDegrades) {
+  // h4 has the highest address: in this job it connects on every pair.
+  PreflightInput in = Directed(4);
+  for (int from : {0, 1, 2}) FailConnect(in, from, 3);
+  PreflightReport r = BuildPreflightReport(in);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(Blamed(r), ElementsAre("inbound:h4"));
+  EXPECT_EQ(r.findings[0].severity, "warn");
+  EXPECT_THAT(r.findings[0].message,
+              HasSubstr("in this job Gloo makes h4 connect on all its pairs"));
+  for (const PreflightPair& p : r.pairs) EXPECT_TRUE(p.ok);
+}
+
+TEST(PreflightLocalise, HostThatReachesNobody) {
+  PreflightInput in = Directed(4);
+  for (int to : {0, 1, 3}) FailConnect(in, 2, to);
+  PreflightReport r = BuildPreflightReport(in);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(Blamed(r), ElementsAre("outbound:h3"));
+  EXPECT_THAT(r.findings[0].message,
+              HasSubstr("h3 reaches no host: its outbound path or routing (its connections to h1, "
+                        "h2, h4 failed: timeout; 3 of 3 connect to it)"));
+}
+
+TEST(PreflightLocalise, HostWithNoConnectionEitherWay) {
+  PreflightInput in = Directed(4);
+  for (int peer : {0, 2, 3}) {
+    FailConnect(in, 1, peer);
+    FailConnect(in, peer, 1);
+  }
+  PreflightReport r = BuildPreflightReport(in);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(Blamed(r), ElementsAre("isolated:h2"));
+  EXPECT_THAT(r.findings[0].message, HasSubstr("h2 has no connection with any host, either way"));
+}
+
+TEST(PreflightLocalise, SingleBadPathNamesThePathNotAHost) {
+  PreflightInput in = Directed(4);
+  FailConnect(in, 0, 2);
+  FailConnect(in, 2, 0);
+  PreflightReport r = BuildPreflightReport(in);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(Blamed(r), ElementsAre("pair:h1,h3"));
+  EXPECT_THAT(r.findings[0].message, HasSubstr("h1 <-> h3: timeout: no connection either way"));
+  EXPECT_THAT(r.findings[0].message, HasSubstr("the path between h1 and h3"));
+}
+
+TEST(PreflightLocalise, OneWayFailureIsADirection) {
+  PreflightInput in = Directed(4);
+  FailConnect(in, 3, 1);  // Gloo's own direction: h2 listens for h4
+  PreflightReport r = BuildPreflightReport(in);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(Blamed(r), ElementsAre("direction:h4,h2"));
+  EXPECT_THAT(r.findings[0].message,
+              HasSubstr("h4 -> h2: timeout: h2 does not accept h4's connection"));
+  EXPECT_THAT(r.findings[0].message, HasSubstr("while h2 -> h4 connects"));
+
+  PreflightInput reverse = Directed(4);
+  FailConnect(reverse, 1, 3);  // only the reverse round: the job's pair works
+  PreflightReport degraded = BuildPreflightReport(reverse);
+  EXPECT_EQ(degraded.exit_code, 1);
+  EXPECT_THAT(Blamed(degraded), ElementsAre("direction:h2,h4"));
+  EXPECT_EQ(degraded.findings[0].severity, "warn");
+}
+
+TEST(PreflightLocalise, TwoHostsCannotTellWhichSideIsAtFault) {
+  PreflightInput in = Directed(2);
+  FailConnect(in, 1, 0);
+  PreflightReport r = BuildPreflightReport(in);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(Blamed(r), ElementsAre("direction:h2,h1"));
+}
+
+TEST(PreflightLocalise, TwoFaultsAtOnceNameBothHosts) {
+  // h3 accepts nothing and h4 reaches nobody: h4 -> h3 fails for both
+  // reasons, and nobody else is named.
+  PreflightInput in = Directed(4);
+  for (int from : {0, 1, 3}) FailConnect(in, from, 2);
+  for (int to : {0, 1}) FailConnect(in, 3, to);
+  PreflightReport r = BuildPreflightReport(in);
+  EXPECT_THAT(Blamed(r), ElementsAre("inbound:h3", "outbound:h4"));
+}
+
+TEST(PreflightLocalise, ExchangeFailureAfterTheConnectIsAPair) {
+  PreflightInput in = Directed(3);
+  for (auto [host, peer] : {std::pair{0, 1}, std::pair{1, 0}}) {
+    v1::PreflightPairResult& p = Result(in, host, peer);
+    p.set_ok(false);
+    p.set_reason(v1::FAILURE_REASON_RESET);
+    p.set_message("exchange: Connection reset by peer");
+  }
+  PreflightReport r = BuildPreflightReport(in);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(Blamed(r), ElementsAre("pair:h1,h2"));
+  EXPECT_THAT(r.findings[0].message,
+              HasSubstr("h1 <-> h2: reset: connected, then the exchange failed"));
 }
 
 }  // namespace

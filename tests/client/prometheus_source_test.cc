@@ -299,7 +299,8 @@ TEST(PrometheusSource, PeerUpZeroIsDownAfterAFailureElseConnecting) {
   EXPECT_EQ(c.links[0].a, "a");
   EXPECT_EQ(c.links[0].b, "b");
   EXPECT_EQ(c.links[0].health, Health::kFailed);
-  EXPECT_THAT(c.links[0].problems, ::testing::Contains(HasSubstr("4 failures in window")));
+  // Down now: the failures are its evidence, not history.
+  EXPECT_THAT(c.suspects[0].evidence, ::testing::Contains(HasSubstr("4 failures")));
 }
 
 TEST(PrometheusSource, FailuresBeforeThePeerWasFirstUpDoNotCount) {
@@ -484,7 +485,11 @@ TEST(PrometheusSource, TrainingJobsWithTheirShare) {
     EXPECT_EQ(a.training(0).rank(), 3);
     EXPECT_EQ(a.training(0).steps(), 10u);
     EXPECT_DOUBLE_EQ(a.training(0).communication_share(), 0.45);
-    EXPECT_EQ(BuildCluster(*std::move(nodes)).verdict, Health::kDegraded);  // 45% > 30%
+    // 45% > 30%: a job signal, shown on the job, not a fault of the cluster.
+    ClusterPicture picture = BuildCluster(*std::move(nodes));
+    EXPECT_EQ(picture.verdict, Health::kHealthy);
+    ASSERT_EQ(picture.training.size(), 1u);
+    EXPECT_TRUE(picture.training[0].over_threshold);
   }
 }
 

@@ -4,7 +4,8 @@ a rolling restart of 8 nodes raise nothing but the restarting node's
 GloowatchDaemonDown (and that only while it is down for longer than 5 min).
 
 The series are what 8 daemons in a full mesh export, scraped every 15 s,
-while nodes restart (daemon/metrics.cc, peer_tracker.cc):
+while nodes restart (daemon/metrics/metrics.cc,
+daemon/peers/peer_tracker.cc):
 - the restarting daemon is not scraped: `up` is 0, its series go stale;
   when it is back, every series of it starts again (counters from 0, peer_up
   0 until its pairs connect, build_info with the new version);

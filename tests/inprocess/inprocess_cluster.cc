@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "tests/support/free_port.h"
+#include "transport/gloo_boundary.h"
 
 namespace gloowatch::inprocess {
 

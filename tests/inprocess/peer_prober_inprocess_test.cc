@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "daemon/peer_tracker.h"
+#include "daemon/peers/peer_tracker.h"
 #include "gtest/gtest.h"
 #include "tests/inprocess/inprocess_cluster.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "common/clock.h"
-#include "daemon/transport_launcher.h"
+#include "daemon/supervisor/transport_launcher.h"
 
 namespace gloowatch::inprocess {
 

@@ -15,7 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
 #include "common/simulated_clock.h"
-#include "daemon/transport_supervisor.h"
+#include "daemon/supervisor/transport_supervisor.h"
 #include "gtest/gtest.h"
 
 namespace gloowatch {

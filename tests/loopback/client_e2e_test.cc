@@ -660,19 +660,20 @@ TEST_F(ReportStepTest, TotalsInMetricsStatusAndHealth) {
               std::nullopt);
   }
 
-  // Rank 1 spends half its step communicating: over 0.3, the node (and so
-  // the cluster) is degraded, exit 1 (docs/client.md: "degraded (node)").
+  // Rank 1 spends half its step communicating: over 0.3, a job signal shown
+  // on the job; the node and the cluster stay healthy, exit 0 (docs/client.md,
+  // "Now, history and jobs").
   ProcessResult r1 = Report("J", 1, 1, "2", "1");
   EXPECT_EQ(r1.exit_code, 0) << Describe(r1);
   ProcessResult h2 = Cli({"health", "--json", "--daemons", cluster_.grpc(0)});
-  EXPECT_EQ(h2.exit_code, 1) << Describe(h2);
+  EXPECT_EQ(h2.exit_code, 0) << Describe(h2);
   json j2 = ParseJson(h2.out);
   ASSERT_FALSE(j2.is_discarded()) << h2.out;
-  EXPECT_EQ(j2["verdict"], "degraded");
-  EXPECT_EQ(j2["exit_code"], 1);
+  EXPECT_EQ(j2["verdict"], "healthy");
+  EXPECT_EQ(j2["exit_code"], 0);
   ASSERT_EQ(j2["nodes"].size(), 1u);
-  EXPECT_EQ(j2["nodes"][0]["status"], "degraded");
-  EXPECT_EQ(j2["nodes"][0]["problems"], json({"job J rank 1: communication share 50.0% > 30.0%"}));
+  EXPECT_EQ(j2["nodes"][0]["status"], "healthy");
+  EXPECT_EQ(j2["nodes"][0]["problems"], json::array());
   const json* t2 = FindTraining(j2, "J", 1);
   ASSERT_NE(t2, nullptr);
   EXPECT_DOUBLE_EQ((*t2)["communication_share"].get<double>(), 0.5);
@@ -684,7 +685,7 @@ TEST_F(ReportStepTest, TotalsInMetricsStatusAndHealth) {
   EXPECT_EQ(Training(m, "gloowatch_training_steps_total", node, "J", 1), 1.0);
 
   ProcessResult text = Cli({"health", "--daemons", cluster_.grpc(0)});
-  EXPECT_EQ(text.exit_code, 1) << Describe(text);
+  EXPECT_EQ(text.exit_code, 0) << Describe(text);
   EXPECT_THAT(text.out, HasSubstr("training jobs"));
   EXPECT_THAT(text.out, HasSubstr("50.0% > 30%"));
   EXPECT_THAT(text.out, HasSubstr("25.0%"));

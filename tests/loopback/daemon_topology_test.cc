@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/config.h"
-#include "daemon/topology.h"
+#include "daemon/peers/topology.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/daemon_process.h"

@@ -11,10 +11,12 @@
 #include <unistd.h>
 
 #include <future>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "gloo/transport/tcp/address.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -87,6 +89,60 @@ class PreflightTest : public ::testing::Test {
     return v1::Preflight::NewStub(
         grpc::CreateChannel(cluster_->grpc(i), grpc::InsecureChannelCredentials()));
   }
+  // Phase 1 on the two daemons for a mesh of three ranks (the third has no
+  // daemon), 1.5 s timeout: their answers in rank order; empty on failure.
+  std::vector<v1::PreflightResolveResponse> PrepareThreeRanks(const std::string& session) {
+    std::vector<v1::PreflightResolveResponse> resolved(2);
+    for (int i = 0; i < 2; ++i) {
+      v1::PreflightResolveRequest request;
+      request.set_session(session);
+      request.set_rank(i);
+      request.set_hosts(3);
+      request.set_timeout_ms(1500);
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+      grpc::Status s = Stub(i)->Resolve(&ctx, request, &resolved[i]);
+      if (!s.ok() || resolved[i].pair_addresses_size() != 3 ||
+          !resolved[i].pair_addresses(i).empty()) {
+        ADD_FAILURE() << s.error_message() << resolved[i].DebugString();
+        return {};
+      }
+    }
+    return resolved;
+  }
+  // Phase 2 on both daemons at once, with the third rank's pair at
+  // 127.255.255.254:65000 (it never connects) and, given a port, a reverse
+  // round whose third rank listens on 127.0.0.1 there.
+  std::vector<std::pair<grpc::Status, v1::PreflightConnectResponse>> ConnectBoth(
+      const std::string& session, const std::vector<v1::PreflightResolveResponse>& resolved,
+      std::optional<int> third_reverse_port = std::nullopt) {
+    std::vector<std::future<std::pair<grpc::Status, v1::PreflightConnectResponse>>> calls;
+    for (int i = 0; i < 2; ++i) {
+      v1::PreflightConnectRequest request;
+      request.set_session(session);
+      request.set_timeout_ms(1500);
+      for (int r = 0; r < 3; ++r) {
+        request.add_peer_pair_addresses(r == i   ? ""
+                                        : r == 2 ? GlooAddressBytes("127.255.255.254", 65000)
+                                                 : resolved[r].pair_addresses(i));
+        if (!third_reverse_port) continue;
+        request.add_peer_reverse_addresses(r == i ? ""
+                                           : r == 2
+                                               ? GlooAddressBytes("127.0.0.1", *third_reverse_port)
+                                               : resolved[r].reverse_address());
+      }
+      calls.push_back(std::async(std::launch::async, [this, i, request] {
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+        v1::PreflightConnectResponse response;
+        grpc::Status s = Stub(i)->Connect(&ctx, request, &response);
+        return std::make_pair(s, response);
+      }));
+    }
+    std::vector<std::pair<grpc::Status, v1::PreflightConnectResponse>> out;
+    for (auto& call : calls) out.push_back(call.get());
+    return out;
+  }
   std::unique_ptr<LoopbackCluster> cluster_;
 };
 
@@ -123,6 +179,18 @@ TEST_F(PreflightTest, HealthyMeshAndStoreIsGo) {
     EXPECT_EQ(p["ok"], true) << p.dump();
     EXPECT_GT(p["seconds"].get<double>(), 0);
     EXPECT_LT(p["seconds"].get<double>(), 3.0);
+    // One address, so Gloo's port order picks the listener; the reverse
+    // round proves the other direction.
+    EXPECT_TRUE(p["listener"] == p["a"] || p["listener"] == p["b"]) << p.dump();
+    EXPECT_NE(p["a_to_b"]["gloo"], p["b_to_a"]["gloo"]) << p.dump();
+    for (const char* way : {"a_to_b", "b_to_a"}) {
+      EXPECT_EQ(p[way]["tried"], true) << p.dump();
+      EXPECT_EQ(p[way]["ok"], true) << p.dump();
+    }
+  }
+  for (const json& h : j["hosts"]) {
+    EXPECT_EQ(h["inbound"]["ok"], 2) << h.dump();
+    EXPECT_EQ(h["outbound"]["ok"], 2) << h.dump();
   }
   EXPECT_TRUE(j["findings"].empty()) << j["findings"].dump();
 
@@ -132,7 +200,7 @@ TEST_F(PreflightTest, HealthyMeshAndStoreIsGo) {
   ASSERT_EQ(text.exit_code, 0) << Describe(text);
   EXPECT_THAT(text.out, HasSubstr("GLOO_SOCKET_IFNAME=lo"));
   EXPECT_THAT(text.out, HasSubstr("env:GLOO_SOCKET_IFNAME"));
-  EXPECT_THAT(text.out, HasSubstr("pairs: 3 of 3 connected"));
+  EXPECT_THAT(text.out, HasSubstr("pairs: 3 of 3 connected; the other way 3 of 3"));
   EXPECT_THAT(text.out, HasSubstr("verdict: GO (exit 0)"));
 }
 
@@ -220,41 +288,12 @@ TEST_F(PreflightTest, StoppedTransportIsNamedAndTheDaemonRecovers) {
 TEST_F(PreflightTest, PairThatNeverConnectsFailsAtTheTimeout) {
   StartCluster(2);
   const std::string session = "test-timeout";
-  std::vector<v1::PreflightResolveResponse> resolved(2);
-  for (int i = 0; i < 2; ++i) {
-    v1::PreflightResolveRequest request;
-    request.set_session(session);
-    request.set_rank(i);
-    request.set_hosts(3);
-    request.set_timeout_ms(1500);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    grpc::Status s = Stub(i)->Resolve(&ctx, request, &resolved[i]);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-    ASSERT_EQ(resolved[i].pair_addresses_size(), 3);
-    EXPECT_EQ(resolved[i].pair_addresses(i), "");
-  }
-  std::vector<std::future<std::pair<grpc::Status, v1::PreflightConnectResponse>>> calls;
+  const std::vector<v1::PreflightResolveResponse> resolved = PrepareThreeRanks(session);
+  ASSERT_EQ(resolved.size(), 2u);
   const absl::Time start = absl::Now();
+  auto results = ConnectBoth(session, resolved);
   for (int i = 0; i < 2; ++i) {
-    calls.push_back(std::async(std::launch::async, [&, i] {
-      v1::PreflightConnectRequest request;
-      request.set_session(session);
-      request.set_timeout_ms(1500);
-      for (int r = 0; r < 3; ++r) {
-        request.add_peer_pair_addresses(r == i   ? ""
-                                        : r == 2 ? GlooAddressBytes("127.255.255.254", 65000)
-                                                 : resolved[r].pair_addresses(i));
-      }
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-      v1::PreflightConnectResponse response;
-      grpc::Status s = Stub(i)->Connect(&ctx, request, &response);
-      return std::make_pair(s, response);
-    }));
-  }
-  for (int i = 0; i < 2; ++i) {
-    auto [status, response] = calls[i].get();
+    auto [status, response] = results[i];
     ASSERT_TRUE(status.ok()) << status.error_message();
     ASSERT_EQ(response.pairs_size(), 2) << response.DebugString();
     for (const v1::PreflightPairResult& p : response.pairs()) {
@@ -273,6 +312,64 @@ TEST_F(PreflightTest, PairThatNeverConnectsFailsAtTheTimeout) {
     EXPECT_FALSE(response.master().checked());
   }
   EXPECT_LT(absl::Now() - start, absl::Seconds(15));
+}
+
+// The port in a serialized Gloo TCP address (IPv4).
+int PortOf(const std::string& bytes) {
+  const sockaddr_storage ss =
+      gloo::transport::tcp::Address(std::vector<char>(bytes.begin(), bytes.end())).getSockaddr();
+  return ntohs(reinterpret_cast<const sockaddr_in*>(&ss)->sin_port);
+}
+
+// The reverse round on real daemons. Between the two, the side Gloo made
+// listen connects the other way and the other side sees its rank arrive.
+// Towards a third rank (127.255.255.254 sorts above the daemons, so they
+// listened) whose reverse listener is a closed loopback port, both are
+// refused (not timed out). Strangers' bytes on a reverse listener change nothing.
+TEST_F(PreflightTest, ReverseRoundProvesTheOtherDirection) {
+  StartCluster(2);
+  const std::string session = "test-reverse";
+  const std::vector<v1::PreflightResolveResponse> resolved = PrepareThreeRanks(session);
+  ASSERT_EQ(resolved.size(), 2u);
+  for (const v1::PreflightResolveResponse& r : resolved) {
+    ASSERT_FALSE(r.reverse_address().empty()) << r.DebugString();
+  }
+  // Garbage, a short write and a bogus rank on daemon 1's reverse listener.
+  for (const std::string& junk :
+       {std::string("GET / HTTP/1.0\r\n\r\n"), std::string("gw"), std::string("gwrv\0\0\0\7", 8)}) {
+    const int fd = ConnectLoopback(PortOf(resolved[1].reverse_address()));
+    ASSERT_GE(fd, 0);
+    EXPECT_EQ(write(fd, junk.data(), junk.size()), static_cast<ssize_t>(junk.size()));
+    close(fd);
+  }
+  const int closed_port = FreePort();
+  auto results = ConnectBoth(session, resolved, closed_port);
+  int listened_between = 0;
+  for (int i = 0; i < 2; ++i) {
+    auto [status, response] = results[i];
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ASSERT_EQ(response.pairs_size(), 2) << response.DebugString();
+    for (const v1::PreflightPairResult& p : response.pairs()) {
+      EXPECT_TRUE(p.reverse().tried()) << p.DebugString();
+      if (p.rank() == 2) {
+        EXPECT_TRUE(p.listened()) << p.DebugString();
+        EXPECT_FALSE(p.connected()) << p.DebugString();
+        EXPECT_FALSE(p.reverse().ok()) << p.DebugString();
+        EXPECT_EQ(p.reverse().reason(), v1::FAILURE_REASON_REFUSED) << p.DebugString();
+        EXPECT_EQ(p.reverse().address(), absl::StrCat("127.0.0.1:", closed_port));
+      } else {
+        EXPECT_TRUE(p.ok()) << p.DebugString();
+        EXPECT_TRUE(p.connected()) << p.DebugString();
+        EXPECT_TRUE(p.reverse().ok()) << p.DebugString();
+        listened_between += p.listened() ? 1 : 0;
+        if (p.listened()) {
+          EXPECT_EQ(p.reverse().address(),
+                    absl::StrCat("127.0.0.1:", PortOf(resolved[p.rank()].reverse_address())));
+        }
+      }
+    }
+  }
+  EXPECT_EQ(listened_between, 1);  // exactly one side of the real pair listened
 }
 
 grpc::Status Resolve(v1::Preflight::Stub& stub, const v1::PreflightResolveRequest& request,
@@ -335,6 +432,11 @@ TEST_F(PreflightTest, HostileFieldsAreRefusedAndTheDaemonStaysResponsive) {
   v1::PreflightConnectRequest huge = connect;
   for (int i = 0; i < 5000; ++i) huge.add_peer_pair_addresses("");
   EXPECT_EQ(Connect(*stub, huge).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  v1::PreflightConnectRequest short_reverse = connect;
+  short_reverse.add_peer_reverse_addresses("");
+  grpc::Status reverse_status = Connect(*stub, short_reverse);
+  EXPECT_EQ(reverse_status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(reverse_status.error_message(), HasSubstr("peer_reverse_addresses:"));
   v1::PreflightConnectRequest bad_store = connect;
   bad_store.set_master_addr("host name; rm -rf");
   bad_store.set_master_port(29500);

@@ -1,6 +1,6 @@
 // BasicAuth: bcrypt hashes as htpasswd and the exporter toolkit use them,
 // remembered credentials, and a bound on bcrypt work under a flood.
-#include "daemon/basic_auth.h"
+#include "daemon/http/basic_auth.h"
 
 #include <crypt.h>
 

@@ -1,4 +1,4 @@
-#include "daemon/gloo_endpoint.h"
+#include "daemon/system/gloo_endpoint.h"
 
 #include <map>
 #include <string>
@@ -457,7 +457,7 @@ TEST(LinkSpeedTest, OverrideWinsEvenOnLoopback) {
 
 TEST(LinkSpeedTest, MinusOneIsUnknown) {
   FakeSystem sys;
-  sys.ifaces[2].flags_up = true;  // eth1, speed -1
+  sys.ifaces[2].up = true;  // eth1, speed -1
   EndpointRequest req;
   req.config_interface = "eth1";
   absl::StatusOr<GlooEndpoint> ep = ResolveGlooEndpoint(req, sys);
@@ -559,7 +559,7 @@ TEST(RealSystemTest, BasicFacts) {
   absl::StatusOr<std::vector<InterfaceInfo>> ifaces = sys.ListInterfaces();
   ASSERT_TRUE(ifaces.ok()) << ifaces.status();
   bool have_lo = false;
-  for (const InterfaceInfo& i : *ifaces) have_lo |= (i.name == "lo" && i.is_loopback);
+  for (const InterfaceInfo& i : *ifaces) have_lo |= (i.name == "lo" && i.loopback);
   EXPECT_TRUE(have_lo);
   absl::StatusOr<std::string> host = sys.Hostname();
   ASSERT_TRUE(host.ok()) << host.status();

@@ -1,6 +1,6 @@
 // HostLoad on a stand-in /proc (written by the test) and a SimulatedClock: the
 // windowed scheduling delay, steal and pressure, threads that come and go.
-#include "daemon/host_load.h"
+#include "daemon/metrics/host_load.h"
 
 #include <unistd.h>
 

@@ -1,7 +1,7 @@
 // The training ranks' sockets, read by inode from the real kernel table:
 // loopback connections made here stand in for a rank's Gloo pairs and its
 // store connection.
-#include "daemon/job_sockets.h"
+#include "daemon/training/job_sockets.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,7 +1,7 @@
 // The per-peer series are built from the trackers' snapshots at scrape time:
 // exact values after known events, nothing before a first measurement, and
 // the same figures GetStatus serves.
-#include "daemon/peer_series.h"
+#include "daemon/peers/peer_series.h"
 
 #include <limits>
 #include <map>
@@ -12,7 +12,7 @@
 
 #include "channel/peer_events.h"
 #include "common/simulated_clock.h"
-#include "daemon/peer_tracker.h"
+#include "daemon/peers/peer_tracker.h"
 #include "gtest/gtest.h"
 
 namespace gloowatch {

@@ -1,6 +1,6 @@
 // process_* metrics: parsed from /proc (a real one and a crafted one), and
 // the collector's families for the daemon and a real child process.
-#include "daemon/process_metrics.h"
+#include "daemon/metrics/process_metrics.h"
 
 #include <signal.h>
 #include <sys/wait.h>

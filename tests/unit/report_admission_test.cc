@@ -1,4 +1,4 @@
-#include "daemon/report_admission.h"
+#include "daemon/api/report_admission.h"
 
 #include "common/simulated_clock.h"
 #include "gtest/gtest.h"

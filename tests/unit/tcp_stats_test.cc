@@ -12,8 +12,8 @@
 
 #include "channel/peer_events.h"
 #include "common/simulated_clock.h"
-#include "daemon/peer_series.h"
-#include "daemon/peer_tracker.h"
+#include "daemon/peers/peer_series.h"
+#include "daemon/peers/peer_tracker.h"
 #include "gtest/gtest.h"
 
 namespace gloowatch {

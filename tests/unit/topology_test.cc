@@ -1,7 +1,7 @@
 // The probing topology: who probes whom, and the properties that make it
 // scale (bounded peers per node, every pair measured within a bounded number
 // of epochs, every pair of groups probed directly in every epoch).
-#include "daemon/topology.h"
+#include "daemon/peers/topology.h"
 
 #include <algorithm>
 #include <map>

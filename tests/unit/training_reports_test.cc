@@ -1,4 +1,4 @@
-#include "daemon/training_reports.h"
+#include "daemon/training/training_reports.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -12,7 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "common/simulated_clock.h"
-#include "daemon/proc_fs.h"
+#include "daemon/system/proc_fs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

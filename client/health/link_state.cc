@@ -1,0 +1,214 @@
+#include "client/health/link_state.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/failure.h"
+#include "common/proto_time.h"
+
+namespace gloowatch::client {
+namespace {
+
+void Worsen(Health& h, Health to) { h = std::max(h, to); }
+
+const char* StateWord(v1::PeerState s) {
+  switch (s) {
+    case v1::PEER_STATE_UP:
+      return "up";
+    case v1::PEER_STATE_DOWN:
+      return "down";
+    case v1::PEER_STATE_CONNECTING:
+      return "connecting";
+    default:
+      return "unknown";
+  }
+}
+
+// A loss ratio over enough segments to mean something, above the threshold.
+bool LossCounts(const v1::PeerStatus& p, const EffectiveThresholds& t) {
+  if (!p.tcp().has_loss_ratio() || p.tcp().loss_ratio() <= t.loss_ratio) return false;
+  return !p.tcp().has_window_sent_segments() ||
+         p.tcp().window_sent_segments() >= t.loss_min_segments;
+}
+
+// "N failures", naming the latency probes lost among them (each one ended
+// its session as a timeout).
+std::string FailuresText(const v1::PeerStatus& p) {
+  const uint64_t lost = p.latency().lost_probes_in_window();
+  return absl::StrCat(p.failures_in_window(),
+                      p.failures_in_window() == 1 ? " failure" : " failures",
+                      lost > 0 ? absl::StrCat(" (", lost, " lost latency probes)") : "");
+}
+
+// The latency that stands for now: the last minute's p50 where the daemon
+// reports it, else the window's.
+bool RecentP50(const v1::PeerStatus& p, double* seconds) {
+  if (p.latency().has_recent_p50_seconds()) {
+    *seconds = p.latency().recent_p50_seconds();
+    return true;
+  }
+  if (p.latency().has_p50_seconds()) {
+    *seconds = p.latency().p50_seconds();
+    return true;
+  }
+  return false;
+}
+
+std::optional<absl::Time> TimeOf(const google::protobuf::Timestamp& t) {
+  if (t.seconds() == 0 && t.nanos() == 0) return std::nullopt;
+  return FromProtoTimestamp(t);
+}
+
+}  // namespace
+
+const char* FindingWord(Finding f) {
+  switch (f) {
+    case Finding::kDown:
+      return "down";
+    case Finding::kFlapping:
+      return "flapping";
+    case Finding::kLossy:
+      return "lossy";
+    case Finding::kSlow:
+      return "slow";
+    case Finding::kLowBandwidth:
+      return "below link speed";
+    case Finding::kClockOffset:
+      return "clock offset";
+    case Finding::kConnecting:
+      return "connecting";
+  }
+  return "down";
+}
+
+const char* HealthName(Health h) {
+  switch (h) {
+    case Health::kHealthy:
+      return "healthy";
+    case Health::kDegraded:
+      return "degraded";
+    case Health::kFailed:
+      return "failed";
+  }
+  return "failed";
+}
+
+EffectiveThresholds ThresholdsOf(const v1::NodeStatus& s) {
+  EffectiveThresholds t;
+  const auto& p = s.thresholds();
+  if (p.latency_seconds() > 0) t.latency_seconds = p.latency_seconds();
+  if (p.bandwidth_link_ratio() > 0) t.link_ratio = p.bandwidth_link_ratio();
+  if (p.clock_offset_seconds() > 0) t.clock_offset_seconds = p.clock_offset_seconds();
+  if (p.communication_share() > 0) t.communication_share = p.communication_share();
+  if (p.scheduling_delay_seconds() > 0) t.scheduling_delay_seconds = p.scheduling_delay_seconds();
+  if (p.cpu_steal_ratio() > 0) t.cpu_steal_ratio = p.cpu_steal_ratio();
+  return t;
+}
+
+std::string AgeText(absl::Duration d) {
+  if (d < absl::ZeroDuration()) d = absl::ZeroDuration();
+  const int64_t s = absl::ToInt64Seconds(d);
+  if (s < 60) return absl::StrCat(s, "s");
+  if (s < 3600) return absl::StrCat(s / 60, "m");
+  if (s < 86400)
+    return absl::StrCat(s / 3600, "h", s % 3600 / 60 > 0 ? absl::StrCat(s % 3600 / 60, "m") : "");
+  return absl::StrCat(s / 86400, "d",
+                      s % 86400 / 3600 > 0 ? absl::StrCat(s % 86400 / 3600, "h") : "");
+}
+
+double PeerDaemonSilence(const v1::PeerStatus& p) {
+  if (p.state() != v1::PEER_STATE_UP || !p.peer_daemon().has_silent_seconds()) return 0;
+  const double s = p.peer_daemon().silent_seconds();
+  return s > kDaemonSilentSeconds ? s : 0;
+}
+
+DirectionState JudgeDirection(const std::string& from, const std::string& to,
+                              const v1::PeerStatus& p, const EffectiveThresholds& t,
+                              absl::Time now) {
+  DirectionState d;
+  const std::string who = absl::StrCat(from, "->", to, ": ");
+  std::vector<std::string> bad;
+  // The last failure's reason says what kind of fault: refused (a firewall's
+  // reject, nothing listening), timeout (drops), reset...
+  const v1::FailureReason last = p.last_failure().reason();
+  const std::string reason =
+      last == v1::FAILURE_REASON_UNSPECIFIED ? "" : absl::StrCat(" (last: ", ReasonName(last), ")");
+  const std::optional<absl::Time> last_failure_at = TimeOf(p.last_failure().time());
+
+  if (p.state() == v1::PEER_STATE_DOWN) {
+    Worsen(d.health, Health::kFailed);
+    d.problems.push_back(absl::StrCat(who, "down",
+                                      p.last_failure().message().empty()
+                                          ? ""
+                                          : absl::StrCat(" (", p.last_failure().message(), ")")));
+    d.findings.emplace_back(Finding::kDown, last == v1::FAILURE_REASON_UNSPECIFIED
+                                                ? ""
+                                                : std::string(ReasonName(last)));
+    bad.push_back(
+        absl::StrCat("down", reason, p.failures_in_window() > 0 ? ", " + FailuresText(p) : ""));
+  } else if (p.state() != v1::PEER_STATE_UP) {
+    Worsen(d.health, Health::kDegraded);
+    d.problems.push_back(absl::StrCat(who, StateWord(p.state())));
+    d.findings.emplace_back(Finding::kConnecting, "");
+  } else if (p.drops_in_window() >= kFlappingDrops && last_failure_at &&
+             now - *last_failure_at <= kFlappingRecent) {
+    // Up now, but it keeps dropping: that is present, not past.
+    Worsen(d.health, Health::kDegraded);
+    const std::string flapping =
+        absl::StrCat("flapping: down ", p.drops_in_window(), " times within the window, last ",
+                     AgeText(now - *last_failure_at), " ago", reason);
+    d.problems.push_back(who + flapping);
+    d.findings.emplace_back(Finding::kFlapping, absl::StrCat(p.drops_in_window(), " drops"));
+    bad.push_back(flapping);
+  }
+  if (double p50 = 0; RecentP50(p, &p50) && p50 >= t.latency_seconds) {
+    Worsen(d.health, Health::kDegraded);
+    d.problems.push_back(absl::StrFormat("%slatency p50 %.3f ms >= %.3f ms", who, p50 * 1e3,
+                                         t.latency_seconds * 1e3));
+    bad.push_back(absl::StrFormat("latency p50 %.3f ms", p50 * 1e3));
+    d.findings.emplace_back(Finding::kSlow, absl::StrFormat("%.2f ms", p50 * 1e3));
+  }
+  if (p.bandwidth().has_link_ratio() && p.bandwidth().link_ratio() < t.link_ratio) {
+    Worsen(d.health, Health::kDegraded);
+    d.problems.push_back(
+        absl::StrFormat("%slink ratio %.2f < %.2f", who, p.bandwidth().link_ratio(), t.link_ratio));
+    bad.push_back(absl::StrFormat("link ratio %.2f", p.bandwidth().link_ratio()));
+    d.findings.emplace_back(Finding::kLowBandwidth,
+                            absl::StrFormat("%.0f%%", p.bandwidth().link_ratio() * 100));
+  }
+  if (p.clock().has_offset_seconds() &&
+      std::abs(p.clock().offset_seconds()) >= t.clock_offset_seconds) {
+    Worsen(d.health, Health::kDegraded);
+    d.problems.push_back(absl::StrFormat("%sclock offset %+.1f ms, |offset| >= %.1f ms", who,
+                                         p.clock().offset_seconds() * 1e3,
+                                         t.clock_offset_seconds * 1e3));
+    d.findings.emplace_back(Finding::kClockOffset,
+                            absl::StrFormat("%+.0f ms", p.clock().offset_seconds() * 1e3));
+  }
+  if (LossCounts(p, t)) {
+    Worsen(d.health, Health::kDegraded);
+    d.problems.push_back(absl::StrFormat("%sTCP loss %.2f%% > %.2f%%", who,
+                                         p.tcp().loss_ratio() * 100, t.loss_ratio * 100));
+    bad.push_back(absl::StrFormat("TCP loss %.2f%%", p.tcp().loss_ratio() * 100));
+    d.findings.emplace_back(Finding::kLossy, absl::StrFormat("%.1f%%", p.tcp().loss_ratio() * 100));
+  } else if (p.tcp().has_loss_ratio() && p.tcp().loss_ratio() > t.loss_ratio) {
+    d.inconclusive = true;
+  }
+  if (!bad.empty()) d.bad = absl::StrCat(who, absl::StrJoin(bad, ", "));
+
+  // The past: failures of a direction that is up again.
+  if (p.state() == v1::PEER_STATE_UP && p.failures_in_window() > 0) {
+    const std::optional<absl::Time> up_since = TimeOf(p.up_since());
+    const std::optional<absl::Time> recovered = up_since ? up_since : last_failure_at;
+    d.history = absl::StrCat(who, "recovered",
+                             recovered ? absl::StrCat(" ", AgeText(now - *recovered), " ago") : "",
+                             " after ", FailuresText(p), reason);
+  }
+  return d;
+}
+
+}  // namespace gloowatch::client

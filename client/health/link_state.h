@@ -1,0 +1,90 @@
+// The state model (docs/design.md, "Now, history and jobs"): what one
+// direction of a link (node -> peer, as the node's daemon reports it) says
+// of the present, and what it says of the past.
+//  - now: the peer's state and the figures of a short recent window (TCP
+//    loss over 60 s, latency p50 over the last minute, the latest bandwidth
+//    transfer) and a link that keeps dropping. Verdicts and suspects judge
+//    this alone.
+//  - history: failures and recoveries within the failure window, with their
+//    age ("recovered 3m ago after 5 failures, last refused"). Shown beside
+//    the verdict; never blames.
+// Job signals (communication share, hangs) are judged on the job
+// (client/job), not as a problem of the hosts' links.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "client/health/localise.h"
+#include "proto/gloowatch.pb.h"
+
+namespace gloowatch::client {
+
+enum class Health { kHealthy, kDegraded, kFailed };
+const char* HealthName(Health h);  // healthy, degraded, failed
+
+struct EffectiveThresholds {
+  double latency_seconds = 0.002;
+  double link_ratio = 0.8;
+  double clock_offset_seconds = 0.1;
+  double communication_share = 0.3;
+  // TCP loss (node -> peer, 60 s window) above which a direction is bad. Not
+  // in the daemon's config yet: the loss alert's 1%.
+  double loss_ratio = 0.01;
+  // ... judged only over at least this many segments in the window (when the
+  // source says how many: Prometheus does not).
+  uint64_t loss_min_segments = 1000;
+  // Host load (NodeStatus.host_load) at or above which the host is overloaded.
+  double scheduling_delay_seconds = 0.01;
+  double cpu_steal_ratio = 0.1;
+};
+// NodeStatus.thresholds with defaults for unset (zero) fields.
+EffectiveThresholds ThresholdsOf(const v1::NodeStatus& s);
+
+// A link that went down this often within the failure window, the last time
+// within kFlappingRecent, is flapping: a present fault although it is up
+// right now. One partition or one restart is a single drop.
+inline constexpr uint64_t kFlappingDrops = 3;
+inline constexpr absl::Duration kFlappingRecent = absl::Minutes(10);
+
+// What kind of present fault a direction shows, for the verdict's reasons
+// ("2 links lossy (h1<->h3 4.8%, ...)").
+enum class Finding { kDown, kFlapping, kLossy, kSlow, kLowBandwidth, kClockOffset, kConnecting };
+// "down", "flapping", "lossy", "slow", "below link speed", "clock offset", "connecting"
+const char* FindingWord(Finding f);
+
+// One direction judged.
+struct DirectionState {
+  Health health = Health::kHealthy;  // now
+  // Now, each phrased "A->B: ..." for the link's problem list.
+  std::vector<std::string> problems;
+  // The same, as kinds with a short figure ("4.8%", "3.1 ms", "" for down).
+  std::vector<std::pair<Finding, std::string>> findings;
+  // Why the direction counts as bad for localisation ("A->B: down (last:
+  // refused)"), or empty: a clock offset is no network fault, "connecting"
+  // no evidence either way.
+  std::string bad;
+  // A loss above the threshold over too few segments: no evidence that the
+  // direction is bad, nor that it is fine.
+  bool inconclusive = false;
+  // The past, "A->B: recovered 3m ago after 5 failures (last: refused)", or
+  // empty.
+  std::string history;
+};
+
+// `now`: the reporting daemon's clock (NodeStatus.now).
+DirectionState JudgeDirection(const std::string& from, const std::string& to,
+                              const v1::PeerStatus& p, const EffectiveThresholds& t,
+                              absl::Time now);
+
+// Whether the peer's daemon is silent while its transport answers, as `p`
+// (another node's view of it) says; the silence in seconds, or 0.
+double PeerDaemonSilence(const v1::PeerStatus& p);
+
+// "3m", "2h5m", "41s": a compact age for tables.
+std::string AgeText(absl::Duration d);
+
+}  // namespace gloowatch::client

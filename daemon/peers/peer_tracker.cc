@@ -1,0 +1,212 @@
+#include "daemon/peers/peer_tracker.h"
+
+#include <algorithm>
+
+#include "common/failure.h"
+#include "common/proto_time.h"
+
+namespace gloowatch {
+namespace {
+
+// Entries older than the window go; the deque never holds more than this so
+// a flapping peer cannot grow memory.
+constexpr size_t kMaxFailureTimes = 100000;
+
+// The TCP loss ratio's window: a dozen reports of the transport (every 5 s),
+// enough segments for a ratio of a few percent to mean something.
+constexpr absl::Duration kTcpLossWindow = absl::Seconds(60);
+constexpr size_t kMaxTcpWindowEntries = 1000;
+
+}  // namespace
+
+const std::vector<double>& RttBucketBounds() {
+  static const std::vector<double>* const bounds =
+      new std::vector<double>{10e-6, 20e-6, 50e-6, 100e-6, 200e-6, 500e-6, 1e-3, 2e-3, 5e-3,
+                              10e-3, 20e-3, 50e-3, 100e-3, 200e-3, 500e-3, 1.0,  2.0};
+  return *bounds;
+}
+
+PeerTracker::PeerTracker(PeerConfig peer, absl::Duration latency_window,
+                         absl::Duration failure_window, std::optional<double> link_speed,
+                         const Clock* clock)
+    : peer_(std::move(peer)),
+      failure_window_(failure_window),
+      link_speed_(link_speed),
+      clock_(clock),
+      rtt_window_(latency_window) {
+  v1::PeerStatus& status = figures_.status;
+  status.set_name(peer_.name);
+  status.set_grpc_address(peer_.grpc.ToString());
+  status.set_state(v1::PEER_STATE_CONNECTING);
+  status.mutable_latency()->set_window_seconds(absl::ToDoubleSeconds(latency_window));
+  figures_.rtt_buckets.assign(RttBucketBounds().size() + 1, 0);
+  figures_.link_speed_bytes_per_second = link_speed_;
+}
+
+void PeerTracker::SetConnecting() {
+  absl::MutexLock lock(&mu_);
+  v1::PeerStatus& status = figures_.status;
+  if (status.state() != v1::PEER_STATE_DOWN) status.set_state(v1::PEER_STATE_CONNECTING);
+  status.clear_next_bandwidth_probe();  // a new session schedules anew
+}
+
+void PeerTracker::RecordBandwidthDue(absl::Time at) {
+  absl::MutexLock lock(&mu_);
+  *figures_.status.mutable_next_bandwidth_probe() = ToProtoTimestamp(at);
+}
+
+void PeerTracker::SetUp(const std::string& gloo_address, const std::string& peer_version) {
+  absl::MutexLock lock(&mu_);
+  v1::PeerStatus& status = figures_.status;
+  if (status.state() != v1::PEER_STATE_UP)
+    *status.mutable_up_since() = ToProtoTimestamp(clock_->Now());
+  status.set_state(v1::PEER_STATE_UP);
+  ever_up_ = true;
+  figures_.up = true;
+  status.set_gloo_address(gloo_address);
+  status.set_peer_version(peer_version);
+}
+
+void PeerTracker::RecordFailure(v1::FailureReason reason, const std::string& message) {
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  v1::PeerStatus& status = figures_.status;
+  status.set_state(v1::PEER_STATE_DOWN);
+  status.clear_up_since();
+  status.clear_next_bandwidth_probe();
+  v1::Failure* failure = status.mutable_last_failure();
+  failure->set_reason(reason);
+  failure->set_message(message);
+  *failure->mutable_time() = ToProtoTimestamp(now);
+  (*status.mutable_failures_by_reason())[std::string(ReasonName(reason))]++;
+  status.set_probes_failed(status.probes_failed() + 1);
+  figures_.up = false;
+  // Until a peer has been up once, failures mean "not started yet" (the state
+  // says so); counting them would keep a fresh cluster degraded for a window.
+  if (ever_up_) {
+    failure_times_.push_back(now);
+    if (failure_times_.size() > kMaxFailureTimes) failure_times_.pop_front();
+  }
+}
+
+void PeerTracker::RecordRtts(const std::vector<absl::Duration>& rtts) {
+  if (rtts.empty()) return;
+  const absl::Time now = clock_->Now();
+  const std::vector<double>& bounds = RttBucketBounds();
+  absl::MutexLock lock(&mu_);
+  for (absl::Duration rtt : rtts) {
+    const double seconds = absl::ToDoubleSeconds(rtt);
+    rtt_window_.Add(now, seconds);
+    // The first bucket whose bound is >= the sample, as prometheus-cpp's
+    // Histogram::Observe picks it.
+    const size_t bucket =
+        std::find_if(bounds.begin(), bounds.end(), [&](double bound) { return bound >= seconds; }) -
+        bounds.begin();
+    ++figures_.rtt_buckets[bucket];
+    figures_.rtt_sum_seconds += seconds;
+  }
+  rtt_window_.Expire(now);
+  v1::PeerStatus& status = figures_.status;
+  v1::LatencyFigures* latency = status.mutable_latency();
+  latency->set_last_seconds(absl::ToDoubleSeconds(rtts.back()));
+  latency->set_p50_seconds(rtt_window_.Percentile(0.5).value_or(0));
+  latency->set_p99_seconds(rtt_window_.Percentile(0.99).value_or(0));
+  latency->set_jitter_seconds(std::max(latency->p99_seconds() - latency->p50_seconds(), 0.0));
+  latency->set_samples_in_window(rtt_window_.size());
+  ++figures_.latency_probes;
+  status.set_probes_ok(status.probes_ok() + 1);
+}
+
+void PeerTracker::RecordOffset(const OffsetEstimate& estimate) {
+  absl::MutexLock lock(&mu_);
+  v1::PeerStatus& status = figures_.status;
+  v1::ClockFigures* clock = status.mutable_clock();
+  clock->set_offset_seconds(absl::ToDoubleSeconds(estimate.offset));
+  clock->set_error_seconds(absl::ToDoubleSeconds(estimate.error));
+  *clock->mutable_measured_at() = ToProtoTimestamp(clock_->Now());
+  ++figures_.skew_probes;
+  status.set_probes_ok(status.probes_ok() + 1);
+}
+
+void PeerTracker::RecordBandwidth(BandwidthDirection direction, const BandwidthSample& sample) {
+  absl::MutexLock lock(&mu_);
+  v1::PeerStatus& status = figures_.status;
+  v1::BandwidthFigures* bw = status.mutable_bandwidth();
+  if (direction == BandwidthDirection::kTx) {
+    bw->set_tx_bytes_per_second(sample.bytes_per_second);
+  } else {
+    bw->set_rx_bytes_per_second(sample.bytes_per_second);
+  }
+  if (link_speed_ && *link_speed_ > 0) {
+    double slowest = sample.bytes_per_second;
+    if (bw->has_tx_bytes_per_second()) slowest = std::min(slowest, bw->tx_bytes_per_second());
+    if (bw->has_rx_bytes_per_second()) slowest = std::min(slowest, bw->rx_bytes_per_second());
+    bw->set_link_ratio(slowest / *link_speed_);
+  }
+  *bw->mutable_measured_at() = ToProtoTimestamp(clock_->Now());
+  ++figures_.bandwidth_probes;
+  status.set_probes_ok(status.probes_ok() + 1);
+}
+
+void PeerTracker::RecordLatencyProbeLost() {
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  v1::LatencyFigures* latency = figures_.status.mutable_latency();
+  latency->set_lost_probes(latency->lost_probes() + 1);
+  lost_probe_times_.push_back(now);
+  if (lost_probe_times_.size() > kMaxFailureTimes) lost_probe_times_.pop_front();
+}
+
+void PeerTracker::RecordTcp(const TcpSample& sample) {
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  // A retransmission is a loss unless the peer said it had the original.
+  const uint64_t lost =
+      sample.retransmitted_segments -
+      std::min(sample.spurious_retransmitted_segments, sample.retransmitted_segments);
+  tcp_window_.push_back({now, lost, sample.sent_segments});
+  while (tcp_window_.size() > kMaxTcpWindowEntries ||
+         tcp_window_.front().at < now - kTcpLossWindow) {
+    tcp_window_.pop_front();
+  }
+  uint64_t lost_in_window = 0, sent = 0;
+  for (const TcpWindowEntry& e : tcp_window_) {
+    lost_in_window += e.lost;
+    sent += e.sent;
+  }
+  v1::TcpFigures* tcp = figures_.status.mutable_tcp();
+  tcp->set_retransmitted_segments(tcp->retransmitted_segments() + sample.retransmitted_segments);
+  tcp->set_sent_segments(tcp->sent_segments() + sample.sent_segments);
+  tcp->set_spurious_retransmitted_segments(tcp->spurious_retransmitted_segments() +
+                                           sample.spurious_retransmitted_segments);
+  tcp->set_window_seconds(absl::ToDoubleSeconds(kTcpLossWindow));
+  tcp->set_window_sent_segments(sent);
+  if (sent > 0) {
+    tcp->set_loss_ratio(static_cast<double>(lost_in_window) / static_cast<double>(sent));
+  }
+  if (sample.rtt) tcp->set_rtt_seconds(absl::ToDoubleSeconds(*sample.rtt));
+  if (sample.rtt_variation) {
+    tcp->set_rtt_variation_seconds(absl::ToDoubleSeconds(*sample.rtt_variation));
+  }
+}
+
+void PeerTracker::TrimFailures(absl::Time now) const {
+  while (!failure_times_.empty() && failure_times_.front() < now - failure_window_) {
+    failure_times_.pop_front();
+  }
+  while (!lost_probe_times_.empty() && lost_probe_times_.front() < now - failure_window_) {
+    lost_probe_times_.pop_front();
+  }
+}
+
+PeerSnapshot PeerTracker::Snapshot() const {
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  TrimFailures(now);
+  PeerSnapshot copy = figures_;
+  copy.status.set_failures_in_window(failure_times_.size());
+  copy.status.mutable_latency()->set_lost_probes_in_window(lost_probe_times_.size());
+  return copy;
+}
+
+}  // namespace gloowatch
