@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -96,42 +97,53 @@ void AddFindings(const RankLink& l, JobLinks& out) {
 }
 
 // Directions between two groups (or hosts) of which some lose and some do
-// not, where no host's NIC explains the lossy ones: every host that sends a
-// lossy direction also sends a clean one there, and every host that receives
-// one also receives a clean one. Then neither a host, nor its group's
-// uplink, nor the groups explain it; one of the paths between them does.
+// not, where no host explains the lossy ones: a host whose link loses what
+// it sends (or receives) loses it in every direction, the ones inside its
+// group too, since its link carries them all. So a host explains its lossy
+// directions only when it has no clean one at all. Then neither a host, nor
+// its group's uplink (some of its directions out are clean), nor the groups
+// explain it; one of the paths between them does (with ECMP, the hash may
+// put every connection of one host on the bad member: its connections
+// inside the group are what clear its NIC).
 void AddPathFindings(JobLinks& out) {
   struct Side {
     int lossy = 0, clean = 0;
     double sent = 0, lost = 0;
-    // Per host: lossy and clean directions it sends, and it receives.
-    std::map<std::string, std::array<int, 2>> sends, receives;
+    std::set<std::string> lossy_senders, lossy_receivers;
   };
+  // Per host, over every measured direction: lossy and clean ones it sends,
+  // and it receives.
+  std::map<std::string, std::array<int, 2>> sends, receives;
   std::map<std::pair<std::string, std::string>, Side> between;
   for (const RankLink& l : out.links) {
     if (l.peer_node.empty() || l.peer_node == l.node || !Measured(l.socket)) continue;
+    const bool lossy = l.socket.loss_ratio() >= kJobLinkLossRatio;
+    ++sends[l.node][lossy ? 0 : 1];
+    ++receives[l.peer_node][lossy ? 0 : 1];
     const std::string a = l.group.empty() ? l.node : l.group;
     const std::string b = l.peer_group.empty() ? l.peer_node : l.peer_group;
     if (a == b) continue;
     Side& side = between[a < b ? std::make_pair(a, b) : std::make_pair(b, a)];
-    const bool lossy = l.socket.loss_ratio() >= kJobLinkLossRatio;
     (lossy ? side.lossy : side.clean)++;
-    ++side.sends[l.node][lossy ? 0 : 1];
-    ++side.receives[l.peer_node][lossy ? 0 : 1];
     if (lossy) {
+      side.lossy_senders.insert(l.node);
+      side.lossy_receivers.insert(l.peer_node);
       side.sent += l.socket.loss_window_sent_segments();
       side.lost += l.socket.loss_ratio() * l.socket.loss_window_sent_segments();
     }
   }
+  auto explained = [](const std::set<std::string>& lossy_hosts,
+                      const std::map<std::string, std::array<int, 2>>& counts) {
+    for (const std::string& host : lossy_hosts) {
+      if (counts.at(host)[1] == 0) return true;
+    }
+    return false;
+  };
   for (const auto& [key, side] : between) {
     if (side.lossy == 0 || side.clean == 0) continue;
-    auto explained_by_a_host = [](const std::map<std::string, std::array<int, 2>>& hosts) {
-      for (const auto& [host, counts] : hosts) {
-        if (counts[0] > 0 && counts[1] == 0) return true;
-      }
-      return false;
-    };
-    if (explained_by_a_host(side.sends) || explained_by_a_host(side.receives)) continue;
+    if (explained(side.lossy_senders, sends) || explained(side.lossy_receivers, receives)) {
+      continue;
+    }
     out.findings.push_back(
         {"path", -1, -1, key.first, key.second,
          absl::StrFormat("%d of %d directions of the job's connections between %s and %s lose "

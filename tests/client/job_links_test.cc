@@ -209,11 +209,30 @@ TEST(JobLinks, SomePathsBetweenTwoRacksLossyIsAPathFault) {
 }
 
 TEST(JobLinks, AHostWhoseEveryDirectionLosesIsNoPathFault) {
-  // Everything h3 sends across the racks loses: its NIC, not a path.
-  const JobLinks l = BuildJobLinks(Racks({{2, 0}, {2, 1}}), "llm");
+  // Everything h3 sends loses, to its own rack too: its NIC, not a path.
+  const JobLinks l = BuildJobLinks(Racks({{2, 0}, {2, 1}, {2, 3}}), "llm");
   for (const LinkFinding& f : l.findings) EXPECT_NE(f.kind, "path") << f.text;
+  // The same into h2: what it receives, from everywhere.
+  const JobLinks in = BuildJobLinks(Racks({{0, 1}, {2, 1}, {3, 1}}), "llm");
+  for (const LinkFinding& f : in.findings) EXPECT_NE(f.kind, "path") << f.text;
   // And with no loss at all, nothing to say.
   EXPECT_TRUE(BuildJobLinks(Racks({}), "llm").findings.empty());
+}
+
+TEST(JobLinks, OneHostsConnectionsAcrossOnTheBadPathAreAPathFault) {
+  // ECMP put both of h3's connections across the racks on the lossy member
+  // (both directions): its connection inside rack2 is clean, so its NIC is
+  // not the reason, and h4's connections across are clean, so neither is
+  // rack2's uplink.
+  const JobLinks l = BuildJobLinks(Racks({{2, 0}, {0, 2}, {2, 1}, {1, 2}}), "llm");
+  std::vector<std::string> kinds;
+  for (const LinkFinding& f : l.findings) kinds.push_back(f.kind);
+  ASSERT_EQ(std::count(kinds.begin(), kinds.end(), "path"), 1);
+  EXPECT_THAT(l.findings.back().text, HasSubstr("4 of 8 directions"));
+  // Every connection across on it: no clean direction across, no path.
+  const JobLinks all =
+      BuildJobLinks(Racks({{0, 2}, {2, 0}, {0, 3}, {3, 0}, {1, 2}, {2, 1}, {1, 3}, {3, 1}}), "llm");
+  for (const LinkFinding& f : all.findings) EXPECT_NE(f.kind, "path") << f.text;
 }
 
 TEST(JobLinks, JobViewExitCodeAndJson) {
