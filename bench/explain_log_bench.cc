@@ -98,6 +98,8 @@ int main(int argc, char** argv) {
   std::remove(path);
   const double mb_per_second = bytes / 1e6 / seconds;
   const double target = absl::GetFlag(FLAGS_target_mb_per_second);
+  // On a shared machine the wall time includes waiting for a core; the CPU
+  // time is what the scan itself costs.
   std::cout << absl::StrFormat(
       "explain-log: %d MiB, %d lines, %d signatures in %.2f s: %.0f MB/s (target >= %.0f MB/s, "
       "one core): %s\n",

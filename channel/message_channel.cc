@@ -65,6 +65,11 @@ bool MessageChannel::WaitReadable(absl::Duration timeout) const {
   }
 }
 
+bool MessageChannel::HasUnread() const {
+  pollfd p{fd_, POLLIN, 0};
+  return poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
+}
+
 MessageChannel::Received MessageChannel::Receive(google::protobuf::MessageLite* message,
                                                  absl::Duration timeout) {
   std::string bytes;

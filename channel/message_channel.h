@@ -31,6 +31,8 @@ class MessageChannel {
                    absl::Duration timeout = absl::InfiniteDuration());
   // Wakes a blocked Send or Receive (which then fail) and ends the stream.
   void Shutdown();
+  // Whether a packet waits to be read now (any thread; never blocks).
+  bool HasUnread() const;
 
  private:
   // Waits for a packet to read; false when `timeout` passed first.

@@ -63,6 +63,11 @@ void ChannelObserver::RecordLatencyProbeLost() {
 
 void ChannelObserver::RecordBandwidthDue(absl::Time at) { bandwidth_due_ = at; }
 
+void ChannelObserver::RecordPeerDaemon(std::optional<double> silent_seconds) {
+  v1::PeerDaemon* out = Add()->mutable_peer_daemon();
+  if (silent_seconds) out->set_silent_seconds(*silent_seconds);
+}
+
 void ChannelObserver::Flush() {
   if (batch_.peer().events_size() > 0) Send();
 }
@@ -125,6 +130,11 @@ void ApplyPeerEvent(const transport::v1::PeerEvent& e, ProbeObserver& observer) 
       break;
     case transport::v1::PeerEvent::kLatencyProbeLost:
       observer.RecordLatencyProbeLost();
+      break;
+    case transport::v1::PeerEvent::kPeerDaemon:
+      observer.RecordPeerDaemon(e.peer_daemon().has_silent_seconds()
+                                    ? std::optional<double>(e.peer_daemon().silent_seconds())
+                                    : std::nullopt);
       break;
     case transport::v1::PeerEvent::EVENT_NOT_SET:
       break;

@@ -31,6 +31,7 @@ class ChannelObserver final : public ProbeObserver {
   void RecordTcp(const TcpSample& sample) override;
   void RecordLatencyProbeLost() override;
   void RecordBandwidthDue(absl::Time at) override;
+  void RecordPeerDaemon(std::optional<double> silent_seconds) override;
   void Flush() override;
 
  private:

@@ -48,6 +48,9 @@ class ProbeObserver {
   virtual void RecordLatencyProbeLost() {}
   // When the next bandwidth probe is due (wall clock), whenever that changes.
   virtual void RecordBandwidthDue(absl::Time /*at*/) {}
+  // What a probe's replies said of the peer's daemon: how long it had been
+  // silent, or nullopt when the peer's transport does not say (an older one).
+  virtual void RecordPeerDaemon(std::optional<double> /*silent_seconds*/) {}
   // The prober is about to wait: what it recorded may be held until now, no
   // longer (an observer that sends its records elsewhere batches them).
   virtual void Flush() {}

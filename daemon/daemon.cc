@@ -350,6 +350,9 @@ absl::Status Daemon::ReportCollective(const v1::CollectiveReport& report,
 }
 
 void Daemon::Tick() {
+  // Through the transport's replies, the peers see this daemon is alive: a
+  // daemon whose main loop is stuck (or that is stopped) stops telling them.
+  transport_->TellAlive();
   host_load_->Sample();
   // The ranks' own sockets, every few seconds: one dump of the socket table.
   if (const absl::Duration at = clock_->Monotonic(); at >= job_sockets_read_at_) {
@@ -363,21 +366,7 @@ void Daemon::Tick() {
   for (const TrainingReports::Key& key : training_->Expire()) {
     metrics_->RemoveTrainingSeries(key.first, key.second);
   }
-  // A stopped rank sends nothing: its time inside grows here, not by reports.
-  // Gauges of series gone since the last tick (expired, evicted) go too.
-  std::set<TrainingReports::Key> with_collective;
-  const absl::Time now = clock_->Now();
-  for (const v1::TrainingJobStatus& t : training_->Snapshot(/*with_sockets=*/false)) {
-    if (!t.has_collective()) continue;
-    metrics_->SetTrainingCollective(
-        t.job(), t.rank(), t.collective().inside_seconds(), t.collective().seq(),
-        std::max(0.0, absl::ToDoubleSeconds(now - FromProtoTimestamp(t.last_report()))));
-    with_collective.emplace(t.job(), t.rank());
-  }
-  for (const TrainingReports::Key& key : collective_series_) {
-    if (!with_collective.count(key)) metrics_->RemoveTrainingCollective(key.first, key.second);
-  }
-  collective_series_ = std::move(with_collective);
+  ExportTrainingState();
   absl::MutexLock select(&select_mu_);
   Config config;
   std::vector<std::string> probe_peers;
@@ -392,6 +381,49 @@ void Daemon::Tick() {
   }
   GW_LOG(kInfo, "topology: epoch %d, probing %d peers", epoch, probe_peers.size());
   transport_->Reconfigure(config, probe_peers);
+}
+
+void Daemon::ExportTrainingState() {
+  // A stopped rank sends nothing: its time inside grows here, not by reports.
+  // A rank whose process is gone is in no call: no time inside at all, so
+  // no hang alert for a job that was killed. Gauges of series gone since the
+  // last tick (expired, evicted) go too.
+  std::set<TrainingReports::Key> with_collective, with_process;
+  std::set<std::string> ended;
+  const absl::Time now = clock_->Now();
+  const std::vector<v1::TrainingJobStatus> ranks = training_->Snapshot(/*with_sockets=*/false);
+  for (const v1::TrainingJobStatus& t : ranks) {
+    const TrainingReports::Key key(t.job(), t.rank());
+    if (!t.process().empty()) {
+      metrics_->SetTrainingProcessState(t.job(), t.rank(), t.process());
+      with_process.insert(key);
+    }
+    if (!t.has_collective()) continue;
+    metrics_->SetTrainingCollective(
+        t.job(), t.rank(),
+        t.process() == "gone" ? std::nullopt
+                              : std::optional<double>(t.collective().inside_seconds()),
+        t.collective().seq(),
+        std::max(0.0, absl::ToDoubleSeconds(now - FromProtoTimestamp(t.last_report()))));
+    with_collective.insert(key);
+  }
+  for (const v1::TrainingJobSummary& job : SummarizeTrainingJobs(ranks)) {
+    if (job.ended_how().empty()) continue;
+    metrics_->SetTrainingJobEnded(job.job(), job.ended_how());
+    ended.insert(job.job());
+  }
+  for (const TrainingReports::Key& key : collective_series_) {
+    if (!with_collective.count(key)) metrics_->RemoveTrainingCollective(key.first, key.second);
+  }
+  for (const TrainingReports::Key& key : process_series_) {
+    if (!with_process.count(key)) metrics_->SetTrainingProcessState(key.first, key.second, "");
+  }
+  for (const std::string& job : ended_series_) {
+    if (!ended.count(job)) metrics_->SetTrainingJobEnded(job, "");
+  }
+  collective_series_ = std::move(with_collective);
+  process_series_ = std::move(with_process);
+  ended_series_ = std::move(ended);
 }
 
 v1::NodeStatus Daemon::Status() const {
@@ -431,7 +463,11 @@ v1::NodeStatus Daemon::Status() const {
   if (topology_->sampled()) topology->set_sample_epoch(epoch_);
   *s.mutable_thresholds() = ThresholdsProto(config_.thresholds);
   *s.mutable_host_load() = host_load_->Figures();
-  for (v1::TrainingJobStatus& job : training_->Snapshot()) *s.add_training() = std::move(job);
+  std::vector<v1::TrainingJobStatus> ranks = training_->Snapshot();
+  for (v1::TrainingJobSummary& job : SummarizeTrainingJobs(ranks)) {
+    *s.add_training_jobs() = std::move(job);
+  }
+  for (v1::TrainingJobStatus& rank : ranks) *s.add_training() = std::move(rank);
   s.set_ephemeral_port_low(ephemeral_ports_.first);
   s.set_ephemeral_port_high(ephemeral_ports_.second);
   return s;

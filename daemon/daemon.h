@@ -85,6 +85,8 @@ class Daemon {
   // them). Returns the names to probe, for the transport.
   std::vector<std::string> Select(uint64_t epoch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint64_t CurrentEpoch() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The training gauges from a snapshot of the reports (Tick).
+  void ExportTrainingState();
 
   // Serializes selection changes and their hand-over to the transport, which
   // happens outside mu_ (the transport's events need mu_ to be read).
@@ -108,7 +110,10 @@ class Daemon {
   std::unique_ptr<ScrapeServer> scrape_server_;
   std::unique_ptr<TrainingReports> training_;
   std::unique_ptr<ReportAdmission> report_admission_;  // set before the server starts
-  std::set<TrainingReports::Key> collective_series_;   // with collective gauges; Tick only
+  // What the training gauges hold, to remove what is gone; Tick only.
+  std::set<TrainingReports::Key> collective_series_;  // collective gauges
+  std::set<TrainingReports::Key> process_series_;     // process state gauges
+  std::set<std::string> ended_series_;                // jobs with an ended gauge
   // The peers probed now, in config order; trackers are shared so the
   // transport's events can still land on one that a reload or a rotation
   // just removed.

@@ -417,6 +417,12 @@ std::optional<absl::Status> PeerProber::ProbeUntilFailure(ProbeSession& session,
     }
     Progress(may_take);
     absl::Status status = RunProbe(kind, session, schedule);
+    // What the peer's transport said of its daemon travels with the probe's
+    // results (the latency probe's, every latency_interval by default).
+    if (std::optional<PeerDaemonReport> daemon = session.TakePeerDaemon()) {
+      observer_->RecordPeerDaemon(
+          daemon->silent_seconds ? std::optional<double>(*daemon->silent_seconds) : std::nullopt);
+    }
     if (absl::IsResourceExhausted(status)) {
       // Another transfer holds this node or the peer, or a bandwidth budget
       // is spent: not a link fault. Retry at a random moment after our own

@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <exception>
 #include <thread>
@@ -50,16 +51,25 @@ constexpr size_t kRetainedRegionBytes = 16 << 20;
 
 }  // namespace
 
-// Responder -> requester replies to sync and bulk commands. Fixed size.
+// Responder -> requester replies to sync and bulk commands. Fixed size; the
+// layout is documented with kTimestampReplyBytes.
 struct ControlReply {
   uint8_t op;
   uint8_t status;
-  uint8_t reserved[6];
+  uint8_t daemon_flags;  // kDaemonLivenessPresent
+  uint8_t reserved;
+  uint16_t daemon_silent_seconds;
+  uint8_t reserved2[2];
   uint64_t seq;
   int64_t t1_unix_nanos;
   int64_t t2_unix_nanos;
 };
 static_assert(sizeof(ControlReply) == kTimestampReplyBytes, "wire layout");
+static_assert(offsetof(ControlReply, daemon_flags) == 2, "wire layout");
+static_assert(offsetof(ControlReply, daemon_silent_seconds) == 4, "wire layout");
+static_assert(offsetof(ControlReply, seq) == 8, "wire layout: as before the liveness");
+static_assert(offsetof(ControlReply, t1_unix_nanos) == 16, "wire layout: as before");
+static_assert(offsetof(ControlReply, t2_unix_nanos) == 24, "wire layout: as before");
 
 namespace {
 
@@ -145,6 +155,20 @@ absl::Status RunBulk(gloo::transport::Context& context, int peer_rank, bool send
 
 }  // namespace
 
+DaemonLiveness::DaemonLiveness(const Clock* clock)
+    : clock_(clock), heard_at_ns_(absl::ToInt64Nanoseconds(clock->Monotonic())) {}
+
+void DaemonLiveness::Heard() {
+  heard_at_ns_.store(absl::ToInt64Nanoseconds(clock_->Monotonic()), std::memory_order_relaxed);
+}
+
+uint16_t DaemonLiveness::SilentSeconds() const {
+  const int64_t silent_ns =
+      absl::ToInt64Nanoseconds(clock_->Monotonic()) - heard_at_ns_.load(std::memory_order_relaxed);
+  const int64_t seconds = std::max<int64_t>(silent_ns, 0) / 1000000000;
+  return static_cast<uint16_t>(std::min<int64_t>(seconds, UINT16_MAX));
+}
+
 BandwidthGate::BandwidthGate(const Clock* clock, double budget) : clock_(clock), budget_(budget) {}
 
 std::optional<BandwidthGate::Lease> BandwidthGate::TryAcquire() {
@@ -186,7 +210,6 @@ absl::Duration BandwidthGate::transfer_time() const {
   absl::MutexLock lock(&mu_);
   return transfer_time_;
 }
-
 
 bool SockaddrFromBytes(const std::string& bytes, sockaddr_storage* out) {
   if (bytes.empty() || bytes.size() > gloo::transport::Address::kMaxByteSize) return false;
@@ -339,7 +362,17 @@ absl::Status ProbeSession::AwaitControl(uint8_t op, ControlReply* reply) {
     return ProtocolError(absl::StrFormat("expected reply to op %d seq %d, got op %d seq %d", op,
                                          seq_, reply->op, reply->seq));
   }
+  PeerDaemonReport& daemon = peer_daemon_.emplace();
+  if (reply->daemon_flags & kDaemonLivenessPresent) {
+    daemon.silent_seconds = reply->daemon_silent_seconds;
+  }
   return absl::OkStatus();
+}
+
+std::optional<PeerDaemonReport> ProbeSession::TakePeerDaemon() {
+  std::optional<PeerDaemonReport> taken = std::move(peer_daemon_);
+  peer_daemon_.reset();
+  return taken;
 }
 
 absl::StatusOr<absl::Duration> ProbeSession::RoundTrip() {
@@ -447,16 +480,22 @@ absl::Status ProbeSession::Keepalive() { return SendCommand(kOpKeepalive); }
 // --- ProbeResponder ----------------------------------------------------------
 
 ProbeResponder::ProbeResponder(const v1::ProbeParameters& params, const Clock* clock,
-                               BandwidthGate* gate, std::string peer_name)
-    : params_(params), clock_(clock), gate_(gate), peer_name_(std::move(peer_name)) {}
+                               BandwidthGate* gate, std::string peer_name,
+                               const DaemonLiveness* liveness)
+    : params_(params),
+      clock_(clock),
+      gate_(gate),
+      peer_name_(std::move(peer_name)),
+      liveness_(liveness) {}
 
 absl::StatusOr<std::shared_ptr<ProbeResponder>> ProbeResponder::Create(
     std::shared_ptr<gloo::transport::Device> device, const v1::ProbeParameters& params,
-    const Clock* clock, BandwidthGate* gate, std::string peer_name) {
+    const Clock* clock, BandwidthGate* gate, std::string peer_name,
+    const DaemonLiveness* liveness) {
   auto pairs = ProbePairs::Create(*device, params, /*rank=*/1);
   if (!pairs.ok()) return pairs.status();
   std::shared_ptr<ProbeResponder> responder(
-      new ProbeResponder(params, clock, gate, std::move(peer_name)));
+      new ProbeResponder(params, clock, gate, std::move(peer_name), liveness));
   responder->pairs_ = *std::move(pairs);
   return responder;
 }
@@ -473,6 +512,17 @@ void ProbeResponder::Serve(std::string peer_command_address, std::string peer_bu
   absl::Status status = pairs_->Connect(peer_command_address, peer_bulk_address);
   while (status.ok() && !stop_.load()) status = ServeOne();
   finished_.store(true);
+}
+
+ControlReply ProbeResponder::Reply(uint8_t op, uint64_t seq) const {
+  ControlReply reply{};
+  reply.op = op;
+  reply.seq = seq;
+  if (liveness_ != nullptr) {
+    reply.daemon_flags = kDaemonLivenessPresent;
+    reply.daemon_silent_seconds = liveness_->SilentSeconds();
+  }
+  return reply;
 }
 
 absl::Status ProbeResponder::SendControl(const ControlReply& reply) {
@@ -504,9 +554,7 @@ absl::Status ProbeResponder::ServeOne() {
         return absl::OkStatus();
       });
     case kOpSync: {
-      ControlReply reply{};
-      reply.op = op;
-      reply.seq = seq;
+      ControlReply reply = Reply(op, seq);
       reply.t1_unix_nanos = UnixNanos(t1);
       reply.t2_unix_nanos = UnixNanos(clock_->Now());
       return SendControl(reply);
@@ -522,9 +570,7 @@ absl::Status ProbeResponder::ServeOne() {
 
 absl::Status ProbeResponder::ServeBandwidth(BandwidthDirection requester_direction, uint64_t seq) {
   const uint8_t op = requester_direction == BandwidthDirection::kTx ? kOpBulkPush : kOpBulkPull;
-  ControlReply reply{};
-  reply.op = op;
-  reply.seq = seq;
+  ControlReply reply = Reply(op, seq);
   std::optional<BandwidthGate::Lease> lease = gate_->TryAcquire();
   if (!lease) {
     reply.status = kStatusBusy;
@@ -539,6 +585,7 @@ absl::Status ProbeResponder::ServeBandwidth(BandwidthDirection requester_directi
                            params_.bandwidth_message_bytes(), params_.bandwidth_messages(),
                            GlooTimeout(params_));
   if (!s.ok() || we_send) return s;
+  reply = Reply(op, seq);  // the daemon's silence as of now, not the transfer's start
   reply.status = kStatusDone;
   return SendControl(reply);
 }

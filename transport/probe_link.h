@@ -141,9 +141,51 @@ std::string GlooAddressToString(const std::string& bytes);
 bool GlooAddressIsLoopback(const std::string& bytes);
 
 // The responder's reply to a timestamp exchange (and to bandwidth commands):
-// op, status, sequence and its receive and send times. Latency messages up to
-// this size are answered with it.
+// op, status, what the responder knows of its daemon, sequence and its
+// receive and send times. Latency messages up to this size are answered with
+// it. Layout (each field in the host's byte order, little-endian on every
+// host gloowatch builds for):
+//   byte 0       op               the command answered
+//   byte 1       status           ok, busy, done (bandwidth)
+//   byte 2       daemon flags     bit 0: bytes 4-5 hold the daemon's silence
+//   byte 3       reserved, 0
+//   bytes 4-5    daemon silent    whole seconds since the responder's daemon
+//                                 last told its transport it was alive
+//                                 (uint16, saturating at 65535)
+//   bytes 6-7    reserved, 0
+//   bytes 8-15   seq              the command's sequence number
+//   bytes 16-23  t1               receive time, unix ns
+//   bytes 24-31  t2               send time, unix ns
+// Bytes 2-7 were reserved and zero before the daemon's liveness went there: a
+// responder of an older version sends flags 0 (unknown), and a requester of
+// an older version never reads them.
 inline constexpr uint32_t kTimestampReplyBytes = 32;
+inline constexpr uint8_t kDaemonLivenessPresent = 1;
+
+// When this transport's daemon last said it is alive: Daemon::Tick sends a
+// DaemonTick over the socketpair every second, and the transport notes it
+// here. Responders put the silence in every 32-byte reply, so a peer tells a
+// daemon that is frozen (SIGSTOP, a stuck main loop) while its transport
+// still answers pings. Thread-safe, lock-free: read on every reply.
+class DaemonLiveness {
+ public:
+  // Counts as heard from now: the daemon has just started this transport.
+  explicit DaemonLiveness(const Clock* clock);
+  void Heard();
+  // Whole seconds since the daemon was last heard from, saturating at 65535.
+  uint16_t SilentSeconds() const;
+
+ private:
+  const Clock* const clock_;
+  std::atomic<int64_t> heard_at_ns_;
+};
+
+// What a 32-byte reply said of the responder's daemon.
+struct PeerDaemonReport {
+  // Whole seconds since its daemon was last heard from; nullopt when the
+  // reply carried no liveness (flags 0: a responder of an older version).
+  std::optional<uint32_t> silent_seconds;
+};
 
 // One latency probe: its round trips and, when the replies carried the peer's
 // timestamps, one four-timestamp sample per round trip.
@@ -191,6 +233,11 @@ class ProbeSession {
   // Keeps the peer's command wait from timing out between probes.
   absl::Status Keepalive();
 
+  // What the latest 32-byte reply (a timestamp exchange, a bandwidth
+  // command's answer) said of the peer's daemon, once: unset when no such
+  // reply came since the last call (an echoed latency message has none).
+  std::optional<PeerDaemonReport> TakePeerDaemon();
+
   const v1::ProbeParameters& params() const { return params_; }
 
  private:
@@ -207,15 +254,19 @@ class ProbeSession {
   uint64_t seq_ = 0;
   std::unique_ptr<ProbePairs> pairs_;
   std::string peer_command_address_, peer_bulk_address_;
+  std::optional<PeerDaemonReport> peer_daemon_;
 };
 
 // The serving side of one peer link: answers a single requester's commands on
 // its own thread until the link fails, times out or Stop() is called.
 class ProbeResponder : public std::enable_shared_from_this<ProbeResponder> {
  public:
+  // `liveness`: what its replies say of this node's daemon; null sends flags
+  // 0 (unknown), as an older responder does.
   static absl::StatusOr<std::shared_ptr<ProbeResponder>> Create(
       std::shared_ptr<gloo::transport::Device> device, const v1::ProbeParameters& params,
-      const Clock* clock, BandwidthGate* gate, std::string peer_name);
+      const Clock* clock, BandwidthGate* gate, std::string peer_name,
+      const DaemonLiveness* liveness = nullptr);
   std::string command_address() const { return pairs_->command_address(); }
   std::string bulk_address() const { return pairs_->bulk_address(); }
   const std::string& peer_name() const { return peer_name_; }
@@ -228,7 +279,9 @@ class ProbeResponder : public std::enable_shared_from_this<ProbeResponder> {
 
  private:
   ProbeResponder(const v1::ProbeParameters& params, const Clock* clock, BandwidthGate* gate,
-                 std::string peer_name);
+                 std::string peer_name, const DaemonLiveness* liveness);
+  // A reply to `op` `seq` with this node's daemon liveness filled in.
+  struct ControlReply Reply(uint8_t op, uint64_t seq) const;
   void Serve(std::string peer_command_address, std::string peer_bulk_address);
   absl::Status ServeOne();
   absl::Status SendControl(const struct ControlReply& reply);
@@ -238,6 +291,7 @@ class ProbeResponder : public std::enable_shared_from_this<ProbeResponder> {
   const Clock* clock_;
   BandwidthGate* gate_;
   std::string peer_name_;
+  const DaemonLiveness* const liveness_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> finished_{false};
   std::unique_ptr<ProbePairs> pairs_;

@@ -9,12 +9,14 @@ namespace gloowatch {
 
 ResponderRegistry::ResponderRegistry(std::string node, std::string version,
                                      std::shared_ptr<gloo::transport::Device> device,
-                                     BandwidthGate* gate, const Clock* clock)
+                                     BandwidthGate* gate, const Clock* clock,
+                                     const DaemonLiveness* liveness)
     : node_(std::move(node)),
       version_(std::move(version)),
       device_(std::move(device)),
       gate_(gate),
-      clock_(clock) {}
+      clock_(clock),
+      liveness_(liveness) {}
 
 ResponderRegistry::~ResponderRegistry() {
   StopAll();
@@ -71,7 +73,8 @@ absl::StatusOr<v1::OpenProbePairResponse> ResponderRegistry::Open(
     Reap();
     if (responders_[peer].size() >= kMaxRespondersPerPeer) return exhausted();
   }
-  auto responder = ProbeResponder::Create(device_, request.parameters(), clock_, gate_, peer);
+  auto responder =
+      ProbeResponder::Create(device_, request.parameters(), clock_, gate_, peer, liveness_);
   if (!responder.ok()) return responder.status();
   v1::OpenProbePairResponse response;
   response.set_protocol_version(kProbeProtocolVersion);

@@ -27,9 +27,11 @@ class ResponderRegistry final : public ResponderOpener {
  public:
   static constexpr size_t kMaxRespondersPerPeer = 3;
 
+  // `liveness`: what the responders' replies say of this node's daemon (null:
+  // nothing, as an older responder).
   ResponderRegistry(std::string node, std::string version,
                     std::shared_ptr<gloo::transport::Device> device, BandwidthGate* gate,
-                    const Clock* clock);
+                    const Clock* clock, const DaemonLiveness* liveness = nullptr);
   // Stops every responder and waits until each has ended.
   ~ResponderRegistry() override;
 
@@ -51,6 +53,7 @@ class ResponderRegistry final : public ResponderOpener {
   std::shared_ptr<gloo::transport::Device> device_;
   BandwidthGate* gate_;
   const Clock* clock_;
+  const DaemonLiveness* const liveness_;
   absl::Mutex mu_;
   std::map<std::string, std::vector<std::shared_ptr<ProbeResponder>>> responders_
       ABSL_GUARDED_BY(mu_);

@@ -230,7 +230,7 @@ int Transport::Run() {
   gate_ = std::make_unique<BandwidthGate>(clock_, config->schedule.bandwidth_budget);
   tcp_stats_ = NewSockDiagTcpStats();
   registry_ = std::make_unique<ResponderRegistry>(config->node, GLOOWATCH_VERSION, device_,
-                                                  gate_.get(), clock_);
+                                                  gate_.get(), clock_, &liveness_);
   ProberContext context;
   context.node = config->node;
   context.version = GLOOWATCH_VERSION;
@@ -264,6 +264,10 @@ int Transport::Run() {
 void Transport::Serve() {
   ToTransport message;
   while (channel_.Receive(&message) == MessageChannel::Received::kMessage) {
+    if (message.has_tick()) {
+      liveness_.Heard();
+      continue;
+    }
     if (message.has_configure()) {
       // The daemon validated it; a failure here would be a bug, not input.
       absl::StatusOr<Config> next = ReadConfigure(message);

@@ -63,6 +63,8 @@ class Transport {
 
   const std::string gloo_address_;
   const Clock* const clock_;
+  // When the daemon last ticked (a DaemonTick), for the responders' replies.
+  DaemonLiveness liveness_{clock_};
   MessageChannel channel_;
   std::thread heartbeat_;
   // Set up by Run, in this order; freed in the reverse order, each after the

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -31,7 +32,7 @@ int RunExplainLog(const std::vector<std::string>& args) {
     prometheus = PrometheusFlags(absl::GetFlag(FLAGS_deadline), &exit);
     if (!prometheus) return exit;
   }
-  absl::StatusOr<std::vector<std::string>> paths = ExpandLogPaths(args);
+  absl::StatusOr<std::vector<LogPath>> paths = ExpandLogPaths(args);
   if (!paths.ok() || paths->empty()) {
     std::cerr << "gloowatch explain-log: "
               << (paths.ok() ? "no files in the given directories" : paths.status().message())
@@ -39,17 +40,34 @@ int RunExplainLog(const std::vector<std::string>& args) {
     return kExitNoInput;
   }
   std::vector<LogExplanation> logs;
-  for (const std::string& path : *paths) {
-    if (path == "-") {
-      logs.push_back(ExplainLog(std::cin, "-"));
-      continue;
-    }
-    absl::StatusOr<std::unique_ptr<std::istream>> in = OpenLog(path);
+  // Files of a directory that are no text log (an image, a checkpoint, a
+  // core dump next to the logs) are skipped; one named is an error.
+  nlohmann::json not_logs = nlohmann::json::array();
+  for (const LogPath& path : *paths) {
+    absl::StatusOr<std::unique_ptr<LogStream>> in = OpenLog(path.path);
     if (!in.ok()) {
       std::cerr << "gloowatch explain-log: " << in.status().message() << "\n";
       return kExitNoInput;
     }
-    logs.push_back(ExplainLog(**in, path));
+    LogExplanation e = ExplainLog(**in, path.path);
+    if (absl::Status unreadable = InputError(e); !unreadable.ok()) {
+      if (!path.in_directory) {
+        std::cerr << "gloowatch explain-log: " << unreadable.message() << "\n";
+        return kExitDataErr;
+      }
+      std::cerr << "gloowatch explain-log: skipped " << unreadable.message() << "\n";
+      not_logs.push_back({{"source", e.source}, {"reason", unreadable.message()}});
+      continue;
+    }
+    if (!e.input_warning.empty()) {
+      std::cerr << "gloowatch explain-log: warning: " << e.source << ": " << e.input_warning
+                << "; explained the " << e.lines << " lines before it\n";
+    }
+    logs.push_back(std::move(e));
+  }
+  if (logs.empty()) {
+    std::cerr << "gloowatch explain-log: no text logs in the given directories\n";
+    return kExitDataErr;
   }
   // One log keeps the single-log output; several are explained as one job.
   const bool single = logs.size() == 1;
@@ -74,6 +92,7 @@ int RunExplainLog(const std::vector<std::string>& args) {
   }
   if (absl::GetFlag(FLAGS_json)) {
     nlohmann::json out = single ? ExplanationToJson(job.logs[0]) : JobToJson(job);
+    out["skipped"] = not_logs;
     if (prometheus) {
       out["cluster_at_failure"] =
           cluster ? ClusterAtToJson(*cluster) : nlohmann::json{{"skipped", skipped}};

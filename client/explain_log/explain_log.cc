@@ -1,17 +1,23 @@
 #include "client/explain_log/explain_log.h"
 
 #include <algorithm>
+#include <deque>
+#include <limits>
 #include <memory>
 #include <optional>
+#include <tuple>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
+#include "client/explain_log/log_lines.h"
+#include "client/explain_log/unrecognised.h"
 #include "re2/re2.h"
 #include "re2/set.h"
 
@@ -19,9 +25,7 @@ namespace gloowatch::client {
 namespace {
 
 // RE2 matches in linear time, so a huge or binary file costs a scan, not a
-// backtracking blow-up. Lines are cut at 1 MiB: Ray and some launchers put a
-// whole traceback on one line.
-constexpr size_t kMaxLineBytes = 1 << 20;
+// backtracking blow-up (lines are cut at kMaxLineBytes, log_lines.h).
 constexpr size_t kExampleBytes = 300;
 constexpr size_t kDetailBytes = 200;
 
@@ -33,14 +37,25 @@ RE2::Options MatchOptions(bool case_sensitive) {
   return options;
 }
 
-// Every signature in one automaton: a line costs one pass whatever the size
-// of the table, and most lines match none. Indices are table positions.
+// Every signature in one automaton, and after them the fallback's patterns
+// (unrecognised.h): a line costs one pass whatever the size of the table,
+// and most lines match none. Indices below LogSignatures().size() are table
+// positions; a pattern that does not compile holds its place with one that
+// never matches, so the positions after it stay right.
 const RE2::Set& SignatureSet() {
   static const RE2::Set* set = [] {
     RE2::Options options = MatchOptions(false);
     options.set_max_mem(64 << 20);
     auto* s = new RE2::Set(options, RE2::UNANCHORED);
-    for (const auto& signature : LogSignatures()) s->Add(signature.regex, nullptr);
+    constexpr char kNever[] = R"([^\x00-\xff])";
+    for (const auto& signature : LogSignatures()) {
+      if (s->Add(signature.regex, nullptr) < 0) s->Add(kNever, nullptr);
+    }
+    for (int p = 0; p < kFallbackPatterns; ++p) {
+      if (s->Add(FallbackPatternRegex(static_cast<FallbackPattern>(p)), nullptr) < 0) {
+        s->Add(kNever, nullptr);
+      }
+    }
     s->Compile();
     return s;
   }();
@@ -176,19 +191,38 @@ std::string Detail(const RE2& regex, const char* rewrite, absl::string_view line
 
 // The timestamp at the start of a line (see LogTimeKind), if any.
 bool ParseTime(absl::string_view line, std::string* text, LogTimeKind* kind, double* seconds) {
-  static const RE2* iso =
-      new RE2(R"(^\s*\[?((\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?))",
-              MatchOptions(true));
+  // A zone (Kubernetes' "Z", "+02:00") when the line says it; else local.
+  static const RE2* iso = new RE2(
+      R"(^\s*\[?((\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?)(Z|[+-]\d{2}:?\d{2})?)",
+      MatchOptions(true));
   static const RE2* glog =
       new RE2(R"(^\s*\[?([IWEF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?))",
+              MatchOptions(true));
+  // Newer glog writes the year: "I20240501 12:00:00.123456".
+  static const RE2* dated_glog =
+      new RE2(R"(^\s*\[?([IWEF](\d{4})(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?))",
               MatchOptions(true));
   static const RE2* syslog =
       new RE2(R"(^\s*(([A-Z][a-z]{2}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2})))", MatchOptions(true));
   const re2::StringPiece in(line.data(), line.size());
-  std::string t, fraction, month_name;
+  std::string t, fraction, month_name, zone;
   int year = 0, month = 0, day = 0, h = 0, m = 0, sec = 0;
   auto frac = [&] { return fraction.empty() ? 0.0 : std::stod("0." + fraction); };
-  if (RE2::PartialMatch(in, *iso, &t, &year, &month, &day, &h, &m, &sec, &fraction)) {
+  if (RE2::PartialMatch(in, *iso, &t, &year, &month, &day, &h, &m, &sec, &fraction, &zone)) {
+    *kind = LogTimeKind::kDated;
+    absl::TimeZone tz = absl::LocalTimeZone();
+    if (zone == "Z") {
+      tz = absl::UTCTimeZone();
+    } else if (!zone.empty()) {
+      const int sign = zone[0] == '-' ? -1 : 1;
+      const std::string digits = absl::StrReplaceAll(zone.substr(1), {{":", ""}});
+      tz = absl::FixedTimeZone(
+          sign * (std::stoi(digits.substr(0, 2)) * 3600 + std::stoi(digits.substr(2, 2)) * 60));
+    }
+    *seconds =
+        absl::ToUnixSeconds(absl::FromCivil(absl::CivilSecond(year, month, day, h, m, sec), tz)) +
+        frac();
+  } else if (RE2::PartialMatch(in, *dated_glog, &t, &year, &month, &day, &h, &m, &sec, &fraction)) {
     *kind = LogTimeKind::kDated;
     *seconds = absl::ToUnixSeconds(absl::FromCivil(absl::CivilSecond(year, month, day, h, m, sec),
                                                    absl::LocalTimeZone())) +
@@ -216,15 +250,6 @@ std::string RankFromName(absl::string_view source) {
   std::string n;
   const absl::string_view base = source.substr(source.find_last_of('/') + 1);
   if (RE2::PartialMatch(re2::StringPiece(base.data(), base.size()), *rank, &n)) {
-    return "rank " + n;
-  }
-  return "";
-}
-
-std::string RankFromLine(absl::string_view line) {
-  static const RE2* rank = new RE2(R"(^\s*\[rank(\d+)\]:)", MatchOptions(true));
-  std::string n;
-  if (RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *rank, &n)) {
     return "rank " + n;
   }
   return "";
@@ -260,115 +285,372 @@ void PromoteTheExplanation(LogExplanation& e) {
   }
 }
 
-}  // namespace
+// A line near a signature's (this many physical lines before or after it)
+// is part of that failure's output (a traceback's header, the C++ terminate
+// wrapper, the exception repeated), not an unrecognised error of its own.
+constexpr int kNearSignatureLines = 5;
 
-bool SignatureCompiles(size_t index) { return CompiledSignatures().at(index)->ok(); }
+// Reads one log: each logical line gets one pass of the signature set, and
+// is judged against the signatures that match it, or else the fallback.
+class Explainer {
+ public:
+  explicit Explainer(absl::string_view source)
+      : signatures_(LogSignatures()),
+        regexes_(CompiledSignatures()),
+        set_(SignatureSet()),
+        by_sig_(signatures_.size()),
+        example_is_retry_(signatures_.size(), false) {
+    e_.source = std::string(source);
+    e_.rank = RankFromName(source);
+  }
 
-LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
-  const absl::Span<const LogSignature> signatures = LogSignatures();
-  LogExplanation e;
-  e.source = std::string(source);
-  e.rank = RankFromName(source);
-  const auto& regexes = CompiledSignatures();
-  const RE2::Set& set = SignatureSet();
-  std::vector<SignatureHit> by_sig(regexes.size());
-  std::vector<bool> example_is_retry(regexes.size(), false);
-  std::vector<int> matched;
-  std::string line;
-  int uncaught_at = 0;          // the line of the last uncaught C++ exception, if any
-  bool uncaught_named = false;  // whether a signature named its message
-  while (std::getline(in, line)) {
-    ++e.lines;
-    if (line.find('\0') != std::string::npos) e.binary = true;
-    if (line.size() > kMaxLineBytes) line.resize(kMaxLineBytes);
-    absl::string_view view = absl::StripTrailingAsciiWhitespace(line);
-    if (e.rank.empty()) e.rank = RankFromLine(view);
-    if (UncaughtException(view)) {
-      uncaught_at = e.lines;
-      uncaught_named = false;
+  void Line(const LogicalLine& joined) {
+    const LogicalLine& l = Reading(joined);
+    if (!l.prefix.rank.empty()) {
+      if (line_rank_.empty()) line_rank_ = l.prefix.rank;
+      several_ranks_ = several_ranks_ || line_rank_ != l.prefix.rank;
     }
-    matched.clear();
-    if (!set.Match(re2::StringPiece(view.data(), view.size()), &matched)) continue;
-    // Only the few lines that match pay for this second look.
-    if (QuotesSource(view)) continue;
-    // The line counts for the first signature in table order that accepts it.
-    std::sort(matched.begin(), matched.end());
-    const auto chosen = std::find_if(matched.begin(), matched.end(), [&](int m) {
-      return signatures[m].accept == nullptr || signatures[m].accept(view);
+    if (UncaughtException(l.text)) {
+      uncaught_at_ = l.line;
+      uncaught_named_ = false;
+    }
+    const bool ends_distributed_traceback = tracebacks_.Ends(
+        l.prefix.stream, l.text, fallback_[kTracebackStart], fallback_[kDistributedFrame]);
+    CommitCandidatesBefore(l.line - kNearSignatureLines);
+    if (!signature_matches_.empty() && JudgeMatches(l)) {
+      // What came just before is this failure's own output.
+      candidates_.clear();
+      last_signature_line_ = l.last_line;
+      return;
+    }
+    Fallback(l, ends_distributed_traceback);
+  }
+
+  LogExplanation Finish(const LogReader& reader) {
+    CommitCandidatesBefore(std::numeric_limits<int>::max());
+    e_.lines = reader.physical_lines();
+    e_.bytes = reader.bytes();
+    e_.not_text = reader.not_text();
+    e_.binary = reader.saw_nul() || !e_.not_text.empty();
+    if (!e_.not_text.empty()) return std::move(e_);  // nothing in it is a log's
+    if (e_.rank.empty() && !several_ranks_ && !line_rank_.empty()) {
+      e_.rank = "rank " + line_rank_;
+    }
+    for (size_t i = 0; i < by_sig_.size(); ++i) {
+      if (by_sig_[i].count == 0) continue;
+      by_sig_[i].id = signatures_[i].id;
+      by_sig_[i].signature = &signatures_[i];
+      e_.hits.push_back(std::move(by_sig_[i]));
+    }
+    if (unrecognised_.count > 0) e_.hits.push_back(std::move(unrecognised_));
+    std::sort(e_.hits.begin(), e_.hits.end(), [](const SignatureHit& a, const SignatureHit& b) {
+      return a.first_line < b.first_line;
     });
-    if (chosen == matched.end()) continue;
+    // The root: a signature's error of the earliest stage, the earliest line
+    // among equals; the fallback only when no signature found an error.
+    auto rank_of = [](const SignatureHit& h) {
+      return std::make_tuple(h.unrecognised(), h.signature->stage, h.line_of_example);
+    };
+    for (size_t i = 0; i < e_.hits.size(); ++i) {
+      const SignatureHit& h = e_.hits[i];
+      e_.worst = std::max(e_.worst, h.severity);
+      if (h.severity != LogSeverity::kError) continue;
+      if (e_.root_cause < 0 || rank_of(h) < rank_of(e_.hits[e_.root_cause])) {
+        e_.root_cause = static_cast<int>(i);
+      }
+    }
+    PromoteTheExplanation(e_);
+    return std::move(e_);
+  }
+
+ private:
+  struct Candidate {
+    int line = 0;
+    Stage stage = Stage::kSetup;
+    std::string example, rank, time;
+    LogTimeKind time_kind = LogTimeKind::kNone;
+    double time_seconds = 0;
+  };
+
+  // The line as matched, after one pass of the set (signature_matches_ and
+  // fallback_ hold its answer). A join that may have eaten a blank is
+  // matched with one too (rare: a wrap at the widest width): the reading
+  // that names the more specific cause (the earlier in the table) wins; on
+  // a tie (the same cause, its values may differ) the log's other wide
+  // lines decide: ragged below the widest, a form's word wrap lost a blank;
+  // else a terminal cut inside a word.
+  const LogicalLine& Reading(const LogicalLine& joined) {
+    Match(joined);
+    if (joined.uncertain_joins.empty()) return joined;
+    auto most_specific = [&] {
+      return signature_matches_.empty()
+                 ? std::numeric_limits<int>::max()
+                 : *std::min_element(signature_matches_.begin(), signature_matches_.end());
+    };
+    const int without = most_specific();
+    unspaced_matches_ = signature_matches_;
+    bool unspaced_fallback[kFallbackPatterns];
+    std::copy(std::begin(fallback_), std::end(fallback_), unspaced_fallback);
+    SpaceUncertainJoins(joined, &spaced_);
+    Match(spaced_);
+    const int with = most_specific();
+    if (with < without || (with == without && joined.word_wrapped)) return spaced_;
+    signature_matches_.swap(unspaced_matches_);
+    std::copy(std::begin(unspaced_fallback), std::end(unspaced_fallback), fallback_);
+    return joined;
+  }
+
+  // An error of the stack that no signature named: a candidate, counted
+  // once no signature's line comes within kNearSignatureLines after it.
+  void Fallback(const LogicalLine& l, bool ends_distributed_traceback) {
+    const bool error_shape =
+        fallback_[kErrorShape] || l.prefix.level == 'E' || l.prefix.level == 'F';
+    const bool stack = fallback_[kStackWords] && !fallback_[kOtherStack];
+    if (!((error_shape && stack) || ends_distributed_traceback)) return;
+    if (last_signature_line_ > 0 && l.line - last_signature_line_ <= kNearSignatureLines) return;
+    if (!ReportUnrecognised(l.text, l.prefix.level, LoggedAsWarning(l.text))) return;
+    Candidate c;
+    c.line = l.line;
+    c.stage = UnrecognisedStage(l.text);
+    c.example = Printable(absl::StripLeadingAsciiWhitespace(l.shown), kExampleBytes);
+    c.rank = l.prefix.rank;
+    LineTime(l, &c.time, &c.time_kind, &c.time_seconds);
+    candidates_.push_back(std::move(c));
+  }
+
+  // One pass of the set: the signatures that match, and the fallback's
+  // patterns that do.
+  void Match(const LogicalLine& l) {
+    matched_.clear();
+    set_.Match(re2::StringPiece(l.text.data(), l.text.size()), &matched_);
+    std::fill(std::begin(fallback_), std::end(fallback_), false);
+    signature_matches_.clear();
+    for (int m : matched_) {
+      if (m < static_cast<int>(signatures_.size())) {
+        signature_matches_.push_back(m);
+      } else {
+        fallback_[m - signatures_.size()] = true;
+      }
+    }
+  }
+
+  // The line's own timestamp: the one its prefix started with, else one at
+  // the start of the message (c10's "[W501 12:00:00.1 ...]").
+  static void LineTime(const LogicalLine& l, std::string* text, LogTimeKind* kind,
+                       double* seconds) {
+    text->clear();
+    *kind = LogTimeKind::kNone;
+    *seconds = 0;
+    if (l.prefix.timestamped) {
+      ParseTime(absl::string_view(l.shown).substr(l.prefix.time_at), text, kind, seconds);
+    } else {
+      ParseTime(l.text, text, kind, seconds);
+    }
+  }
+
+  // A logical line joined from several physical ones counts where its
+  // message starts, for the first signature in table order, as one line
+  // does. A signature whose text starts in a later piece, past the piece
+  // that one's text ends in, is that piece's own record (two records that
+  // looked like a wrap) and counts on its line, judged on its text.
+  bool JudgeMatches(const LogicalLine& l) {
+    const int chosen = Judge(l, l.line, l.text, l.shown, signature_matches_);
+    if (l.continuations.empty() || chosen < 0) return chosen >= 0;
+    auto piece_of = [&](size_t at) {
+      size_t piece = 0;
+      for (size_t k = 0; k < l.continuations.size(); ++k) {
+        if (l.continuations[k].first <= at) piece = k + 1;
+      }
+      return piece;
+    };
+    auto span = [&](int m) {
+      re2::StringPiece match;
+      if (!regexes_[m]->Match(re2::StringPiece(l.text.data(), l.text.size()), 0, l.text.size(),
+                              RE2::UNANCHORED, &match, 1)) {
+        return std::make_pair(std::string::npos, std::string::npos);
+      }
+      const size_t at = static_cast<size_t>(match.data() - l.text.data());
+      return std::make_pair(at, at + match.size());
+    };
+    const size_t end = span(chosen).second;
+    const size_t taken_to = end == std::string::npos || end == 0 ? 0 : piece_of(end - 1);
+    std::vector<std::pair<size_t, int>> later;  // (piece, signature) past the message
+    for (int m : signature_matches_) {
+      const size_t at = span(m).first;
+      if (m != chosen && at != std::string::npos && piece_of(at) > taken_to) {
+        later.emplace_back(piece_of(at), m);
+      }
+    }
+    std::sort(later.begin(), later.end());
+    std::vector<int> group;
+    for (size_t i = 0; i < later.size();) {
+      const size_t piece = later[i].first;
+      group.clear();
+      for (; i < later.size() && later[i].first == piece; ++i) group.push_back(later[i].second);
+      const absl::string_view text = l.text.substr(l.continuations[piece - 1].first);
+      Judge(l, l.continuations[piece - 1].second, text, text, group);
+    }
+    return true;
+  }
+
+  // Returns the signature the line counted for, or -1.
+  int Judge(const LogicalLine& l, int line, absl::string_view text, absl::string_view shown,
+            std::vector<int>& matches) {
+    // Only the few lines that match pay for this second look: a traceback's
+    // source line that quotes the message is code, not the error.
+    if (QuotesSource(text)) return -1;
+    std::sort(matches.begin(), matches.end());
+    const auto chosen = std::find_if(matches.begin(), matches.end(), [&](int m) {
+      return signatures_[m].accept == nullptr || signatures_[m].accept(text);
+    });
+    if (chosen == matches.end()) return -1;
     const size_t i = static_cast<size_t>(*chosen);
-    SignatureHit& h = by_sig[i];
-    LogSeverity severity = signatures[i].severity;
-    const bool retry = signatures[i].warning_is_retry && LoggedAsWarning(view);
-    if (severity == LogSeverity::kError && retry && !UnansweredRetry(view)) {
+    SignatureHit& h = by_sig_[i];
+    LogSeverity severity = signatures_[i].severity;
+    const bool retry =
+        signatures_[i].warning_is_retry && (l.prefix.level == 'W' || LoggedAsWarning(text));
+    if (severity == LogSeverity::kError && retry && !UnansweredRetry(text)) {
       severity = LogSeverity::kWarning;
     }
-    if (uncaught_at > 0 && e.lines - uncaught_at <= kUncaughtToAbortLines) {
-      if (signatures[i].stage == Stage::kProcess && uncaught_named && AbortLine(view)) {
+    if (uncaught_at_ > 0 && line - uncaught_at_ <= kUncaughtToAbortLines) {
+      if (signatures_[i].stage == Stage::kProcess && uncaught_named_ && AbortLine(text)) {
         severity = LogSeverity::kWarning;
-        uncaught_at = 0;
-      } else if (severity == LogSeverity::kError && !AbortLine(view)) {
-        uncaught_named = true;
+        uncaught_at_ = 0;
+      } else if (severity == LogSeverity::kError && !AbortLine(text)) {
+        uncaught_named_ = true;
       }
     }
     // The first line that shows the signature at its worst stands for it;
     // among equals, a line logged as an error before a retry's warning.
     const bool first = h.count++ == 0;
-    if (first) h.first_line = e.lines;
+    if (first) h.first_line = line;
     if (first || severity > h.severity ||
-        (severity == h.severity && example_is_retry[i] && !retry)) {
-      example_is_retry[i] = retry;
+        (severity == h.severity && example_is_retry_[i] && !retry)) {
+      example_is_retry_[i] = retry;
       h.severity = severity;
-      h.example = Printable(absl::StripLeadingAsciiWhitespace(view), kExampleBytes);
-      h.detail = Detail(*regexes[i], signatures[i].detail, view);
-      h.line_of_example = e.lines;
-      h.time.clear();
-      h.time_kind = LogTimeKind::kNone;
-      ParseTime(view, &h.time, &h.time_kind, &h.time_seconds);
+      h.example = Printable(absl::StripLeadingAsciiWhitespace(shown), kExampleBytes);
+      h.detail = Detail(*regexes_[i], signatures_[i].detail, text);
+      h.line_of_example = line;
+      h.rank = l.prefix.rank;
+      LineTime(l, &h.time, &h.time_kind, &h.time_seconds);
     }
-    h.last_line = e.lines;
+    h.last_line = std::max(h.last_line, line);
+    return static_cast<int>(i);
   }
-  for (size_t i = 0; i < by_sig.size(); ++i) {
-    if (by_sig[i].count == 0) continue;
-    by_sig[i].id = signatures[i].id;
-    by_sig[i].signature = &signatures[i];
-    e.hits.push_back(std::move(by_sig[i]));
-  }
-  std::sort(e.hits.begin(), e.hits.end(), [](const SignatureHit& a, const SignatureHit& b) {
-    return a.first_line < b.first_line;
-  });
-  for (size_t i = 0; i < e.hits.size(); ++i) {
-    const SignatureHit& h = e.hits[i];
-    e.worst = std::max(e.worst, h.severity);
-    if (h.severity != LogSeverity::kError) continue;
-    if (e.root_cause < 0) {
-      e.root_cause = static_cast<int>(i);
-      continue;
-    }
-    const SignatureHit& best = e.hits[e.root_cause];
-    if (h.signature->stage < best.signature->stage ||
-        (h.signature->stage == best.signature->stage && h.line_of_example < best.line_of_example)) {
-      e.root_cause = static_cast<int>(i);
+
+  // Candidates older than `line` are no signature's neighbours: they count.
+  void CommitCandidatesBefore(int line) {
+    while (!candidates_.empty() && candidates_.front().line < line) {
+      Candidate& c = candidates_.front();
+      SignatureHit& h = unrecognised_;
+      if (h.count++ == 0) {
+        h.id = kUnrecognisedId;
+        h.signature = &UnrecognisedSignature(c.stage);
+        h.severity = LogSeverity::kError;
+        h.first_line = h.line_of_example = c.line;
+        h.example = std::move(c.example);
+        h.rank = std::move(c.rank);
+        h.time = std::move(c.time);
+        h.time_kind = c.time_kind;
+        h.time_seconds = c.time_seconds;
+      }
+      h.last_line = c.line;
+      candidates_.pop_front();
     }
   }
-  PromoteTheExplanation(e);
+
+  const absl::Span<const LogSignature> signatures_;
+  const std::vector<std::unique_ptr<RE2>>& regexes_;
+  const RE2::Set& set_;
+  LogExplanation e_;
+  std::vector<SignatureHit> by_sig_;
+  std::vector<bool> example_is_retry_;
+  std::vector<int> matched_, signature_matches_, unspaced_matches_;
+  bool fallback_[kFallbackPatterns] = {};
+  LogicalLine spaced_;
+  int uncaught_at_ = 0;          // the line of the last uncaught C++ exception, if any
+  bool uncaught_named_ = false;  // whether a signature named its message
+  std::string line_rank_;        // the first "[rankN]:" seen
+  bool several_ranks_ = false;
+  TracebackTracker tracebacks_;
+  std::deque<Candidate>
+      candidates_;  // unrecognised errors that may yet be a signature's neighbours
+  int last_signature_line_ = 0;
+  SignatureHit unrecognised_;
+};
+
+}  // namespace
+
+bool SignatureHit::unrecognised() const {
+  return signature != nullptr && IsUnrecognised(*signature);
+}
+
+bool SignatureCompiles(size_t index) { return CompiledSignatures().at(index)->ok(); }
+
+LogExplanation ExplainLog(std::istream& in, absl::string_view source) {
+  LogReader reader(in);
+  Explainer explainer(source);
+  LogicalLine line;
+  while (reader.Next(&line)) explainer.Line(line);
+  return explainer.Finish(reader);
+}
+
+LogExplanation ExplainLog(LogStream& in, absl::string_view source) {
+  LogExplanation e = ExplainLog(static_cast<std::istream&>(in), source);
+  e.format = in.format();
+  const absl::Status status = in.status();
+  if (!status.ok()) e.input_warning = std::string(status.message());
   return e;
 }
 
+absl::Status InputError(const LogExplanation& e) {
+  if (!e.not_text.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(e.source, ": not a text log: ", e.not_text));
+  }
+  if (!e.input_warning.empty() && e.bytes == 0) {
+    return absl::DataLossError(
+        absl::StrCat(e.source, ": no text could be read: ", e.input_warning));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// "most likely connect" for the fallback, "" for a signature.
+std::string Confidence(const SignatureHit& h) {
+  return h.unrecognised()
+             ? absl::StrCat("low confidence, most likely ", StageCategory(h.signature->stage))
+             : "";
+}
+
+}  // namespace
+
 std::string RenderExplanationText(const LogExplanation& e) {
   std::string out;
-  if (e.hits.empty()) {
-    absl::StrAppend(&out, e.source, ": no known signatures in ", e.lines, " lines",
-                    e.binary ? " (input looks binary)" : "", "\n");
-    return out;
+  if (!e.not_text.empty()) return absl::StrCat(e.source, ": not a text log: ", e.not_text, "\n");
+  const std::string truncated = e.input_warning.empty() ? "" : " (the input ended early)";
+  if (e.bytes == 0 && e.lines == 0) {
+    return absl::StrCat(e.source, ": empty input, nothing to explain", truncated, "\n");
   }
-  absl::StrAppend(&out, e.source, ": ", e.hits.size(), " known signature",
-                  e.hits.size() == 1 ? "" : "s", " in ", e.lines, " lines\n");
+  const bool has_unrecognised = std::any_of(e.hits.begin(), e.hits.end(),
+                                            [](const SignatureHit& h) { return h.unrecognised(); });
+  const size_t known = e.hits.size() - (has_unrecognised ? 1 : 0);
+  const std::string signatures =
+      known == 0 ? "no known signatures"
+                 : absl::StrCat(known, " known signature", known == 1 ? "" : "s");
+  absl::StrAppend(&out, e.source, ": ", signatures,
+                  has_unrecognised ? " and an unrecognised distributed error" : "", " in ", e.lines,
+                  " lines", e.binary ? " (input holds NUL bytes)" : "", truncated, "\n");
+  if (e.hits.empty()) return out;
   if (e.root_cause >= 0) {
     const SignatureHit& root = e.hits[e.root_cause];
-    absl::StrAppend(&out, "root cause: ", root.id, " (line ", root.line_of_example, ")",
-                    root.detail.empty() ? "" : absl::StrCat(": ", root.detail), "\n");
+    absl::StrAppend(
+        &out, "root cause", root.unrecognised() ? " (low confidence)" : "", ": ", root.id,
+        " (line ", root.line_of_example,
+        root.rank.empty() || !e.rank.empty() ? "" : absl::StrCat(", rank ", root.rank), ")",
+        root.unrecognised() ? absl::StrCat(", most likely ", StageCategory(root.signature->stage))
+                            : "",
+        root.detail.empty() ? "" : absl::StrCat(": ", root.detail), "\n");
   } else {
     absl::StrAppend(&out, "no errors; warnings only\n");
   }
@@ -382,8 +664,11 @@ std::string RenderExplanationText(const LogExplanation& e) {
                           LogSeverityName(h.severity), h.count, h.first_line, h.last_line);
   }
   for (const auto& h : e.hits) {
-    absl::StrAppend(&out, "\n", h.id, " (", LogSeverityName(h.severity), ", line ",
-                    h.line_of_example, "): ", h.example, "\n");
+    const std::string confidence = Confidence(h);
+    absl::StrAppend(
+        &out, "\n", h.id, " (", LogSeverityName(h.severity), ", line ", h.line_of_example,
+        h.rank.empty() || !e.rank.empty() ? "" : absl::StrCat(", rank ", h.rank),
+        confidence.empty() ? "" : absl::StrCat(", ", confidence), "): ", h.example, "\n");
     if (!h.detail.empty()) absl::StrAppend(&out, "  seen:  ", h.detail, "\n");
     absl::StrAppend(&out, "  cause: ", h.signature->cause, "\n", "  fix:   ", h.signature->fix,
                     "\n");
@@ -391,49 +676,72 @@ std::string RenderExplanationText(const LogExplanation& e) {
   return out;
 }
 
+namespace {
+
+// A finding as the JSON's root cause, echoes and signatures show it.
+nlohmann::json CauseJson(const SignatureHit& h) {
+  return {{"id", h.id},
+          {"line", h.line_of_example},
+          {"detail", h.detail},
+          {"time", h.time},
+          {"category", StageCategory(h.signature->stage)},
+          {"confidence", h.unrecognised() ? "low" : "high"},
+          {"cause", h.signature->cause},
+          {"fix", h.signature->fix}};
+}
+
+}  // namespace
+
 nlohmann::json ExplanationToJson(const LogExplanation& e) {
   nlohmann::json j;
   j["schema"] = "gloowatch.explain_log.v1";
   j["source"] = e.source;
   j["lines"] = e.lines;
+  j["bytes"] = e.bytes;
+  j["format"] = e.format;
+  j["empty"] = e.bytes == 0 && e.lines == 0;
+  j["truncated"] = !e.input_warning.empty();
+  j["input_warning"] = e.input_warning;
   j["binary"] = e.binary;
+  j["not_text"] = e.not_text;
   j["rank"] = e.rank;
   j["severity"] = e.hits.empty() ? "none" : LogSeverityName(e.worst);
   j["root_cause"] = nullptr;
   j["signatures"] = nlohmann::json::array();
   for (const auto& h : e.hits) {
-    j["signatures"].push_back({{"id", h.id},
-                               {"severity", LogSeverityName(h.severity)},
-                               {"count", h.count},
-                               {"first_line", h.first_line},
-                               {"last_line", h.last_line},
-                               {"line", h.line_of_example},
-                               {"example", h.example},
-                               {"detail", h.detail},
-                               {"time", h.time},
-                               {"cause", h.signature->cause},
-                               {"fix", h.signature->fix}});
+    nlohmann::json hit = CauseJson(h);
+    hit["severity"] = LogSeverityName(h.severity);
+    hit["count"] = h.count;
+    hit["first_line"] = h.first_line;
+    hit["last_line"] = h.last_line;
+    hit["example"] = h.example;
+    hit["rank"] = h.rank;
+    j["signatures"].push_back(std::move(hit));
   }
   if (e.root_cause >= 0) {
-    const SignatureHit& root = e.hits[e.root_cause];
-    j["root_cause"] = {
-        {"id", root.id},     {"line", root.line_of_example},   {"detail", root.detail},
-        {"time", root.time}, {"cause", root.signature->cause}, {"fix", root.signature->fix}};
+    j["root_cause"] = CauseJson(e.hits[e.root_cause]);
+    j["root_cause"]["rank"] = e.hits[e.root_cause].rank;
   }
   return j;
 }
 
 int ExplanationExitCode(const LogExplanation& e) {
-  if (e.hits.empty()) return 0;
-  switch (e.worst) {
-    case LogSeverity::kError:
-      return 2;
-    case LogSeverity::kWarning:
-      return 1;
-    case LogSeverity::kInfo:
-      return 0;
+  int code = 0;
+  if (!e.hits.empty()) {
+    switch (e.worst) {
+      case LogSeverity::kError:
+        code = 2;
+        break;
+      case LogSeverity::kWarning:
+        code = 1;
+        break;
+      case LogSeverity::kInfo:
+        break;
+    }
   }
-  return 0;
+  // What was not read may hold the failure: a truncated log is never clean.
+  if (!e.input_warning.empty()) code = std::max(code, 1);
+  return code;
 }
 
 namespace {
@@ -454,6 +762,8 @@ std::optional<bool> EarlierInTime(const SignatureHit& x, const SignatureHit& y) 
 bool Before(const JobExplanation& job, CauseRef a, CauseRef b) {
   const SignatureHit& x = Hit(job, a);
   const SignatureHit& y = Hit(job, b);
+  // The fallback's guess never outranks another log's signature.
+  if (x.unrecognised() != y.unrecognised()) return y.unrecognised();
   if (x.signature->stage != y.signature->stage) return x.signature->stage < y.signature->stage;
   if (x.time_seconds != y.time_seconds) {
     if (std::optional<bool> earlier = EarlierInTime(x, y)) return *earlier;
@@ -466,7 +776,9 @@ std::string Who(const JobExplanation& job, CauseRef ref) {
   const SignatureHit& h = Hit(job, ref);
   std::string where = absl::StrCat(log.source, " line ", h.line_of_example);
   if (!h.time.empty()) absl::StrAppend(&where, ", ", h.time);
-  return log.rank.empty() ? where : absl::StrCat(log.rank, " (", where, ")");
+  // A log of several ranks: the rank of the line.
+  const std::string rank = log.rank.empty() && !h.rank.empty() ? "rank " + h.rank : log.rank;
+  return rank.empty() ? where : absl::StrCat(rank, " (", where, ")");
 }
 
 }  // namespace
@@ -497,7 +809,8 @@ std::string RenderJobText(const JobExplanation& job) {
     absl::StrAppend(&out, "no errors in any of them\n");
   } else {
     const SignatureHit& root = Hit(job, job.root);
-    absl::StrAppend(&out, "root cause: ", Who(job, job.root), ": ", root.id,
+    absl::StrAppend(&out, "root cause", root.unrecognised() ? " (low confidence)" : "", ": ",
+                    Who(job, job.root), ": ", root.id,
                     root.detail.empty() ? "" : absl::StrCat(" (", root.detail, ")"), "\n",
                     "  cause: ", root.signature->cause, "\n", "  fix:   ", root.signature->fix,
                     "\n");
@@ -527,14 +840,11 @@ nlohmann::json JobToJson(const JobExplanation& job) {
   j["severity"] = any ? LogSeverityName(worst) : "none";
   auto ref = [&](CauseRef r) {
     const SignatureHit& h = Hit(job, r);
-    return nlohmann::json{{"source", job.logs[r.log].source},
-                          {"rank", job.logs[r.log].rank},
-                          {"id", h.id},
-                          {"line", h.line_of_example},
-                          {"time", h.time},
-                          {"detail", h.detail},
-                          {"cause", h.signature->cause},
-                          {"fix", h.signature->fix}};
+    const LogExplanation& log = job.logs[r.log];
+    nlohmann::json cause = CauseJson(h);
+    cause["source"] = log.source;
+    cause["rank"] = log.rank.empty() && !h.rank.empty() ? "rank " + h.rank : log.rank;
+    return cause;
   };
   j["root_cause"] = job.root.log < 0 ? nlohmann::json(nullptr) : ref(job.root);
   j["echoes"] = nlohmann::json::array();

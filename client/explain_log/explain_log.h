@@ -1,5 +1,7 @@
 // Maps log lines from PyTorch/Gloo jobs to known failure signatures with a
-// cause and a fix (the table: signatures.h).
+// cause and a fix (the table: signatures.h), after a reading stage that
+// normalises them (log_lines.h); an error no signature knows is reported by
+// the fallback (unrecognised.h).
 #pragma once
 
 #include <cstddef>
@@ -7,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "client/explain_log/log_input.h"
 #include "client/explain_log/signatures.h"
 #include "nlohmann/json.hpp"
 
@@ -40,25 +44,45 @@ struct SignatureHit {
   std::string time;
   LogTimeKind time_kind = LogTimeKind::kNone;
   double time_seconds = 0;
+  // "N" of the "[rankN]:" prefix on that line, or "".
+  std::string rank;
+  // Whether this is the fallback (unrecognised.h): an error of the
+  // distributed stack that no signature knows, with low confidence.
+  bool unrecognised() const;
 };
 
 struct LogExplanation {
   std::string source;  // file name or "-"
-  int lines = 0;
-  bool binary = false;             // NUL bytes seen; lines are still scanned
+  int lines = 0;       // physical lines
+  uint64_t bytes = 0;  // bytes of text read
+  // Binary: not a text log (`not_text` says why), or a text log that holds
+  // NUL bytes (a crash leaves runs of them; they are skipped).
+  bool binary = false;
+  std::string not_text;            // why the input is no text log; nothing else is filled then
+  std::string format = "text";     // "text", "gzip", "zstd" (from a LogStream)
+  std::string input_warning;       // the input ended early: a truncated or corrupt stream
   std::vector<SignatureHit> hits;  // ordered by first_line
   int root_cause = -1;             // index into hits of the root cause, -1 without errors
   LogSeverity worst = LogSeverity::kInfo;
   // Whose log this is: "rank N" from the file name or the "[rankN]:" prefix
-  // PyTorch puts on its lines, else empty.
+  // PyTorch puts on its lines (when all of them name one rank), else empty.
   std::string rank;
 };
 
 LogExplanation ExplainLog(std::istream& in, absl::string_view source);
+// The same from an opened log, with what decoding it found: a stream that
+// ended early is explained up to there, with `input_warning` set.
+LogExplanation ExplainLog(LogStream& in, absl::string_view source);
+
+// Why `e` cannot be explained at all (exit 65): its input is not a text log,
+// or a compressed stream gave no text before it broke. OK otherwise (an
+// empty log is explained as empty).
+absl::Status InputError(const LogExplanation& e);
 
 std::string RenderExplanationText(const LogExplanation& e);
 nlohmann::json ExplanationToJson(const LogExplanation& e);
-// 0 nothing found (or information only), 1 warnings only, 2 an error.
+// 0 nothing found (or information only), 1 warnings only, 2 an error; a
+// log whose input ended early is at least 1 (it cannot be called clean).
 int ExplanationExitCode(const LogExplanation& e);
 
 // Several logs of one job (one per rank or per host): the root cause across

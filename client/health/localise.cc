@@ -298,8 +298,8 @@ class Localiser {
       if ((from_i ? l.ba : l.ab) >= 0) ++in_bad;
     }
     s.evidence.push_back(absl::StrCat(t.bad, " of its ", t.measured, " measured links bad (",
-                                            out_bad, " as ", node.name, " sees them, ", in_bad,
-                                            " as the peers see it); the other links are fine"));
+                                      out_bad, " as ", node.name, " sees them, ", in_bad,
+                                      " as the peers see it); the other links are fine"));
     if (!node.reachable) s.evidence_self.push_back("its daemon does not answer");
     size_t quoted = 0;
     for (BadLink& l : bad_) {

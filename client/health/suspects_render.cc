@@ -29,10 +29,10 @@ std::string RenderSuspectsText(const std::vector<Suspect>& suspects, bool color,
                     s.fine_links > 0 ? absl::StrCat(", ", s.fine_links, " fine") : "", ")\n");
     // The case, then what the suspect says of itself, then its peers.
     for (const auto& e : s.evidence) {
-      const bool self = std::find(s.evidence_self.begin(), s.evidence_self.end(), e) !=
-                        s.evidence_self.end();
-      const bool peers = std::find(s.evidence_peers.begin(), s.evidence_peers.end(), e) !=
-                         s.evidence_peers.end();
+      const bool self =
+          std::find(s.evidence_self.begin(), s.evidence_self.end(), e) != s.evidence_self.end();
+      const bool peers =
+          std::find(s.evidence_peers.begin(), s.evidence_peers.end(), e) != s.evidence_peers.end();
       absl::StrAppend(&out, "       ", self ? "itself: " : peers ? "peers:  " : "", e, "\n");
     }
   }

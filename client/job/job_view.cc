@@ -175,6 +175,14 @@ absl::StatusOr<JobView> BuildJobView(const std::vector<FetchResult>& fetched,
         r.inside_seconds = c.inside_seconds();
         r.state = RankState::kRunning;
       }
+      // Its process is gone: in no call any more, but the one it died in is
+      // what it was last heard inside.
+      if (t.has_died_inside()) {
+        r.op = t.died_inside().op();
+        r.seq = t.died_inside().seq();
+        r.group = t.died_inside().group();
+        r.bytes = t.died_inside().bytes();
+      }
       if (r.silent_seconds >= absl::ToDoubleSeconds(kSilentAfter)) {
         r.state = r.process == "gone" ? RankState::kGone : RankState::kSilent;
       } else if (!r.op.empty() && r.inside_seconds >= absl::ToDoubleSeconds(kWaitingAfter)) {

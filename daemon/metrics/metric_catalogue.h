@@ -141,6 +141,11 @@ inline constexpr MetricSpec kPeerRttJitter{
     MetricType::Gauge,
     "Latency jitter: p99 minus p50 round-trip time over the sliding window",
     {"node", "peer"}};
+inline constexpr MetricSpec kPeerRttRecentP50{
+    "gloowatch_peer_rtt_recent_p50_seconds",
+    MetricType::Gauge,
+    "Median round-trip time over the last 60 s (absent without a round trip in it)",
+    {"node", "peer"}};
 inline constexpr MetricSpec kPeerLatencyProbesLost{
     "gloowatch_peer_latency_probes_lost_total",
     MetricType::Counter,
@@ -175,6 +180,23 @@ inline constexpr MetricSpec kPeerProbes{"gloowatch_peer_probes_total",
                                         MetricType::Counter,
                                         "Completed probes by kind (latency|skew|bandwidth)",
                                         {"node", "peer", "kind"}};
+inline constexpr MetricSpec kPeerDrops{
+    "gloowatch_peer_drops_total",
+    MetricType::Counter,
+    "Times the peer went from up to down (a restart or partition is one, however many reconnects "
+    "fail after it)",
+    {"node", "peer"}};
+inline constexpr MetricSpec kPeerLastFailureTimestamp{
+    "gloowatch_peer_last_failure_timestamp_seconds",
+    MetricType::Gauge,
+    "Unix time of the last failed probe or connection attempt to the peer",
+    {"node", "peer"}};
+inline constexpr MetricSpec kPeerDaemonSilent{
+    "gloowatch_peer_daemon_silent_seconds",
+    MetricType::Gauge,
+    "How long the peer's daemon had been silent when its transport last answered us (over 3: "
+    "frozen while its transport answers)",
+    {"node", "peer"}};
 inline constexpr MetricSpec kPeerTcpSent{
     "gloowatch_peer_tcp_sent_segments_total",
     MetricType::Counter,
@@ -236,6 +258,18 @@ inline constexpr MetricSpec kTrainingReportAge{
     "Time since the rank's last report (steps or heartbeat); grows while the rank is stopped, "
     "hung or gone",
     {"node", "training_job", "rank"}};
+inline constexpr MetricSpec kTrainingRankProcessState{
+    "gloowatch_training_rank_process_state",
+    MetricType::Gauge,
+    "1 for the current state (running, stopped, gone) of the rank's process in /proc, 0 for the "
+    "others; no series when unknown",
+    {"node", "training_job", "rank", "state"}};
+inline constexpr MetricSpec kTrainingJobEnded{
+    "gloowatch_training_job_ended",
+    MetricType::Gauge,
+    "1 while every process of the job's ranks on this node is gone; how: died_in_collective "
+    "(killed or crashed inside a call) or exited",
+    {"node", "training_job", "how"}};
 
 // --- the training ranks' own Gloo pair connections, per (job, rank, remote) -
 // At most kMaxJobLinkSeries label sets (job_link_series.h).
@@ -322,6 +356,7 @@ inline constexpr const MetricSpec* kMetricCatalogue[] = {
     &metric::kPeerRttP50,
     &metric::kPeerRttP99,
     &metric::kPeerRttJitter,
+    &metric::kPeerRttRecentP50,
     &metric::kPeerLatencyProbesLost,
     &metric::kPeerBandwidth,
     &metric::kPeerBandwidthLinkRatio,
@@ -329,6 +364,9 @@ inline constexpr const MetricSpec* kMetricCatalogue[] = {
     &metric::kPeerClockOffsetError,
     &metric::kPeerProbeFailures,
     &metric::kPeerProbes,
+    &metric::kPeerDrops,
+    &metric::kPeerLastFailureTimestamp,
+    &metric::kPeerDaemonSilent,
     &metric::kPeerTcpSent,
     &metric::kPeerTcpRetransmitted,
     &metric::kPeerTcpSpuriousRetransmitted,
@@ -341,6 +379,8 @@ inline constexpr const MetricSpec* kMetricCatalogue[] = {
     &metric::kTrainingCollectiveSeconds,
     &metric::kTrainingCollectiveSeq,
     &metric::kTrainingReportAge,
+    &metric::kTrainingRankProcessState,
+    &metric::kTrainingJobEnded,
     &metric::kTrainingLinkSentSegments,
     &metric::kTrainingLinkRetransmittedSegments,
     &metric::kTrainingLinkSpuriousRetransmittedSegments,

@@ -55,6 +55,8 @@ Metrics::Metrics(Identity identity)
   training_inside_ = &RegisterGauge(metric::kTrainingCollectiveSeconds, r);
   training_seq_ = &RegisterGauge(metric::kTrainingCollectiveSeq, r);
   training_report_age_ = &RegisterGauge(metric::kTrainingReportAge, r);
+  training_process_state_ = &RegisterGauge(metric::kTrainingRankProcessState, r);
+  training_job_ended_ = &RegisterGauge(metric::kTrainingJobEnded, r);
   auto threshold = [&](const MetricSpec& spec) {
     return &RegisterGauge(spec, r).Add(MetricLabels(spec, {node}));
   };
@@ -110,15 +112,52 @@ void Metrics::RecordTrainingStep(const std::string& job, int rank, double step_s
   training_steps_->Add(TrainingLabels(metric::kTrainingSteps, node, job, rank)).Increment();
 }
 
-void Metrics::SetTrainingCollective(const std::string& job, int rank, double inside_seconds,
-                                    uint64_t seq, double report_age_seconds) {
+namespace {
+
+constexpr const char* kProcessStates[] = {"running", "stopped", "gone"};
+constexpr const char* kEndedHows[] = {"died_in_collective", "exited"};
+
+}  // namespace
+
+void Metrics::SetTrainingCollective(const std::string& job, int rank,
+                                    std::optional<double> inside_seconds, uint64_t seq,
+                                    double report_age_seconds) {
   const std::string& node = identity_.node;
-  training_inside_->Add(TrainingLabels(metric::kTrainingCollectiveSeconds, node, job, rank))
-      .Set(inside_seconds);
+  prometheus::Gauge& inside =
+      training_inside_->Add(TrainingLabels(metric::kTrainingCollectiveSeconds, node, job, rank));
+  if (inside_seconds) {
+    inside.Set(*inside_seconds);
+  } else {
+    training_inside_->Remove(&inside);
+  }
   training_seq_->Add(TrainingLabels(metric::kTrainingCollectiveSeq, node, job, rank))
       .Set(static_cast<double>(seq));
   training_report_age_->Add(TrainingLabels(metric::kTrainingReportAge, node, job, rank))
       .Set(report_age_seconds);
+}
+
+void Metrics::SetTrainingProcessState(const std::string& job, int rank, const std::string& state) {
+  for (const char* name : kProcessStates) {
+    prometheus::Gauge& gauge = training_process_state_->Add(MetricLabels(
+        metric::kTrainingRankProcessState, {identity_.node, job, absl::StrCat(rank), name}));
+    if (state.empty()) {
+      training_process_state_->Remove(&gauge);
+    } else {
+      gauge.Set(state == name ? 1 : 0);
+    }
+  }
+}
+
+void Metrics::SetTrainingJobEnded(const std::string& job, const std::string& how) {
+  for (const char* name : kEndedHows) {
+    prometheus::Gauge& gauge = training_job_ended_->Add(
+        MetricLabels(metric::kTrainingJobEnded, {identity_.node, job, name}));
+    if (how == name) {
+      gauge.Set(1);
+    } else {
+      training_job_ended_->Remove(&gauge);
+    }
+  }
 }
 
 void Metrics::RemoveTrainingSeries(const std::string& job, int rank) {
@@ -129,6 +168,7 @@ void Metrics::RemoveTrainingSeries(const std::string& job, int rank) {
     family->Remove(&family->Add(TrainingLabels(*spec, identity_.node, job, rank)));
   }
   RemoveTrainingCollective(job, rank);
+  SetTrainingProcessState(job, rank, "");
 }
 
 void Metrics::RemoveTrainingCollective(const std::string& job, int rank) {

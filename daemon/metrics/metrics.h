@@ -54,9 +54,18 @@ class Metrics {
                           double communication_seconds);
   // Where the rank stands in its collectives (hang attribution).
   // `report_age_seconds`: since its last report (a stopped rank's grows).
-  void SetTrainingCollective(const std::string& job, int rank, double inside_seconds, uint64_t seq,
-                             double report_age_seconds);
+  // `inside_seconds` nullopt: the rank is in no call whatever it reported
+  // last (its process is gone), so it has no collective_seconds series.
+  void SetTrainingCollective(const std::string& job, int rank, std::optional<double> inside_seconds,
+                             uint64_t seq, double report_age_seconds);
   void RemoveTrainingCollective(const std::string& job, int rank);
+  // gloowatch_training_rank_process_state: 1 for `state` ("running",
+  // "stopped", "gone"), 0 for the two others; "" (unknown) removes them.
+  void SetTrainingProcessState(const std::string& job, int rank, const std::string& state);
+  // gloowatch_training_job_ended{how}: 1 while the job has ended on this node
+  // (every rank's process gone), `how` as TrainingJobSummary.ended_how; ""
+  // (not ended) removes it.
+  void SetTrainingJobEnded(const std::string& job, const std::string& how);
   void RemoveTrainingSeries(const std::string& job, int rank);
   void CountTransportRestart() { transport_restarts_->Increment(); }
   // The transport child's process_* series follow this pid (-1: none runs).
@@ -86,6 +95,8 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>* training_inside_;
   prometheus::Family<prometheus::Gauge>* training_seq_;
   prometheus::Family<prometheus::Gauge>* training_report_age_;
+  prometheus::Family<prometheus::Gauge>* training_process_state_;
+  prometheus::Family<prometheus::Gauge>* training_job_ended_;
   prometheus::Counter* transport_restarts_;
   prometheus::Counter* bandwidth_transfer_;
   prometheus::Gauge* threshold_latency_;

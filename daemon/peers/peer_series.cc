@@ -47,6 +47,10 @@ std::vector<MetricFamily> PeerSeries::Collect() const {
   PeerFamily rtt_p50(metric::kPeerRttP50);
   PeerFamily rtt_p99(metric::kPeerRttP99);
   PeerFamily rtt_jitter(metric::kPeerRttJitter);
+  PeerFamily rtt_recent_p50(metric::kPeerRttRecentP50);
+  PeerFamily drops(metric::kPeerDrops);
+  PeerFamily last_failure(metric::kPeerLastFailureTimestamp);
+  PeerFamily daemon_silent(metric::kPeerDaemonSilent);
   PeerFamily latency_lost(metric::kPeerLatencyProbesLost);
   PeerFamily bandwidth(metric::kPeerBandwidth);
   PeerFamily link_ratio(metric::kPeerBandwidthLinkRatio);
@@ -79,7 +83,16 @@ std::vector<MetricFamily> PeerSeries::Collect() const {
     if (latency.has_p50_seconds()) add(rtt_p50, latency.p50_seconds());
     if (latency.has_p99_seconds()) add(rtt_p99, latency.p99_seconds());
     if (latency.has_jitter_seconds()) add(rtt_jitter, latency.jitter_seconds());
+    if (latency.has_recent_p50_seconds()) add(rtt_recent_p50, latency.recent_p50_seconds());
     add(latency_lost, static_cast<double>(latency.lost_probes()));
+    add(drops, static_cast<double>(peer.drops));
+    if (status.last_failure().has_time()) {
+      add(last_failure, static_cast<double>(status.last_failure().time().seconds()) +
+                            status.last_failure().time().nanos() / 1e9);
+    }
+    if (status.peer_daemon().has_silent_seconds()) {
+      add(daemon_silent, status.peer_daemon().silent_seconds());
+    }
 
     // Each direction's own ratio; the status' link_ratio is the slower one's.
     const v1::BandwidthFigures& bw = status.bandwidth();
@@ -121,9 +134,28 @@ std::vector<MetricFamily> PeerSeries::Collect() const {
   }
 
   std::vector<MetricFamily> out;
-  for (PeerFamily* f : {&up, &rtt, &rtt_p50, &rtt_p99, &rtt_jitter, &latency_lost, &bandwidth,
-                        &link_ratio, &offset, &offset_error, &failures, &probes, &tcp_retransmitted,
-                        &tcp_spurious, &tcp_sent, &tcp_loss_ratio, &tcp_rtt, &tcp_rtt_variation}) {
+  for (PeerFamily* f : {&up,
+                        &rtt,
+                        &rtt_p50,
+                        &rtt_p99,
+                        &rtt_jitter,
+                        &rtt_recent_p50,
+                        &latency_lost,
+                        &bandwidth,
+                        &link_ratio,
+                        &offset,
+                        &offset_error,
+                        &failures,
+                        &probes,
+                        &drops,
+                        &last_failure,
+                        &daemon_silent,
+                        &tcp_retransmitted,
+                        &tcp_spurious,
+                        &tcp_sent,
+                        &tcp_loss_ratio,
+                        &tcp_rtt,
+                        &tcp_rtt_variation}) {
     if (!f->family.metric.empty()) out.push_back(std::move(f->family));
   }
   return out;

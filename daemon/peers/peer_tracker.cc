@@ -17,6 +17,14 @@ constexpr size_t kMaxFailureTimes = 100000;
 constexpr absl::Duration kTcpLossWindow = absl::Seconds(60);
 constexpr size_t kMaxTcpWindowEntries = 1000;
 
+// LatencyFigures.recent_p50_seconds: a dozen latency probes at the default
+// schedule, short enough that a repaired link reads repaired within a minute.
+constexpr absl::Duration kRecentLatencyWindow = absl::Seconds(60);
+
+void TrimBefore(std::deque<absl::Time>& times, absl::Time cutoff) {
+  while (!times.empty() && times.front() < cutoff) times.pop_front();
+}
+
 }  // namespace
 
 const std::vector<double>& RttBucketBounds() {
@@ -33,7 +41,8 @@ PeerTracker::PeerTracker(PeerConfig peer, absl::Duration latency_window,
       failure_window_(failure_window),
       link_speed_(link_speed),
       clock_(clock),
-      rtt_window_(latency_window) {
+      rtt_window_(latency_window),
+      recent_rtt_window_(kRecentLatencyWindow) {
   v1::PeerStatus& status = figures_.status;
   status.set_name(peer_.name);
   status.set_grpc_address(peer_.grpc.ToString());
@@ -71,6 +80,13 @@ void PeerTracker::RecordFailure(v1::FailureReason reason, const std::string& mes
   const absl::Time now = clock_->Now();
   absl::MutexLock lock(&mu_);
   v1::PeerStatus& status = figures_.status;
+  // A drop is the step from up to down: the failed reconnects after it (the
+  // peer still down, a backoff running) are failures, not further drops.
+  if (figures_.up) {
+    ++figures_.drops;
+    drop_times_.push_back(now);
+    if (drop_times_.size() > kMaxFailureTimes) drop_times_.pop_front();
+  }
   status.set_state(v1::PEER_STATE_DOWN);
   status.clear_up_since();
   status.clear_next_bandwidth_probe();
@@ -97,6 +113,7 @@ void PeerTracker::RecordRtts(const std::vector<absl::Duration>& rtts) {
   for (absl::Duration rtt : rtts) {
     const double seconds = absl::ToDoubleSeconds(rtt);
     rtt_window_.Add(now, seconds);
+    recent_rtt_window_.Add(now, seconds);
     // The first bucket whose bound is >= the sample, as prometheus-cpp's
     // Histogram::Observe picks it.
     const size_t bucket =
@@ -148,6 +165,15 @@ void PeerTracker::RecordBandwidth(BandwidthDirection direction, const BandwidthS
   status.set_probes_ok(status.probes_ok() + 1);
 }
 
+void PeerTracker::RecordPeerDaemon(std::optional<double> silent_seconds) {
+  absl::MutexLock lock(&mu_);
+  if (silent_seconds) {
+    figures_.status.mutable_peer_daemon()->set_silent_seconds(*silent_seconds);
+  } else {
+    figures_.status.clear_peer_daemon();  // the peer's transport does not say
+  }
+}
+
 void PeerTracker::RecordLatencyProbeLost() {
   const absl::Time now = clock_->Now();
   absl::MutexLock lock(&mu_);
@@ -191,12 +217,9 @@ void PeerTracker::RecordTcp(const TcpSample& sample) {
 }
 
 void PeerTracker::TrimFailures(absl::Time now) const {
-  while (!failure_times_.empty() && failure_times_.front() < now - failure_window_) {
-    failure_times_.pop_front();
-  }
-  while (!lost_probe_times_.empty() && lost_probe_times_.front() < now - failure_window_) {
-    lost_probe_times_.pop_front();
-  }
+  TrimBefore(failure_times_, now - failure_window_);
+  TrimBefore(lost_probe_times_, now - failure_window_);
+  TrimBefore(drop_times_, now - failure_window_);
 }
 
 PeerSnapshot PeerTracker::Snapshot() const {
@@ -205,7 +228,12 @@ PeerSnapshot PeerTracker::Snapshot() const {
   TrimFailures(now);
   PeerSnapshot copy = figures_;
   copy.status.set_failures_in_window(failure_times_.size());
+  copy.status.set_drops_in_window(drop_times_.size());
   copy.status.mutable_latency()->set_lost_probes_in_window(lost_probe_times_.size());
+  recent_rtt_window_.Expire(now);
+  if (std::optional<double> recent = recent_rtt_window_.Percentile(0.5)) {
+    copy.status.mutable_latency()->set_recent_p50_seconds(*recent);
+  }
   return copy;
 }
 

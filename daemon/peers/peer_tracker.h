@@ -32,6 +32,9 @@ struct PeerSnapshot {
   // gloowatch_peer_up: set by SetUp, cleared only by a failure (a prober
   // that restarts without one leaves it set while the state says connecting).
   bool up = false;
+  // Times the peer went from up to down, since the tracker was made
+  // (gloowatch_peer_drops_total); status.drops_in_window counts the recent ones.
+  uint64_t drops = 0;
   // Completed probes by kind; status.probes_ok is their sum.
   uint64_t latency_probes = 0;
   uint64_t skew_probes = 0;
@@ -60,6 +63,7 @@ class PeerTracker final : public ProbeObserver {
   void RecordTcp(const TcpSample& sample) override;
   void RecordLatencyProbeLost() override;
   void RecordBandwidthDue(absl::Time at) override;
+  void RecordPeerDaemon(std::optional<double> silent_seconds) override;
 
   // Everything above under the one mutex: GetStatus and /metrics read the
   // same figures.
@@ -77,7 +81,12 @@ class PeerTracker final : public ProbeObserver {
   // Snapshot() fills in status.failures_in_window.
   PeerSnapshot figures_ ABSL_GUARDED_BY(mu_);
   PercentileWindow rtt_window_ ABSL_GUARDED_BY(mu_);
+  // The last minute of it, for LatencyFigures.recent_p50_seconds; expired
+  // when read, so a link with no round trips for a minute has none.
+  mutable PercentileWindow recent_rtt_window_ ABSL_GUARDED_BY(mu_);
   mutable std::deque<absl::Time> failure_times_ ABSL_GUARDED_BY(mu_);
+  // When the peer went from up to down, within the failure window.
+  mutable std::deque<absl::Time> drop_times_ ABSL_GUARDED_BY(mu_);
   // When latency probes were lost, within the failure window.
   mutable std::deque<absl::Time> lost_probe_times_ ABSL_GUARDED_BY(mu_);
   struct TcpWindowEntry {

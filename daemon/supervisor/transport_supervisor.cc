@@ -18,6 +18,11 @@ namespace {
 using transport::v1::FromTransport;
 using transport::v1::ToTransport;
 
+// A heartbeat watchdog that wakes this much past its deadline was not
+// running (the daemon itself was stopped), rather than late; and the time
+// the reader then gets to take the heartbeats that waited.
+constexpr absl::Duration kOverslept = absl::Seconds(1);
+
 transport::v1::Configure ConfigureMessage(const Config& config,
                                           const std::vector<std::string>& probe_peers) {
   transport::v1::Configure configure;
@@ -44,6 +49,11 @@ void TransportSupervisor::Reconfigure(const Config& config,
   *configure_.mutable_configure() = ConfigureMessage(config, probe_peers);
   // Only the latest config matters: one not yet sent is replaced.
   configure_unsent_ = true;
+}
+
+void TransportSupervisor::TellAlive() {
+  absl::MutexLock lock(&mu_);
+  tick_unsent_ = true;
 }
 
 TransportSupervisor::~TransportSupervisor() { Stop(); }
@@ -264,18 +274,29 @@ void TransportSupervisor::WatchHeartbeats(const std::string& name,
                                           const std::shared_ptr<MessageChannel>& channel,
                                           std::string* hung) {
   absl::MutexLock lock(&mu_);
+  // Extends the deadline after this process itself did not run (below).
+  absl::Duration grace_until = -absl::InfiniteDuration();
   while (channel_ == channel) {
     const absl::Duration last = last_heartbeat_;
+    const absl::Duration deadline = std::max(last + options_.heartbeat_timeout, grace_until);
     auto moved_on = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return channel_ != channel || last_heartbeat_ != last;
     };
     // Through the clock, so that a simulated one decides when the deadline
     // has passed.
-    if (clock_->AwaitUntil(mu_, absl::Condition(&moved_on), last + options_.heartbeat_timeout)) {
+    if (clock_->AwaitUntil(mu_, absl::Condition(&moved_on), deadline)) continue;
+    const absl::Duration now = clock_->Monotonic();
+    const absl::Duration silent = now - last;
+    if (silent < options_.heartbeat_timeout) continue;  // a real wait may end early
+    // The transport's messages wait unread, or we woke long after the
+    // deadline: this process did not run meanwhile (the daemon was
+    // SIGSTOPped, its VM suspended) while the transport went on sending. The
+    // reader gets a moment to take the heartbeats, once per deadline: the
+    // transport is not to blame for our own pause.
+    if (grace_until < deadline && (now - deadline > kOverslept || channel->HasUnread())) {
+      grace_until = now + kOverslept;
       continue;
     }
-    const absl::Duration silent = clock_->Monotonic() - last;
-    if (silent < options_.heartbeat_timeout) continue;  // a real wait may end early
     *hung =
         absl::StrCat("probe transport ", name, " stopped answering (no heartbeat for ",
                      absl::FormatDuration(absl::Trunc(silent, absl::Seconds(1))), "); killed it");
@@ -290,13 +311,16 @@ void TransportSupervisor::Write(const std::shared_ptr<MessageChannel>& channel) 
     {
       absl::MutexLock lock(&mu_);
       auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return channel_ != channel || configure_unsent_ || !outbox_.empty();
+        return channel_ != channel || configure_unsent_ || tick_unsent_ || !outbox_.empty();
       };
       mu_.Await(absl::Condition(&ready));
       if (channel_ != channel) return;
       if (configure_unsent_) {
         message = configure_;
         configure_unsent_ = false;
+      } else if (tick_unsent_) {
+        message.mutable_tick();
+        tick_unsent_ = false;
       } else {
         message = std::move(outbox_.front());
         outbox_.pop_front();

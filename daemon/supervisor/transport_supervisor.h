@@ -85,6 +85,10 @@ class TransportSupervisor final : public ResponderOpener {
   // Sends an accepted reload, or a new selection of peers to probe, to the
   // running transport (and to later ones). Never blocks on the transport.
   void Reconfigure(const Config& config, const std::vector<std::string>& probe_peers);
+  // Tells the transport the daemon is alive (a DaemonTick), which its
+  // responders pass on to the peers; Daemon::Tick calls it once a second. At
+  // most one waits unsent. Never blocks on the transport.
+  void TellAlive();
 
   // Queues the open for the transport; `done` runs when it answers, when
   // open_timeout passes or when it dies, on the supervising thread.
@@ -162,6 +166,8 @@ class TransportSupervisor final : public ResponderOpener {
   transport::v1::ToTransport configure_ ABSL_GUARDED_BY(mu_);
   // configure_ has not been sent to the running transport yet.
   bool configure_unsent_ ABSL_GUARDED_BY(mu_) = false;
+  // A DaemonTick waits for the writer.
+  bool tick_unsent_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<transport::v1::ToTransport> outbox_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -184,22 +184,35 @@ void TrainingReports::PruneLocked(Series& s, absl::Time now) const {
 }
 
 std::vector<v1::TrainingJobStatus> TrainingReports::Snapshot(bool with_sockets) const {
-  std::vector<Outside> outside;
-  std::vector<v1::TrainingJobStatus> out = SnapshotFigures(outside);
+  std::vector<Pending> pending;
+  std::vector<v1::TrainingJobStatus> out = SnapshotWithoutProcess(pending);
   // /proc and the sockets are read outside the lock: reports need not wait.
   for (size_t i = 0; i < out.size(); ++i) {
-    out[i].set_process(RankProcessStateName(RankProcessStateOf(outside[i].process)));
-    if (sockets_ == nullptr || !with_sockets) continue;
-    for (uint64_t inode : outside[i].socket_inodes) {
-      if (std::optional<v1::JobSocket> socket = sockets_->Find(inode)) {
-        *out[i].add_sockets() = *std::move(socket);
+    const RankProcessState state = RankProcessStateOf(pending[i].process);
+    v1::TrainingJobStatus& t = out[i];
+    t.set_process(RankProcessStateName(state));
+    if (sockets_ != nullptr && with_sockets) {
+      for (uint64_t inode : pending[i].socket_inodes) {
+        if (std::optional<v1::JobSocket> socket = sockets_->Find(inode)) {
+          *t.add_sockets() = *std::move(socket);
+        }
       }
+      std::sort(t.mutable_sockets()->begin(), t.mutable_sockets()->end(),
+                [](const v1::JobSocket& a, const v1::JobSocket& b) {
+                  return std::tie(a.kind(), a.remote(), a.local()) <
+                         std::tie(b.kind(), b.remote(), b.local());
+                });
     }
-    std::sort(out[i].mutable_sockets()->begin(), out[i].mutable_sockets()->end(),
-              [](const v1::JobSocket& a, const v1::JobSocket& b) {
-                return std::tie(a.kind(), a.remote(), a.local()) <
-                       std::tie(b.kind(), b.remote(), b.local());
-              });
+    if (state != RankProcessState::kGone || !t.has_collective()) continue;
+    // No process, no call: what it was inside (it never left: killed or
+    // crashed there) is kept apart, and the rank counts as between calls.
+    v1::CollectiveState* collective = t.mutable_collective();
+    if (!collective->op().empty()) {
+      *t.mutable_died_inside() = *collective;
+      t.mutable_died_inside()->set_inside_seconds(pending[i].inside_at_last_report);
+    }
+    collective->clear_op();
+    collective->set_inside_seconds(0);
   }
   return out;
 }
@@ -213,13 +226,19 @@ std::unordered_map<uint64_t, JobSockets::Wanted> TrainingReports::WantedSockets(
   return wanted;
 }
 
-std::vector<v1::TrainingJobStatus> TrainingReports::SnapshotFigures(
-    std::vector<Outside>& outside) const {
+std::vector<v1::TrainingJobStatus> TrainingReports::SnapshotWithoutProcess(
+    std::vector<Pending>& pending) const {
   const absl::Time now = clock_->Now();
   absl::MutexLock lock(&mu_);
   std::vector<v1::TrainingJobStatus> out;
   for (auto& [key, s] : series_) {
-    outside.push_back({s.process, s.socket_inodes});
+    Pending& p = pending.emplace_back();
+    p.process = s.process;
+    p.socket_inodes = s.socket_inodes;
+    if (s.collective && !s.collective->op().empty()) {
+      p.inside_at_last_report =
+          std::max(0.0, absl::ToDoubleSeconds(s.last_report - s.inside_since));
+    }
     PruneLocked(s, now);
     v1::TrainingJobStatus j;
     j.set_job(key.first);
@@ -242,6 +261,35 @@ std::vector<v1::TrainingJobStatus> TrainingReports::SnapshotFigures(
     out.push_back(std::move(j));
   }
   return out;
+}
+
+std::vector<v1::TrainingJobSummary> SummarizeTrainingJobs(
+    const std::vector<v1::TrainingJobStatus>& ranks) {
+  std::vector<v1::TrainingJobSummary> jobs;
+  for (size_t i = 0; i < ranks.size();) {
+    v1::TrainingJobSummary& job = jobs.emplace_back();
+    job.set_job(ranks[i].job());
+    bool running = false, stopped = false, unknown = false, died_inside = false;
+    for (; i < ranks.size() && ranks[i].job() == job.job(); ++i) {
+      const v1::TrainingJobStatus& r = ranks[i];
+      job.add_ranks(r.rank());
+      running |= r.process() == "running";
+      stopped |= r.process() == "stopped";
+      unknown |= r.process().empty();
+      died_inside |= r.has_died_inside();
+    }
+    std::sort(job.mutable_ranks()->begin(), job.mutable_ranks()->end());
+    // One live rank makes a live job; "ended" needs every process seen gone.
+    if (running) {
+      job.set_state("running");
+    } else if (stopped) {
+      job.set_state("stopped");
+    } else if (!unknown) {
+      job.set_state("ended");
+      job.set_ended_how(died_inside ? "died_in_collective" : "exited");
+    }
+  }
+  return jobs;
 }
 
 std::vector<TrainingReports::Key> TrainingReports::Expire() {

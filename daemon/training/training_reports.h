@@ -58,7 +58,9 @@ class TrainingReports {
 
   // One entry per live series, sorted by (job, rank); `process` read from
   // /proc now, `sockets` from the JobSockets' last read (left out without
-  // `with_sockets`: the gauges need none, and a large job has thousands).
+  // `with_sockets`: the gauges need none, and a large job has thousands). A
+  // rank whose process is gone is in no collective any more: its
+  // `collective` ends and the call it was inside moves to `died_inside`.
   std::vector<v1::TrainingJobStatus> Snapshot(bool with_sockets = true) const;
 
   // The sockets the ranks whose process this daemon sees have listed, for
@@ -94,20 +96,21 @@ class TrainingReports {
     std::vector<uint64_t> socket_inodes;
     uint32_t store_port = 0;
   };
-  // What Snapshot reads outside the lock for one entry.
-  struct Outside {
-    RankProcess process;
-    std::vector<uint64_t> socket_inodes;
-  };
-
   // The series of `key`, added if the cap (or an eviction) allows.
   absl::StatusOr<Series*> FindOrAddLocked(const Key& key, absl::Time now,
                                           std::optional<Key>* evicted, const std::string& client)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void PruneLocked(Series& s, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Snapshot without `process` and `sockets`, and what to read for them.
-  std::vector<v1::TrainingJobStatus> SnapshotFigures(std::vector<Outside>& outside) const
+  // Snapshot without `process` and `sockets`, and for each entry its
+  // process and sockets to read and how long it had been inside its call at
+  // its last report.
+  struct Pending {
+    RankProcess process;
+    std::vector<uint64_t> socket_inodes;
+    double inside_at_last_report = 0;
+  };
+  std::vector<v1::TrainingJobStatus> SnapshotWithoutProcess(std::vector<Pending>& pending) const
       ABSL_LOCKS_EXCLUDED(mu_);
 
   const Clock* clock_;
@@ -119,5 +122,10 @@ class TrainingReports {
   mutable absl::Mutex mu_;
   mutable std::map<Key, Series> series_ ABSL_GUARDED_BY(mu_);
 };
+
+// The jobs of `ranks` (a Snapshot: sorted by job), one summary each: which
+// ranks report here, whether the job runs, is stopped or has ended, and how.
+std::vector<v1::TrainingJobSummary> SummarizeTrainingJobs(
+    const std::vector<v1::TrainingJobStatus>& ranks);
 
 }  // namespace gloowatch

@@ -1,4 +1,8 @@
 // Runs the gloowatch binary as a subprocess: exit codes, messages, JSON.
+#include <unistd.h>
+#include <zlib.h>
+
+#include <filesystem>
 #include <fstream>
 
 #include "gmock/gmock.h"
@@ -62,13 +66,116 @@ TEST(ExplainLogCli, SeveralFilesAreOneJob) {
 TEST(ExplainLogCli, EmptyFile) {
   ProcessResult r = Cli({"explain-log", "/dev/null"});
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_THAT(r.out, HasSubstr("no known signatures"));
+  EXPECT_EQ(r.out, "/dev/null: empty input, nothing to explain\n");
+  ProcessResult j = Cli({"explain-log", "--json", "-"}, "");
+  EXPECT_EQ(j.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(j.out)["empty"], true);
 }
 
 TEST(ExplainLogCli, BinaryFile) {
-  ProcessResult r = Cli({"explain-log", CliPath()});  // the ELF binary itself
-  // It holds the signatures' own text, so anything from "nothing" to "errors".
-  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1 || r.exit_code == 2) << r.exit_code << r.err;
+  // The ELF binary itself holds the signatures' own text: it is no log.
+  ProcessResult r = Cli({"explain-log", CliPath()});
+  EXPECT_EQ(r.exit_code, 65) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr(CliPath() + ": not a text log: an ELF executable"));
+  EXPECT_EQ(r.out, "");
+  std::string random;
+  uint32_t x = 1;
+  for (int i = 0; i < 70000; ++i) random.push_back(static_cast<char>((x = x * 69069 + 1) >> 24));
+  ProcessResult in = Cli({"explain-log", "--json", "-"}, random);
+  EXPECT_EQ(in.exit_code, 65);
+  EXPECT_THAT(in.err, HasSubstr("-: not a text log: binary data"));
+}
+
+// Logs as crashed nodes leave them: half a .gz is explained with a warning;
+// a .gz with no text at all is no log; compressed input on stdin too; a
+// directory's files that are no logs are skipped.
+class ExplainLogInputCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/explain-input-" + std::to_string(getpid());
+    std::filesystem::create_directories(dir_);
+    for (int i = 0; i < 20000; ++i) {
+      log_ += "step " + std::to_string(i) + " loss 0." + std::to_string(i * 7919 % 10007) + "\n";
+      if (i == 10) {
+        log_ +=
+            "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection "
+            "closed by peer [10.0.0.2]:42311\n";
+      }
+    }
+    gz_.resize(compressBound(log_.size()) + 64);
+    z_stream z{};
+    deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+    z.next_in = reinterpret_cast<Bytef*>(log_.data());
+    z.avail_in = static_cast<uInt>(log_.size());
+    z.next_out = reinterpret_cast<Bytef*>(gz_.data());
+    z.avail_out = static_cast<uInt>(gz_.size());
+    deflate(&z, Z_FINISH);
+    gz_.resize(z.total_out);
+    deflateEnd(&z);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Write(const std::string& name, const std::string& bytes) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  }
+
+  std::string dir_, log_, gz_;
+};
+
+TEST_F(ExplainLogInputCli, ATruncatedGzipIsExplainedWithAWarning) {
+  const std::string half = Write("rank0.log.gz", gz_.substr(0, gz_.size() / 2));
+  ProcessResult r = Cli({"explain-log", half});
+  EXPECT_EQ(r.exit_code, 2) << r.err;  // the error it holds
+  EXPECT_THAT(r.err, HasSubstr("warning: " + half + ": the gzip stream ends early (truncated)"));
+  EXPECT_THAT(r.out, HasSubstr("root cause: peer_connection_closed (line 12)"));
+  EXPECT_THAT(r.out, HasSubstr("(the input ended early)"));
+  ProcessResult j = Cli({"explain-log", "--json", half});
+  nlohmann::json parsed = nlohmann::json::parse(j.out);
+  EXPECT_EQ(parsed["truncated"], true);
+  EXPECT_EQ(parsed["format"], "gzip");
+  EXPECT_THAT(parsed["input_warning"].get<std::string>(), HasSubstr("truncated"));
+  // A stream that gave no text at all is no log.
+  ProcessResult header = Cli({"explain-log", Write("header.gz", gz_.substr(0, 10))});
+  EXPECT_EQ(header.exit_code, 65);
+  EXPECT_THAT(header.err,
+              HasSubstr("header.gz: no text could be read: the gzip stream ends early"));
+  ProcessResult corrupt = Cli({"explain-log", Write("corrupt.gz", "\x1f\x8b\x08\x00garbage")});
+  EXPECT_EQ(corrupt.exit_code, 65);
+  EXPECT_THAT(corrupt.err, HasSubstr("corrupt.gz: no text could be read"));
+}
+
+TEST_F(ExplainLogInputCli, GzipOnStdin) {
+  ProcessResult r = Cli({"explain-log", "-"}, gz_);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("root cause: peer_connection_closed (line 12)"));
+}
+
+TEST_F(ExplainLogInputCli, ADirectorysFilesThatAreNoLogsAreSkipped) {
+  Write("rank0.log", log_);
+  Write("loss.png", std::string("\x89PNG\r\n\x1a\n", 8) + gz_.substr(0, 4000));
+  ProcessResult r = Cli({"explain-log", "--json", dir_});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("skipped " + dir_ + "/loss.png: not a text log: a PNG image"));
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["source"], dir_ + "/rank0.log");
+  ASSERT_EQ(j["skipped"].size(), 1u);
+  EXPECT_EQ(j["skipped"][0]["source"], dir_ + "/loss.png");
+  // Named, the image is an error; a directory of nothing but it, too.
+  EXPECT_EQ(Cli({"explain-log", dir_ + "/loss.png"}).exit_code, 65);
+  std::filesystem::remove(dir_ + "/rank0.log");
+  ProcessResult only = Cli({"explain-log", dir_});
+  EXPECT_EQ(only.exit_code, 65);
+  EXPECT_THAT(only.err, HasSubstr("no text logs in the given directories"));
+}
+
+TEST(ExplainLogCli, AnUnrecognisedDistributedErrorIsReported) {
+  ProcessResult r = Cli({"explain-log", "-"},
+                        "step 1\nRuntimeError: [c10d] could not connect the quux socket to "
+                        "host zork:1234\n");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("root cause (low confidence): unrecognised_distributed_error "
+                               "(line 2), most likely connect"));
 }
 
 TEST(ExplainLogCli, MissingFileNamesIt) {

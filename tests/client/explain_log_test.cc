@@ -1028,8 +1028,12 @@ TEST(ExplainLog, EmptyInput) {
   std::istringstream in("");
   LogExplanation e = ExplainLog(in, "empty");
   EXPECT_EQ(e.lines, 0);
+  EXPECT_EQ(e.bytes, 0u);
   EXPECT_TRUE(e.hits.empty());
-  EXPECT_THAT(RenderExplanationText(e), HasSubstr("no known signatures"));
+  EXPECT_TRUE(InputError(e).ok());  // an empty log is a log
+  EXPECT_EQ(RenderExplanationText(e), "empty: empty input, nothing to explain\n");
+  EXPECT_EQ(ExplanationToJson(e)["empty"], true);
+  EXPECT_EQ(ExplanationExitCode(e), 0);
 }
 
 TEST(ExplainLog, UnknownText) {
@@ -1050,9 +1054,15 @@ TEST(ExplainLog, BinaryGarbageIsScannedSafely) {
   garbage += std::string(100000, 'A');  // one very long line
   std::istringstream in(garbage);
   LogExplanation e = ExplainLog(in, "garbage");
+  // Not a text log: said so, nothing "explained" from it, and the scan
+  // stopped once the first 64 KiB told.
   EXPECT_TRUE(e.binary);
-  ASSERT_EQ(e.hits.size(), 1u);
-  EXPECT_EQ(e.hits[0].id, "peer_connection_closed");
+  EXPECT_THAT(e.not_text, HasSubstr("binary data"));
+  EXPECT_TRUE(e.hits.empty());
+  EXPECT_LT(e.bytes, garbage.size());
+  const absl::Status error = InputError(e);
+  EXPECT_TRUE(absl::IsInvalidArgument(error));
+  EXPECT_THAT(std::string(error.message()), HasSubstr("garbage: not a text log: binary data"));
   // JSON must serialise even with invalid UTF-8 around.
   EXPECT_NO_THROW(
       ExplanationToJson(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -1070,6 +1080,159 @@ TEST(ExplainLog, CrLfAndFirstMatchWins) {
 LogExplanation Explain(const std::string& text, const std::string& source) {
   std::istringstream in(text);
   return ExplainLog(in, source);
+}
+
+// The fallback: an error of the distributed stack that no signature knows is
+// reported with its most likely category, low confidence. The messages are
+// made up, so that no signature can ever know them.
+TEST(UnrecognisedError, IsReportedWithTheCategoryItsWordsSuggest) {
+  struct Case {
+    std::string line;
+    Stage stage;
+    std::string category;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"RuntimeError: [c10d] could not connect the quux socket to host zork:1234",
+            Stage::kConnect, "connect"},
+           {"torch.distributed.DistBackendError: [c10d] the quux handshake timed out after 30s",
+            Stage::kWait, "timeout"},
+           {"RuntimeError: [../third_party/gloo/gloo/transport/tcp/quux.cc:12] the quux peer "
+            "reset by peer",
+            Stage::kPeerGone, "peer_gone"},
+           {"RuntimeError: ProcessGroupGloo quux worker got signal 11", Stage::kProcess, "process"},
+           {"ValueError: the quux option is not supported by this ProcessGroup build",
+            Stage::kSetup, "setup"},
+           {"[E quux.cpp:99] [c10d] the store frobnicated its keys", Stage::kSetup, "setup"},
+           {"[enforce fail at ../third_party/gloo/gloo/quux.cc:7] quux == 0. 3 vs 0", Stage::kSetup,
+            "setup"},
+           {"E0501 12:00:00.123456 4242 quux.cc:9] gloo quux went sideways", Stage::kSetup,
+            "setup"},
+           {"2024-05-01 12:00:00,123 - torch.distributed.quux - ERROR - rendezvous quux lost its "
+            "keys",
+            Stage::kSetup, "setup"},
+       }) {
+    SCOPED_TRACE(c.line);
+    const LogExplanation e = Explain("step 1\n" + c.line + "\nstep 2\n", "log");
+    ASSERT_EQ(e.hits.size(), 1u);
+    const SignatureHit& h = e.hits[0];
+    EXPECT_EQ(h.id, "unrecognised_distributed_error");
+    EXPECT_TRUE(h.unrecognised());
+    EXPECT_EQ(h.line_of_example, 2);
+    EXPECT_EQ(h.severity, LogSeverity::kError);
+    EXPECT_EQ(h.signature->stage, c.stage);
+    EXPECT_EQ(e.root_cause, 0);
+    EXPECT_EQ(ExplanationExitCode(e), 2);
+    const nlohmann::json j = ExplanationToJson(e);
+    EXPECT_EQ(j["root_cause"]["id"], "unrecognised_distributed_error");
+    EXPECT_EQ(j["root_cause"]["confidence"], "low");
+    EXPECT_EQ(j["root_cause"]["category"], c.category);
+    EXPECT_EQ(j["signatures"][0]["confidence"], "low");
+    const std::string text = RenderExplanationText(e);
+    EXPECT_THAT(text, HasSubstr("log: no known signatures and an unrecognised distributed error"));
+    EXPECT_THAT(text, HasSubstr("root cause (low confidence): unrecognised_distributed_error "
+                                "(line 2), most likely " +
+                                c.category));
+  }
+}
+
+// Words of the stack in a warning, an information line, a traceback's code,
+// another stack's error, the launcher's summary: none is an unrecognised
+// error.
+TEST(UnrecognisedError, NotForWarningsInformationCodeOrOtherStacks) {
+  const LogExplanation e = Explain(
+      "[W quux.cpp:1] [c10d] RuntimeError: the quux socket is slow\n"
+      "[I quux.cpp:1] [c10d] RuntimeError seen before, the quux socket recovered\n"
+      "W0501 12:00:00.123456 4242 quux.cc:9] gloo RuntimeError: quux retried\n"
+      "WARNING:torch.distributed.run:RuntimeError: quux, setting OMP_NUM_THREADS\n"
+      "INFO:torch.distributed.elastic:RuntimeError: quux rendezvous round 2\n"
+      "quux.py:12: UserWarning: RuntimeError: the quux ProcessGroup is deprecated\n"
+      "    raise RuntimeError(\"quux rendezvous\")\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py\", line 9\n"
+      "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='huggingface.co', "
+      "port=443): Max retries exceeded (Caused by ConnectTimeoutError: the socket's connect "
+      "gave up)\n"
+      "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+      "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+      "Epoch 3: connection quality good, socket buffers 4 MiB\n",
+      "quiet");
+  for (const auto& h : e.hits) EXPECT_FALSE(h.unrecognised()) << h.example;
+  EXPECT_EQ(ExplanationExitCode(e), 0) << RenderExplanationText(e);
+}
+
+// A signature's error is always the root; the fallback is listed after it.
+// Lines next to a signature's (a C++ exception's wrapper, the traceback's
+// repeat) are its output, not an error of their own.
+TEST(UnrecognisedError, NeverOutranksASignature) {
+  const LogExplanation e = Explain(
+      "RuntimeError: [c10d] the quux store lost its keys\n"
+      "step 1\nstep 2\nstep 3\nstep 4\nstep 5\nstep 6\n"
+      "terminate called after throwing an instance of 'gloo::IoException'\n"
+      "  what():  [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by "
+      "peer [10.0.0.2]:42311\n"
+      "Aborted (core dumped)\n"
+      "2024-05-01 12:00:00,500 ERROR failed (exitcode: -15) local_rank: 0 (pid: 80) of "
+      "binary: /usr/bin/python3\n",
+      "mixed");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_FALSE(e.hits[e.root_cause].unrecognised());
+  EXPECT_EQ(e.hits[e.root_cause].id, "peer_connection_closed");
+  std::vector<std::string> ids;
+  for (const auto& h : e.hits) ids.push_back(h.id);
+  EXPECT_THAT(ids, ::testing::Contains("unrecognised_distributed_error"));
+  for (const auto& h : e.hits) {
+    if (h.unrecognised()) {
+      EXPECT_EQ(h.count, 1);  // the terminate line next to the signature is not counted
+      EXPECT_EQ(h.line_of_example, 1);
+    }
+  }
+  // Even a signature of the last stage (the agent's SIGTERM) outranks it.
+  const LogExplanation late = Explain(
+      "RuntimeError: [c10d] the quux store lost its keys\n"
+      "step 1\nstep 2\nstep 3\nstep 4\nstep 5\nstep 6\n"
+      "2024-05-01 12:00:00,500 ERROR failed (exitcode: -15) local_rank: 0 (pid: 80) of "
+      "binary: /usr/bin/python3\n",
+      "late");
+  ASSERT_GE(late.root_cause, 0);
+  EXPECT_EQ(late.hits[late.root_cause].id, "rank_terminated");
+  // And across logs: another log's signature is the job's root.
+  std::vector<LogExplanation> logs;
+  logs.push_back(Explain("RuntimeError: [c10d] the quux store lost its keys\n", "rank0.log"));
+  logs.push_back(Explain(
+      "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out "
+      "waiting 1800000ms for recv operation to complete\n",
+      "rank1.log"));
+  const JobExplanation job = ExplainJob(std::move(logs));
+  ASSERT_EQ(job.root.log, 1);
+  ASSERT_EQ(job.echoes.size(), 1u);
+  EXPECT_EQ(job.echoes[0].log, 0);
+  EXPECT_EQ(JobToJson(job)["echoes"][0]["confidence"], "low");
+}
+
+// The exception that ends a traceback through torch.distributed is the
+// stack's even when its own words do not say so; one through user code only
+// is not.
+TEST(UnrecognisedError, TheExceptionEndingATracebackThroughTorchDistributed) {
+  const std::string frames =
+      "[rank1]: Traceback (most recent call last):\n"
+      "[rank1]:   File \"train.py\", line 12, in <module>\n"
+      "[rank1]:     main()\n";
+  const LogExplanation through =
+      Explain(frames +
+                  "[rank1]:   File \"/usr/lib/python3/dist-packages/torch/distributed/"
+                  "distributed_c10d.py\", line 1536, in all_reduce\n"
+                  "[rank1]:     work = group.allreduce([tensor], opts)\n"
+                  "[rank1]: ValueError: tensors of the quux kind differ\n",
+              "through");
+  ASSERT_EQ(through.hits.size(), 1u);
+  EXPECT_TRUE(through.hits[0].unrecognised());
+  EXPECT_EQ(through.hits[0].line_of_example, 6);
+  EXPECT_EQ(through.hits[0].rank, "1");
+  const LogExplanation user = Explain(frames +
+                                          "[rank1]:   File \"data.py\", line 7, in load\n"
+                                          "[rank1]:     x = table[key]\n"
+                                          "[rank1]: KeyError: 'quux'\n",
+                                      "user");
+  EXPECT_TRUE(user.hits.empty());
 }
 
 TEST(ExplainJob, TheKilledRankIsTheRootAndTheOthersItsEchoInTimeOrder) {
@@ -1194,8 +1357,10 @@ TEST_F(CompressedLogs, GzipAndZstdReadAsText) {
   auto paths = ExpandLogPaths({dir_.string()});
   ASSERT_TRUE(paths.ok());
   ASSERT_EQ(paths->size(), 3u);
-  for (const std::string& path : *paths) {
+  for (const LogPath& listed : *paths) {
+    const std::string& path = listed.path;
     SCOPED_TRACE(path);
+    EXPECT_TRUE(listed.in_directory);
     auto in = OpenLog(path);
     ASSERT_TRUE(in.ok()) << in.status();
     LogExplanation e = ExplainLog(**in, path);

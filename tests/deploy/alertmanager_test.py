@@ -90,6 +90,11 @@ cases = {
     "a's job hung, a->c down": (alert("GloowatchTrainingJobHung", cluster="c1",
                                       instance="a:10025", node="node-a", training_job="llm",
                                       severity="critical"), False),
+    # A job that died inside a collective is reported as such, on its own.
+    "a's job died in a collective": (alert("GloowatchTrainingJobDied", cluster="c1",
+                                           instance="a:10025", node="node-a",
+                                           training_job="llm", how="died_in_collective",
+                                           severity="warning"), False),
     "d overloaded": (alert("GloowatchHostOverloaded", cluster="c1", instance="d:10025",
                            node="node-d", severity="warning"), False),
     "d->a lossy, d overloaded": (alert("GloowatchPacketLoss", cluster="c1", instance="d:10025",

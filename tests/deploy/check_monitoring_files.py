@@ -26,7 +26,7 @@ alerts = {r["alert"]: r for g in rules["groups"] for r in g["rules"] if "alert" 
 expected = {"GloowatchPeerDown", "GloowatchLatencyHigh", "GloowatchBandwidthLow",
             "GloowatchClockSkew", "GloowatchPacketLoss", "GloowatchProbeFailuresRising",
             "GloowatchCommunicationShareHigh", "GloowatchDaemonDown", "GloowatchHostOverloaded",
-            "GloowatchTrainingJobHung"}
+            "GloowatchTrainingJobHung", "GloowatchTrainingJobDied"}
 if set(alerts) != expected:
     fail(f"alerts {sorted(alerts)} != {sorted(expected)}")
 

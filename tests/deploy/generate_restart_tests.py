@@ -27,7 +27,7 @@ BACKOFF_INITIAL, BACKOFF_MAX = 0.5, 30.0
 ALERTS = ["GloowatchPeerDown", "GloowatchLatencyHigh", "GloowatchBandwidthLow",
           "GloowatchPacketLoss", "GloowatchClockSkew", "GloowatchProbeFailuresRising",
           "GloowatchCommunicationShareHigh", "GloowatchDaemonDown", "GloowatchHostOverloaded",
-          "GloowatchTrainingJobHung"]
+          "GloowatchTrainingJobHung", "GloowatchTrainingJobDied"]
 
 
 def instance(node):
@@ -137,12 +137,20 @@ def scenario(minutes, outages):
             add(f"gloowatch_threshold_{gauge}", f'{tl},node="{node}"',
                 own(node, lambda t, v=value: v))
         add("gloowatch_transport_restarts_total", f'{tl},node="{node}"', own(node, lambda t: 0))
-        # One training job's rank per host, 10% of each 1 s step communicating.
+        # One training job's rank per host, 10% of each 1 s step communicating,
+        # its process running all along (the daemon restarts, not the job): 50
+        # collectives a second, each inside for a few ms when scraped.
+        rl = f'{tl},node="{node}",training_job="llm",rank="{NODES.index(node)}"'
         for metric, per_s in (("step_seconds_total", 1.0),
                               ("communication_seconds_total", 0.1), ("steps_total", 1.0)):
-            add(f"gloowatch_training_{metric}",
-                f'{tl},node="{node}",training_job="llm",rank="{NODES.index(node)}"',
+            add(f"gloowatch_training_{metric}", rl,
                 own(node, lambda t, r=per_s: r * (t - (restarted_at(node, t) or 0))))
+        add("gloowatch_training_collective_seconds", rl, own(node, lambda t: 0.002))
+        add("gloowatch_training_collective_seq", rl, own(node, lambda t: 50 * t))
+        add("gloowatch_training_report_age_seconds", rl, own(node, lambda t: 0.5))
+        for state in ("running", "stopped", "gone"):
+            add("gloowatch_training_rank_process_state", f'{rl},state="{state}"',
+                own(node, lambda t, s=state: 1 if s == "running" else 0))
 
         for peer in NODES:
             if peer == node:

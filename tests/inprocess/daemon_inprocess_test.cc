@@ -4,8 +4,11 @@
 // thread and no file descriptor behind.
 #include <dirent.h>
 
+#include <algorithm>
+#include <optional>
 #include <string>
 
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/inprocess/inprocess_cluster.h"
 #include "tests/support/daemon_process.h"
@@ -57,6 +60,51 @@ TEST(DaemonInProcessTest, DaemonsWithThreadTransportsProbeEachOther) {
   EXPECT_EQ(testing::FindMetric(metrics, "gloowatch_peer_up", {{"peer", "node-1"}}), 1.0);
   EXPECT_EQ(testing::FindMetric(metrics, "gloowatch_peer_up", {{"peer", "node-2"}}), 1.0);
   EXPECT_EQ(text->find("process=\"transport\""), std::string::npos);
+}
+
+// The daemon's liveness, end to end on simulated time: Daemon::Tick ->
+// DaemonTick through the supervisor's writer -> the transport's responders'
+// replies -> node-0's prober -> its tracker. Nobody ticks node-1's daemon at
+// first (as if frozen): node-0 sees it silent while its transport answers.
+// Then it ticks every simulated second: 0-1 s again.
+TEST(DaemonInProcessTest, APeerSeesADaemonThatDoesNotTickAndAgainOnceItDoes) {
+  absl::StatusOr<std::unique_ptr<InProcessDaemons>> cluster = InProcessDaemons::Spawn(2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  InProcessDaemons& c = **cluster;
+  auto node1 = [](const v1::NodeStatus& s) -> const v1::PeerStatus* {
+    for (const v1::PeerStatus& p : s.peers()) {
+      if (p.name() == "node-1") return &p;
+    }
+    return nullptr;
+  };
+  auto silence = [&](const v1::NodeStatus& s) -> std::optional<double> {
+    const v1::PeerStatus* p = node1(s);
+    if (p == nullptr || !p->peer_daemon().has_silent_seconds()) return std::nullopt;
+    return p->peer_daemon().silent_seconds();
+  };
+  v1::NodeStatus status = c.AwaitStatus(0, [&](const v1::NodeStatus& s) {
+    const std::optional<double> silent = silence(s);
+    return silent && *silent > 3;
+  });
+  // (Whether the link is up is the loopback FrozenDaemonTest's to check: on
+  // simulated time a bandwidth probe fails, as "clock did not advance".)
+  ASSERT_TRUE(silence(status).has_value()) << status.DebugString();
+  EXPECT_GT(*silence(status), 3) << status.DebugString();
+
+  // Ticking again, once every simulated second at most.
+  bool back = false;
+  for (int step = 0; step < 200 && !back; ++step) {
+    c.daemon(1).Tick();
+    // The tick travels through two threads in real time before time moves on.
+    absl::SleepFor(absl::Milliseconds(50));
+    status = c.daemon(0).Status();
+    const std::optional<double> silent = silence(status);
+    back = silent && *silent <= 1;
+    const std::optional<absl::Duration> wake = c.clock().AwaitPendingDeadline(kRealTimeout);
+    ASSERT_TRUE(wake.has_value());
+    c.clock().AdvanceTo(std::min(*wake, c.clock().Monotonic() + absl::Seconds(1)));
+  }
+  EXPECT_TRUE(back) << status.DebugString();
 }
 
 TEST(DaemonInProcessTest, StoppingADaemonEndsItsTransportThreadAndFreesIt) {

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -247,6 +249,99 @@ TEST(LostLatencyProbeTest, AnUnansweredPingIsALostLatencyProbeAndATimeoutFailure
                        {{"node", "node-a"}, {"peer", "node-b"}})
                 .value_or(0),
             1);
+}
+
+// Only node-b's daemon process is stopped (SIGSTOP), not its transport: the
+// transport keeps answering pings, so every link to node-b stays up, yet its
+// API, metrics, reloads and new pairs are dead. Its peers see it: the
+// transport's replies say how long the daemon has been silent. At the default
+// schedule (a latency probe every 5 s) the silence shows within one probe
+// interval of reaching 4 s; after SIGCONT it is back to 0-1 s, without a
+// transport restart (the daemon's watchdog does not blame its transport for
+// its own pause) or a link failure.
+TEST(FrozenDaemonTest, PeersSeeADaemonFrozenWhileItsTransportAnswers) {
+  LoopbackCluster cluster(3, "gloo:\n  address: 127.0.0.1\n");  // default schedules
+  for (int i = 0; i < 3; ++i) cluster.Start(i);
+  ASSERT_TRUE(cluster.WaitAllUp(absl::Seconds(60)).ok());
+  auto b_seen_by = [&](int i) -> std::optional<v1::PeerStatus> {
+    auto status = GetStatus(cluster.grpc(i));
+    if (!status.ok()) return std::nullopt;
+    const v1::PeerStatus* p = FindPeer(*status, "node-b");
+    return p == nullptr ? std::nullopt : std::optional<v1::PeerStatus>(*p);
+  };
+  auto silence = [&](int i) -> std::optional<double> {
+    const std::optional<v1::PeerStatus> b = b_seen_by(i);
+    if (!b || !b->peer_daemon().has_silent_seconds()) return std::nullopt;
+    return b->peer_daemon().silent_seconds();
+  };
+  // Healthy: node-b's daemon ticks every second.
+  for (int i : {0, 2}) {
+    ASSERT_TRUE(WaitFor([&] { return silence(i).has_value(); }, absl::Seconds(20)))
+        << cluster.node(i).name << " never heard of node-b's daemon";
+    EXPECT_LE(*silence(i), 1.0) << cluster.node(i).name;
+  }
+  const pid_t b_daemon = cluster.process(1)->pid();
+  const pid_t b_transport = ChildPid(b_daemon);
+  ASSERT_GT(b_transport, 0);
+  const uint64_t a_failures = b_seen_by(0)->probes_failed();
+
+  ASSERT_EQ(kill(b_daemon, SIGSTOP), 0);
+  const absl::Time stopped = absl::Now();
+  bool seen[3] = {false, false, false};
+  const bool both = WaitFor(
+      [&] {
+        for (int i : {0, 2}) {
+          if (seen[i]) continue;
+          const std::optional<double> s = silence(i);
+          if (!s || *s <= 3.0) continue;
+          seen[i] = true;
+          std::printf("%s sees node-b's daemon silent (%.0f s) %.1f s after SIGSTOP\n",
+                      cluster.node(i).name.c_str(), *s,
+                      absl::ToDoubleSeconds(absl::Now() - stopped));
+        }
+        return seen[0] && seen[2];
+      },
+      absl::Seconds(30));
+  // What a frozen daemon looks like from outside: its links up, its API dead.
+  const std::optional<v1::PeerStatus> b = b_seen_by(0);
+  const bool api_dead = !GetStatus(cluster.grpc(1), absl::Milliseconds(500)).ok();
+  // Stopped well past its own heartbeat deadline for the transport (5 s),
+  // which its watchdog must not hold against the transport once continued.
+  absl::SleepFor(std::max(stopped + absl::Seconds(9) - absl::Now(), absl::ZeroDuration()));
+  kill(b_daemon, SIGCONT);
+  ASSERT_TRUE(both) << "node-a " << (seen[0] ? "saw" : "did not see") << ", node-c "
+                    << (seen[2] ? "saw" : "did not see") << " node-b's daemon silent";
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->state(), v1::PEER_STATE_UP) << b->ShortDebugString();
+  EXPECT_TRUE(api_dead) << "node-b's API answered while its daemon was stopped";
+  auto body = HttpGet(cluster.node(0).metrics_port, "/metrics");
+  ASSERT_TRUE(body.ok());
+  EXPECT_GT(FindMetric(ParseMetrics(*body), "gloowatch_peer_daemon_silent_seconds",
+                       {{"node", "node-a"}, {"peer", "node-b"}})
+                .value_or(0),
+            3);
+
+  // Continued: 0-1 s again at the peers' next probes.
+  for (int i : {0, 2}) {
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          const std::optional<double> s = silence(i);
+          return s && *s <= 1.0;
+        },
+        absl::Seconds(20)))
+        << cluster.node(i).name
+        << " still sees node-b's daemon silent: " << silence(i).value_or(-1);
+  }
+  // Its transport ran on: not restarted, no link to it failed.
+  EXPECT_EQ(ChildPid(b_daemon), b_transport);
+  auto b_metrics = HttpGet(cluster.node(1).metrics_port, "/metrics");
+  ASSERT_TRUE(b_metrics.ok());
+  EXPECT_EQ(FindMetric(ParseMetrics(*b_metrics), "gloowatch_transport_restarts_total",
+                       {{"node", "node-b"}}),
+            0)
+      << cluster.process(1)->Log();
+  EXPECT_EQ(b_seen_by(0)->probes_failed(), a_failures);
+  EXPECT_EQ(b_seen_by(0)->state(), v1::PEER_STATE_UP);
 }
 
 TEST(UnprivilegedDaemonTest, ProbesAsNobody) {

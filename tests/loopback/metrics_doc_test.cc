@@ -9,11 +9,13 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
@@ -178,8 +180,15 @@ TEST(MetricsDocTest, EveryExportedFamilyIsDocumentedAndViceVersa) {
 
   LoopbackCluster cluster(2, FastLoopbackYaml("10Gbps"));
   cluster.Start(0);
+  // node-b starts once node-a has failed to reach it: the last failure's
+  // time has a series from then on.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto s = GetStatus(cluster.grpc(0));
+        return s.ok() && FindPeer(*s, "node-b")->last_failure().has_time();
+      },
+      absl::Seconds(10)));
   cluster.Start(1);
-  ASSERT_TRUE(WaitFor([&] { return GetStatus(cluster.grpc(0)).ok(); }, absl::Seconds(10)));
 
   // A training step, so that the training families have series.
   bool training = true;
@@ -199,34 +208,46 @@ TEST(MetricsDocTest, EveryExportedFamilyIsDocumentedAndViceVersa) {
     }
   }
 
-  // A collective report (what gloowatch_report.instrument sends), so that
-  // the collective gauges have series.
+  // Collective reports (what gloowatch_report.instrument sends), so that
+  // the collective gauges have series: this process as a rank of doc-job,
+  // and a rank of ended-job whose process is killed inside its call. For
+  // doc-job a loopback connection of this process stands in for a Gloo pair,
+  // so the job link families have series (read within 5 s).
+  std::unique_ptr<Process> rank;
   LoopbackConnection pair;
   ASSERT_GE(pair.server, 0);
   if (training) {
     auto stub = v1::Status::NewStub(
         grpc::CreateChannel(cluster.grpc(0), grpc::InsecureChannelCredentials()));
-    v1::ReportStepsRequest request;
-    v1::CollectiveReport* c = request.mutable_collective();
-    c->set_job("doc-job");
-    c->set_rank(0);
-    c->mutable_state()->set_op("all_reduce");
-    c->mutable_state()->set_seq(7);
-    c->mutable_state()->set_inside_seconds(0.5);
-    // This process is the rank; a loopback connection of its own stands in
-    // for a Gloo pair, so the job link families have series (read within 5 s).
-    c->set_pid(static_cast<uint32_t>(getpid()));
-    for (int fd : {pair.client, pair.server}) {
-      struct stat st {};
-      ASSERT_EQ(fstat(fd, &st), 0);
-      c->mutable_sockets()->add_inodes(st.st_ino);
-    }
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-    v1::ReportStepsResponse response;
-    grpc::Status s = stub->ReportSteps(&context, request, &response);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-    ASSERT_EQ(response.collective_error(), "");
+    auto report = [&](const std::string& job, pid_t pid) {
+      v1::ReportStepsRequest request;
+      v1::CollectiveReport* c = request.mutable_collective();
+      c->set_job(job);
+      c->set_rank(0);
+      c->mutable_state()->set_op("all_reduce");
+      c->mutable_state()->set_seq(7);
+      c->mutable_state()->set_inside_seconds(0.5);
+      c->set_pid(static_cast<uint32_t>(pid));
+      if (pid == getpid()) {
+        for (int fd : {pair.client, pair.server}) {
+          struct stat st {};
+          ASSERT_EQ(fstat(fd, &st), 0);
+          c->mutable_sockets()->add_inodes(st.st_ino);
+        }
+      }
+      grpc::ClientContext context;
+      context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+      v1::ReportStepsResponse response;
+      grpc::Status s = stub->ReportSteps(&context, request, &response);
+      ASSERT_TRUE(s.ok()) << s.error_message();
+      ASSERT_EQ(response.collective_error(), "");
+    };
+    report("doc-job", getpid());
+    rank = std::make_unique<Process>(std::vector<std::string>{"/bin/sleep", "600"},
+                                     absl::StrCat(cluster.dir().path(), "/rank.log"));
+    report("ended-job", rank->pid());
+    rank->Signal(SIGKILL);
+    ASSERT_TRUE(rank->Wait(absl::Seconds(10)).has_value());
   }
 
   // Wait until every catalogued family has samples (lazy gauges appear with

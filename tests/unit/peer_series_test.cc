@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "channel/peer_events.h"
+#include "common/proto_time.h"
 #include "common/simulated_clock.h"
 #include "daemon/peers/peer_tracker.h"
 #include "gtest/gtest.h"
@@ -87,13 +88,14 @@ TEST_F(PeerSeriesTest, ANewPeerHasCountersAndHistogramButNoGauges) {
   for (const auto& [name, family] : families) names.push_back(name);
   EXPECT_EQ(names,
             (std::vector<std::string>{
-                "gloowatch_peer_latency_probes_lost_total", "gloowatch_peer_probe_failures_total",
-                "gloowatch_peer_probes_total", "gloowatch_peer_rtt_seconds",
-                "gloowatch_peer_tcp_retransmitted_segments_total",
+                "gloowatch_peer_drops_total", "gloowatch_peer_latency_probes_lost_total",
+                "gloowatch_peer_probe_failures_total", "gloowatch_peer_probes_total",
+                "gloowatch_peer_rtt_seconds", "gloowatch_peer_tcp_retransmitted_segments_total",
                 "gloowatch_peer_tcp_sent_segments_total",
                 "gloowatch_peer_tcp_spurious_retransmitted_segments_total", "gloowatch_peer_up"}));
   EXPECT_EQ(Value(families, "gloowatch_peer_up", kB), 0);
   EXPECT_EQ(Value(families, "gloowatch_peer_latency_probes_lost_total", kB), 0);
+  EXPECT_EQ(Value(families, "gloowatch_peer_drops_total", kB), 0);
   for (const char* reason :
        {"refused", "unreachable", "timeout", "reset", "protocol", "wrong_interface", "other"}) {
     EXPECT_EQ(Value(families, "gloowatch_peer_probe_failures_total", With("reason", reason)), 0)
@@ -327,6 +329,148 @@ TEST_F(PeerSeriesTest, LostLatencyProbesCountedSinceStartAndInTheFailureWindow) 
   event.mutable_latency_probe_lost();
   ApplyPeerEvent(event, b);
   EXPECT_EQ(b.Snapshot().status.latency().lost_probes(), 3u);
+}
+
+TEST_F(PeerSeriesTest, DropsAreStepsFromUpToDownNotTheFailedReconnectsAfterThem) {
+  PeerTracker& b = *AddTracker("node-b");
+  // Failures before the peer was ever up (it is starting) drop nothing.
+  b.RecordFailure(v1::FAILURE_REASON_REFUSED, "nothing listens");
+  b.SetConnecting();
+  b.RecordFailure(v1::FAILURE_REASON_REFUSED, "nothing listens");
+  EXPECT_EQ(b.Snapshot().drops, 0u);
+  // A restart of the peer: one drop (the reset), then refused reconnects.
+  b.SetUp("127.0.0.1:1", "test");
+  b.RecordFailure(v1::FAILURE_REASON_RESET, "Connection reset by peer");
+  for (int i = 0; i < 4; ++i) {
+    b.SetConnecting();
+    b.RecordFailure(v1::FAILURE_REASON_REFUSED, "nothing listens");
+  }
+  PeerSnapshot snapshot = b.Snapshot();
+  EXPECT_EQ(snapshot.drops, 1u);
+  EXPECT_EQ(snapshot.status.drops_in_window(), 1u);
+  EXPECT_EQ(snapshot.status.failures_in_window(), 5u);
+  // A flapping link: every up that fails again is a drop.
+  clock_.Advance(absl::Seconds(30));
+  for (int i = 0; i < 3; ++i) {
+    b.SetConnecting();
+    b.SetUp("127.0.0.1:1", "test");
+    b.RecordFailure(v1::FAILURE_REASON_TIMEOUT, "Timed out");
+  }
+  // Reconnecting with new pairs (a reload) without a failure is no drop.
+  b.SetConnecting();
+  b.SetUp("127.0.0.1:1", "test");
+  b.SetConnecting();
+  b.SetUp("127.0.0.1:1", "test");
+  snapshot = b.Snapshot();
+  EXPECT_EQ(snapshot.drops, 4u);
+  EXPECT_EQ(snapshot.status.drops_in_window(), 4u);
+  auto families = Collect();
+  EXPECT_EQ(Value(families, "gloowatch_peer_drops_total", kB), 4);
+  EXPECT_EQ(families.at("gloowatch_peer_drops_total").type, MetricType::Counter);
+  // The failure window (60 s) forgets the restart's drop, then the flaps';
+  // the counter keeps them.
+  clock_.Advance(absl::Seconds(31));
+  EXPECT_EQ(b.Snapshot().status.drops_in_window(), 3u);
+  clock_.Advance(absl::Seconds(30));
+  EXPECT_EQ(b.Snapshot().status.drops_in_window(), 0u);
+  EXPECT_EQ(Value(Collect(), "gloowatch_peer_drops_total", kB), 4);
+}
+
+TEST_F(PeerSeriesTest, EveryFailureHasItsTimeAndTheLastOneIsExported) {
+  PeerTracker& b = *AddTracker("node-b");
+  EXPECT_FALSE(b.Snapshot().status.has_last_failure());
+  EXPECT_FALSE(Value(Collect(), "gloowatch_peer_last_failure_timestamp_seconds", kB).has_value());
+  // Before the peer was ever up, through the transport's event, and after.
+  transport::v1::PeerEvent event;
+  event.mutable_failure()->set_reason(v1::FAILURE_REASON_REFUSED);
+  event.mutable_failure()->set_message("nothing listens");
+  ApplyPeerEvent(event, b);
+  v1::PeerStatus status = b.Snapshot().status;
+  ASSERT_TRUE(status.last_failure().has_time());
+  EXPECT_EQ(FromProtoTimestamp(status.last_failure().time()), clock_.Now());
+  EXPECT_DOUBLE_EQ(*Value(Collect(), "gloowatch_peer_last_failure_timestamp_seconds", kB),
+                   absl::ToDoubleSeconds(clock_.Now() - absl::UnixEpoch()));
+
+  b.SetUp("127.0.0.1:1", "test");
+  clock_.Advance(absl::Milliseconds(2500));
+  b.RecordFailure(v1::FAILURE_REASON_TIMEOUT, "Timed out");
+  status = b.Snapshot().status;
+  EXPECT_EQ(FromProtoTimestamp(status.last_failure().time()), clock_.Now());
+  const auto families = Collect();
+  EXPECT_DOUBLE_EQ(*Value(families, "gloowatch_peer_last_failure_timestamp_seconds", kB),
+                   absl::ToDoubleSeconds(clock_.Now() - absl::UnixEpoch()));
+  EXPECT_EQ(families.at("gloowatch_peer_last_failure_timestamp_seconds").type, MetricType::Gauge);
+  // Up again: the last failure and its time stay (history, not state).
+  b.SetUp("127.0.0.1:1", "test");
+  clock_.Advance(absl::Minutes(3));
+  EXPECT_EQ(FromProtoTimestamp(b.Snapshot().status.last_failure().time()),
+            clock_.Now() - absl::Minutes(3));
+}
+
+TEST_F(PeerSeriesTest, RecentP50CoversTheLastMinuteOnly) {
+  PeerConfig peer;
+  peer.name = "node-b";
+  // The default latency window: 5 minutes.
+  trackers_.push_back(
+      std::make_shared<PeerTracker>(peer, absl::Minutes(5), absl::Hours(1), std::nullopt, &clock_));
+  PeerTracker& b = *trackers_.back();
+  b.SetUp("127.0.0.1:1", "test");
+  EXPECT_FALSE(b.Snapshot().status.latency().has_recent_p50_seconds());
+  // A fault: 10 ms round trips for two minutes, then repaired: 100 us.
+  for (int i = 0; i < 24; ++i) {
+    b.RecordRtts({absl::Milliseconds(10), absl::Milliseconds(10), absl::Milliseconds(10)});
+    clock_.Advance(absl::Seconds(5));
+  }
+  EXPECT_DOUBLE_EQ(b.Snapshot().status.latency().recent_p50_seconds(), 10e-3);
+  for (int i = 0; i < 12; ++i) {
+    clock_.Advance(absl::Seconds(5));
+    b.RecordRtts({absl::Microseconds(100), absl::Microseconds(100), absl::Microseconds(100)});
+  }
+  // A minute after the repair: the 5-minute median still reads the fault,
+  // the recent one does not.
+  const v1::LatencyFigures latency = b.Snapshot().status.latency();
+  EXPECT_DOUBLE_EQ(latency.p50_seconds(), 10e-3);
+  EXPECT_DOUBLE_EQ(latency.recent_p50_seconds(), 100e-6);
+  auto families = Collect();
+  EXPECT_DOUBLE_EQ(*Value(families, "gloowatch_peer_rtt_recent_p50_seconds", kB), 100e-6);
+  EXPECT_DOUBLE_EQ(*Value(families, "gloowatch_peer_rtt_p50_seconds", kB), 10e-3);
+  EXPECT_EQ(families.at("gloowatch_peer_rtt_recent_p50_seconds").type, MetricType::Gauge);
+  // No round trip for a minute (the link went down): no recent figure.
+  b.RecordFailure(v1::FAILURE_REASON_TIMEOUT, "Timed out");
+  clock_.Advance(absl::Seconds(61));
+  EXPECT_FALSE(b.Snapshot().status.latency().has_recent_p50_seconds());
+  EXPECT_FALSE(Value(Collect(), "gloowatch_peer_rtt_recent_p50_seconds", kB).has_value());
+}
+
+TEST_F(PeerSeriesTest, PeerDaemonSilenceAsItsTransportLastSaidIt) {
+  PeerTracker& b = *AddTracker("node-b");
+  EXPECT_FALSE(b.Snapshot().status.has_peer_daemon());
+  EXPECT_FALSE(Value(Collect(), "gloowatch_peer_daemon_silent_seconds", kB).has_value());
+  b.SetUp("127.0.0.1:1", "test");
+  b.RecordPeerDaemon(0.0);
+  ASSERT_TRUE(b.Snapshot().status.peer_daemon().has_silent_seconds());
+  EXPECT_EQ(b.Snapshot().status.peer_daemon().silent_seconds(), 0.0);
+  EXPECT_EQ(Value(Collect(), "gloowatch_peer_daemon_silent_seconds", kB), 0);
+
+  // Through the transport's event: the peer's daemon froze 7 s ago.
+  transport::v1::PeerEvent event;
+  event.mutable_peer_daemon()->set_silent_seconds(7);
+  ApplyPeerEvent(event, b);
+  EXPECT_EQ(b.Snapshot().status.peer_daemon().silent_seconds(), 7.0);
+  const auto families = Collect();
+  EXPECT_EQ(Value(families, "gloowatch_peer_daemon_silent_seconds", kB), 7);
+  EXPECT_EQ(families.at("gloowatch_peer_daemon_silent_seconds").type, MetricType::Gauge);
+  // Kept while the peer is down: what its transport said last.
+  b.RecordFailure(v1::FAILURE_REASON_TIMEOUT, "Timed out");
+  EXPECT_EQ(b.Snapshot().status.peer_daemon().silent_seconds(), 7.0);
+
+  // A peer of an older version says nothing: unknown, no series.
+  transport::v1::PeerEvent unknown;
+  unknown.mutable_peer_daemon();
+  ApplyPeerEvent(unknown, b);
+  EXPECT_FALSE(b.Snapshot().status.has_peer_daemon());
+  EXPECT_FALSE(b.Snapshot().status.peer_daemon().has_silent_seconds());
+  EXPECT_FALSE(Value(Collect(), "gloowatch_peer_daemon_silent_seconds", kB).has_value());
 }
 
 TEST_F(PeerSeriesTest, ARemovedPeerStopsAppearing) {

@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/simulated_clock.h"
 #include "daemon/api/peer_service.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -76,9 +77,11 @@ v1::ProbeParameters SmallParameters() {
 
 class ProbeLinkTest : public ::testing::Test {
  protected:
-  void StartServer(const Clock* server_clock) {
+  // `liveness`: what the responders say of the server's daemon (null: nothing,
+  // as a responder of an older version).
+  void StartServer(const Clock* server_clock, const DaemonLiveness* liveness = nullptr) {
     registry_ = std::make_unique<ResponderRegistry>("server", "test", LoopbackDevice(),
-                                                    &server_gate_, server_clock);
+                                                    &server_gate_, server_clock, liveness);
     service_ = std::make_unique<PeerService>("server", "test", std::set<std::string>{"client"},
                                              registry_.get());
     grpc::ServerBuilder builder;
@@ -136,6 +139,10 @@ class ProbeLinkTest : public ::testing::Test {
   }
 
   std::shared_ptr<gloo::transport::Device> client_device_ = LoopbackDevice();
+  // When the server's daemon last ticked, for the tests that give it one:
+  // members, so that they outlive the responders, which end with registry_.
+  SimulatedClock daemon_time_;
+  DaemonLiveness liveness_{&daemon_time_};
   BandwidthGate server_gate_{RealClock::Get()};
   BandwidthGate client_gate_{RealClock::Get()};
   std::unique_ptr<ResponderRegistry> registry_;
@@ -220,6 +227,63 @@ TEST_F(ProbeLinkTest, PingSyncAndBandwidthOverRealPairs) {
   }
   // The session stays usable after transfers.
   EXPECT_TRUE(session->Ping(3).ok());
+}
+
+// The responder's 32-byte replies say how long its daemon has been silent
+// (whole seconds, saturating), on every kind of command that gets one.
+TEST_F(ProbeLinkTest, RepliesCarryHowLongTheRespondersDaemonHasBeenSilent) {
+  StartServer(RealClock::Get(), &liveness_);
+  std::unique_ptr<ProbeSession> session = Connected();
+  ASSERT_NE(session, nullptr);
+  EXPECT_FALSE(session->TakePeerDaemon().has_value()) << "no reply yet";
+  auto silence = [&]() -> std::optional<uint32_t> {
+    std::optional<PeerDaemonReport> report = session->TakePeerDaemon();
+    if (!report.has_value()) {
+      ADD_FAILURE() << "no reply said anything of the daemon";
+      return std::nullopt;
+    }
+    return report->silent_seconds;
+  };
+
+  ASSERT_TRUE(session->Ping(3).ok());
+  EXPECT_EQ(silence(), std::optional<uint32_t>(0));
+  EXPECT_FALSE(session->TakePeerDaemon().has_value()) << "taken once";
+
+  // The daemon stops ticking: 7.9 s later every reply says 7.
+  daemon_time_.Advance(absl::Milliseconds(7900));
+  ASSERT_TRUE(session->Ping(3).ok());
+  EXPECT_EQ(silence(), std::optional<uint32_t>(7));
+  ASSERT_TRUE(session->SyncBurst(2).ok());
+  EXPECT_EQ(silence(), std::optional<uint32_t>(7));
+  for (BandwidthDirection d : {BandwidthDirection::kTx, BandwidthDirection::kRx}) {
+    ASSERT_TRUE(session->Bandwidth(d, client_gate_).ok());
+    EXPECT_EQ(silence(), std::optional<uint32_t>(7));
+  }
+  // Saturates instead of wrapping.
+  daemon_time_.Advance(absl::Hours(20));
+  ASSERT_TRUE(session->Ping(1).ok());
+  EXPECT_EQ(silence(), std::optional<uint32_t>(65535));
+  // A tick: 0 again.
+  liveness_.Heard();
+  ASSERT_TRUE(session->Ping(1).ok());
+  EXPECT_EQ(silence(), std::optional<uint32_t>(0));
+}
+
+// A responder of an older version sends the daemon bytes as zero: unknown,
+// not "0 s". An echoed latency message gets no 32-byte reply: nothing.
+TEST_F(ProbeLinkTest, AnOlderResponderSaysNothingOfItsDaemonAndEchoesCarryNothing) {
+  StartServer(RealClock::Get());
+  std::unique_ptr<ProbeSession> session = Connected();
+  ASSERT_NE(session, nullptr);
+  ASSERT_TRUE(session->Ping(3).ok());
+  std::optional<PeerDaemonReport> report = session->TakePeerDaemon();
+  ASSERT_TRUE(report.has_value());
+  EXPECT_FALSE(report->silent_seconds.has_value());
+
+  std::unique_ptr<ProbeSession> echoed = Connected(RealClock::Get(), EchoedPingParameters());
+  ASSERT_NE(echoed, nullptr);
+  ASSERT_TRUE(echoed->Ping(3).ok());
+  EXPECT_FALSE(echoed->TakePeerDaemon().has_value());
 }
 
 TEST_F(ProbeLinkTest, ReadsTheKernelTcpStatisticsOfBothOwnPairs) {

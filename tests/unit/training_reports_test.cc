@@ -293,5 +293,124 @@ TEST_F(TrainingReportsTest, ProcessOfTheRankRunningStoppedGone) {
   EXPECT_EQ(process(0), "");
 }
 
+// A child process that waits until killed.
+pid_t Child() {
+  const pid_t child = fork();
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  return child;
+}
+
+void KillAndReap(pid_t pid) {
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+}
+
+// A rank whose process is gone is in no call any more: its collective ends
+// (op cleared, nothing inside, the seq kept) and what it was inside is kept
+// apart; a job whose every rank is gone has ended, and says how.
+TEST(TrainingReportsGone, AGoneRankIsInNoCallAndAJobOfGoneRanksHasEnded) {
+  SimulatedClock clock;
+  TrainingReports reports(&clock, absl::Minutes(10), 16);
+  std::vector<pid_t> children;
+  for (int i = 0; i < 4; ++i) {
+    children.push_back(Child());
+    ASSERT_GT(children.back(), 0);
+  }
+  auto report = [&](const std::string& job, int rank, const std::string& op, double inside,
+                    pid_t pid) {
+    v1::CollectiveReport r = Coll(job, rank, op, 9, inside);
+    r.set_pid(static_cast<uint32_t>(pid));
+    r.set_start_time_ticks(StartTicks(pid));
+    return reports.ReportCollective(r);
+  };
+  // Job j: two ranks inside all_reduce #9; job k: one rank between calls;
+  // job s: a stopped rank; job u: a rank whose process is unknown.
+  ASSERT_TRUE(report("j", 0, "all_reduce", 2, children[0]).ok());
+  ASSERT_TRUE(report("j", 1, "all_reduce", 2, children[1]).ok());
+  ASSERT_TRUE(report("k", 0, "", 0, children[2]).ok());
+  ASSERT_TRUE(report("s", 0, "barrier", 1, children[3]).ok());
+  ASSERT_TRUE(reports.ReportCollective(Coll("u", 0, "all_reduce", 3, 1)).ok());
+  ASSERT_EQ(kill(children[3], SIGSTOP), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(children[3], &status, WUNTRACED), children[3]);
+  clock.Advance(absl::Seconds(30));  // nobody reports any more
+  auto find = [](const std::vector<v1::TrainingJobStatus>& all, const std::string& job, int rank) {
+    for (const v1::TrainingJobStatus& t : all) {
+      if (t.job() == job && t.rank() == rank) return t;
+    }
+    return v1::TrainingJobStatus();
+  };
+  auto state = [](const std::vector<v1::TrainingJobSummary>& jobs, const std::string& job) {
+    for (const v1::TrainingJobSummary& j : jobs) {
+      if (j.job() == job) return std::make_pair(j.state(), j.ended_how());
+    }
+    return std::make_pair(std::string("(none)"), std::string());
+  };
+
+  std::vector<v1::TrainingJobStatus> all = reports.Snapshot();
+  std::vector<v1::TrainingJobSummary> jobs = SummarizeTrainingJobs(all);
+  ASSERT_EQ(jobs.size(), 4u);
+  EXPECT_EQ(jobs[0].job(), "j");
+  EXPECT_THAT(jobs[0].ranks(), ElementsAre(0, 1));
+  EXPECT_EQ(state(jobs, "j"), std::make_pair(std::string("running"), std::string()));
+  EXPECT_EQ(state(jobs, "k"), std::make_pair(std::string("running"), std::string()));
+  EXPECT_EQ(state(jobs, "s"), std::make_pair(std::string("stopped"), std::string()));
+  EXPECT_EQ(state(jobs, "u"), std::make_pair(std::string(""), std::string()));
+  // Stopped, unknown and running ranks stay inside their call, time growing.
+  EXPECT_EQ(find(all, "j", 0).collective().op(), "all_reduce");
+  EXPECT_DOUBLE_EQ(find(all, "j", 0).collective().inside_seconds(), 32);
+  EXPECT_DOUBLE_EQ(find(all, "s", 0).collective().inside_seconds(), 31);
+  EXPECT_DOUBLE_EQ(find(all, "u", 0).collective().inside_seconds(), 31);
+  EXPECT_FALSE(find(all, "j", 0).has_died_inside());
+
+  // Rank 0 of j killed inside all_reduce: in no call now; j runs on (rank 1).
+  KillAndReap(children[0]);
+  all = reports.Snapshot();
+  const v1::TrainingJobStatus gone = find(all, "j", 0);
+  EXPECT_EQ(gone.process(), "gone");
+  EXPECT_EQ(gone.collective().op(), "");
+  EXPECT_EQ(gone.collective().inside_seconds(), 0);
+  EXPECT_EQ(gone.collective().seq(), 9u);
+  ASSERT_TRUE(gone.has_died_inside());
+  EXPECT_EQ(gone.died_inside().op(), "all_reduce");
+  EXPECT_EQ(gone.died_inside().seq(), 9u);
+  EXPECT_EQ(gone.died_inside().bytes(), 1024u);
+  EXPECT_DOUBLE_EQ(gone.died_inside().inside_seconds(), 2);  // as of its last report
+  EXPECT_EQ(state(SummarizeTrainingJobs(all), "j"),
+            std::make_pair(std::string("running"), std::string()));
+
+  // Every rank of j gone: ended, having died inside a collective. k's rank
+  // went between calls: exited.
+  KillAndReap(children[1]);
+  KillAndReap(children[2]);
+  all = reports.Snapshot();
+  jobs = SummarizeTrainingJobs(all);
+  EXPECT_EQ(state(jobs, "j"),
+            std::make_pair(std::string("ended"), std::string("died_in_collective")));
+  EXPECT_EQ(state(jobs, "k"), std::make_pair(std::string("ended"), std::string("exited")));
+  EXPECT_FALSE(find(all, "k", 0).has_died_inside());
+  EXPECT_EQ(find(all, "j", 1).collective().op(), "");
+
+  // The job restarted under the same name: the new process's report makes
+  // the rank live and inside again, and the job running.
+  const pid_t again = Child();
+  ASSERT_GT(again, 0);
+  ASSERT_TRUE(report("j", 0, "all_reduce", 0.5, again).ok());
+  all = reports.Snapshot();
+  EXPECT_EQ(find(all, "j", 0).process(), "running");
+  EXPECT_EQ(find(all, "j", 0).collective().op(), "all_reduce");
+  EXPECT_FALSE(find(all, "j", 0).has_died_inside());
+  EXPECT_EQ(state(SummarizeTrainingJobs(all), "j"),
+            std::make_pair(std::string("running"), std::string()));
+
+  KillAndReap(again);
+  kill(children[3], SIGCONT);
+  KillAndReap(children[3]);
+}
+
 }  // namespace
 }  // namespace gloowatch

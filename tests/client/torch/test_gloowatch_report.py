@@ -7,6 +7,7 @@ import datetime
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -451,6 +452,86 @@ class HangAttributionTest(DaemonCase):
         self.assertEqual(len(to_rank2), 2, view)
         for l in to_rank2:
             self.assertEqual((l["unacked_bytes"], l["backoff"]), (0, 0), view)
+
+    def series(self, name, job):
+        """{labels: value} of every series of `name` for training job `job`."""
+        pat = re.compile(r'^%s\{([^}]*)\} (\S+)$' % re.escape(name), re.M)
+        return {labels: float(value) for labels, value in pat.findall(self.daemon.scrape())
+                if 'training_job="%s"' % job in labels}
+
+    def get_status(self):
+        with grpc.insecure_channel(self.daemon.grpc) as channel:
+            call = channel.unary_unary("/gloowatch.v1.Status/GetStatus",
+                                       request_serializer=pb2.GetStatusRequest.SerializeToString,
+                                       response_deserializer=pb2.NodeStatus.FromString)
+            return call(pb2.GetStatusRequest(), timeout=5)
+
+    def test_ranks_killed_inside_a_collective_end_the_job_not_hang_it(self):
+        """All ranks killed while inside all_reduce (one stopped, two waiting
+        for it): the daemon sees their processes gone at its next tick, so no
+        gloowatch_training_collective_seconds is left to grow into a hang
+        alert; the job is reported ended, having died in a collective."""
+        job = "killedjob"
+        procs = _start_ranks(self.daemon, job, "allreduce_loop.py", 3,
+                             {"GLOOWATCH_FLUSH_INTERVAL": "0.2", "DURATION": "90"})
+
+        def cleanup():
+            for p in procs:
+                p.kill()
+                p.communicate(timeout=30)
+        self.addCleanup(cleanup)
+        inside = "gloowatch_training_collective_seconds"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(self.series(inside, job)) < 3:
+            time.sleep(0.2)
+        self.assertEqual(len(self.series(inside, job)), 3, self.daemon.scrape())
+        os.kill(procs[2].pid, signal.SIGSTOP)
+        # Ranks 0 and 1 wait inside all_reduce for rank 2.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            waiting = [self.daemon.training(inside, job, r) or 0 for r in (0, 1)]
+            if min(waiting) >= 2.0:
+                break
+            time.sleep(0.2)
+        self.assertGreaterEqual(min(waiting), 2.0, self.series(inside, job))
+        state = self.series("gloowatch_training_rank_process_state", job)
+        self.assertEqual(sum(v for k, v in state.items() if 'state="running"' in k), 2, state)
+        self.assertEqual(sum(v for k, v in state.items() if 'state="stopped"' in k), 1, state)
+
+        for p in procs:
+            p.kill()
+            p.communicate(timeout=30)
+        # The daemon's next tick (every second) reads /proc.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and self.series(inside, job):
+            time.sleep(0.2)
+        self.assertEqual(self.series(inside, job), {}, "a dead rank still inside a collective")
+        state = self.series("gloowatch_training_rank_process_state", job)
+        for rank in range(3):
+            mine = {k: v for k, v in state.items() if 'rank="%d"' % rank in k}
+            self.assertEqual(len(mine), 3, state)  # running, stopped, gone
+            self.assertEqual([k for k, v in mine.items() if v == 1],
+                             [k for k in mine if 'state="gone"' in k], state)
+        # Still known: the last call and how long ago each rank was heard from.
+        self.assertEqual(len(self.series("gloowatch_training_collective_seq", job)), 3)
+        self.assertEqual(len(self.series("gloowatch_training_report_age_seconds", job)), 3)
+        ended = self.series("gloowatch_training_job_ended", job)
+        self.assertEqual(list(ended.values()), [1.0], ended)
+        self.assertIn('how="died_in_collective"', list(ended)[0])
+
+        status = self.get_status()
+        summary = [j for j in status.training_jobs if j.job == job]
+        self.assertEqual(len(summary), 1, status.training_jobs)
+        self.assertEqual((summary[0].state, summary[0].ended_how, list(summary[0].ranks)),
+                         ("ended", "died_in_collective", [0, 1, 2]))
+        ranks = {t.rank: t for t in status.training if t.job == job}
+        for rank in range(3):
+            self.assertEqual(ranks[rank].process, "gone")
+            self.assertEqual(ranks[rank].collective.op, "")
+            self.assertEqual(ranks[rank].collective.inside_seconds, 0)
+        for rank in (0, 1):  # they were waiting inside all_reduce when killed
+            self.assertEqual(ranks[rank].died_inside.op, "all_reduce", ranks[rank])
+            self.assertGreaterEqual(ranks[rank].died_inside.inside_seconds, 1.5, ranks[rank])
 
 
 if __name__ == "__main__":
