@@ -9,7 +9,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-for bin in gloowatchd client/gloowatch bench/topology_sim bench/status_loadgen bench/explain_log_bench bench/localise_bench bench/html_page_bench; do
+for bin in gloowatchd client/gloowatch bench/topology_sim bench/status_loadgen bench/explain_log_bench bench/localise_bench bench/job_sockets_bench bench/html_page_bench; do
   [ -x "$build/$bin" ] || { echo "bench: $build/$bin is missing: build first (cmake --build $build -j2)"; exit 1; }
 done
 out=$(mktemp -d)
@@ -59,6 +59,7 @@ done
 run topology "$build/bench/topology_sim"
 run explain_log "$build/bench/explain_log_bench"
 run localise "$build/bench/localise_bench"
+run job_sockets "$build/bench/job_sockets_bench"
 run html_page bash bench/html_page.sh "$build"
 run reporter /usr/bin/python3 bench/reporter_overhead.py "$build"
 run dashboard bash bench/dashboard.sh

@@ -16,6 +16,7 @@
 #include "common/tls.h"
 #include "common/user_text.h"
 #include "common/version.h"
+#include "daemon/metrics/job_link_series.h"
 #include "daemon/peers/peer_series.h"
 #include "daemon/supervisor/transport_supervisor.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -31,6 +32,9 @@ namespace {
 // grow the exported series without bound.
 constexpr absl::Duration kTrainingSeriesExpiry = absl::Minutes(10);
 constexpr size_t kMaxTrainingSeries = 256;
+// How often the training ranks' sockets are read (docs/performance.md: a
+// 64-rank job's costs well under 0.2% of a core at this interval).
+constexpr absl::Duration kJobSocketsInterval = absl::Seconds(5);
 // Threads of gRPC's sync server at most. Our services use the callback API
 // and hold no thread while they wait; this caps whatever still runs on the
 // sync path (gRPC's own health service).
@@ -77,6 +81,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(Config config, const Clock
   std::unique_ptr<Daemon> d(new Daemon(std::move(config), clock));
   const Config c = d->config_;  // before any other thread runs
   if (absl::Status s = d->ChooseGlooEndpoint(c); !s.ok()) return s;
+  d->MakeTraining(c);  // before /metrics, whose job link series read it
   if (absl::Status s = d->ServeMetrics(c); !s.ok()) return s;
   const std::vector<std::string> probe_peers = d->SelectFirstPeers(c);
   d->MakeServices(c, std::move(launcher), probe_peers);
@@ -114,12 +119,24 @@ absl::Status Daemon::ChooseGlooEndpoint(const Config& c) {
   return absl::OkStatus();
 }
 
+void Daemon::MakeTraining(const Config& c) {
+  socket_table_ = NewSockDiagSocketTable();
+  job_sockets_ = std::make_unique<JobSockets>(
+      clock_, socket_table_.get(),
+      std::vector<uint16_t>{c.grpc_listen.port, c.metrics_listen.port});
+  training_ =
+      std::make_unique<TrainingReports>(clock_, kTrainingSeriesExpiry, kMaxTrainingSeries,
+                                        absl::Minutes(5), absl::Minutes(1), job_sockets_.get());
+}
+
 absl::Status Daemon::ServeMetrics(const Config& c) {
   metrics_ = std::make_unique<Metrics>(
       Metrics::Identity{c.node, GLOOWATCH_VERSION, GLOOWATCH_GLOO_VERSION, endpoint_.interface,
                         endpoint_.link_speed_bytes_per_second, c.group, c.labels});
   metrics_->SetThresholds(ThresholdsProto(c.thresholds));
   metrics_->AddCollectable(std::make_shared<HostLoadCollector>(host_load_, c.node));
+  metrics_->AddCollectable(
+      std::make_shared<JobLinkSeries>(c.node, [this] { return training_->Snapshot(); }));
   metrics_->AddCollectable(std::make_shared<PeerSeries>(c.node, [this] {
     std::vector<std::shared_ptr<const PeerTracker>> trackers;
     absl::MutexLock lock(&mu_);
@@ -188,7 +205,6 @@ std::vector<std::string> Daemon::SelectFirstPeers(const Config& c) {
 
 void Daemon::MakeServices(const Config& c, std::shared_ptr<TransportLauncher> launcher,
                           const std::vector<std::string>& probe_peers) {
-  training_ = std::make_unique<TrainingReports>(clock_, kTrainingSeriesExpiry, kMaxTrainingSeries);
   status_service_ = std::make_unique<StatusService>(
       [this] { return Status(); },
       [this](const v1::ReportStepRequest& r, const std::string& client) {
@@ -384,6 +400,15 @@ void Daemon::Tick() {
   // daemon whose main loop is stuck (or that is stopped) stops telling them.
   transport_->TellAlive();
   host_load_->Sample();
+  // The ranks' own sockets, every few seconds: one dump of the socket table.
+  if (const absl::Duration at = clock_->Monotonic(); at >= job_sockets_read_at_) {
+    job_sockets_read_at_ = at + kJobSocketsInterval;
+    if (absl::Status s = job_sockets_->Read(training_->WantedSockets());
+        !s.ok() && !job_sockets_error_logged_) {
+      job_sockets_error_logged_ = true;
+      GW_LOG(kWarning, "training ranks' sockets not read: %s", s.message());
+    }
+  }
   for (const TrainingReports::Key& key : training_->Expire()) {
     metrics_->RemoveTrainingSeries(key.first, key.second);
   }
@@ -412,7 +437,7 @@ void Daemon::ExportTrainingState() {
   std::set<TrainingReports::Key> with_collective, with_process;
   std::set<std::string> ended;
   const absl::Time now = clock_->Now();
-  const std::vector<v1::TrainingJobStatus> ranks = training_->Snapshot();
+  const std::vector<v1::TrainingJobStatus> ranks = training_->Snapshot(/*with_sockets=*/false);
   for (const v1::TrainingJobStatus& t : ranks) {
     const TrainingReports::Key key(t.job(), t.rank());
     if (!t.process().empty()) {

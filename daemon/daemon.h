@@ -24,6 +24,7 @@
 #include "daemon/peers/topology.h"
 #include "daemon/supervisor/transport_supervisor.h"
 #include "daemon/system/gloo_endpoint.h"
+#include "daemon/training/job_sockets.h"
 #include "daemon/training/training_reports.h"
 #include "proto/gloowatch.pb.h"
 
@@ -76,6 +77,8 @@ class Daemon {
   absl::Status ChooseGlooEndpoint(const Config& c);
   absl::Status ServeMetrics(const Config& c);
   std::vector<std::string> SelectFirstPeers(const Config& c);
+  // The training reports and the reading of the ranks' sockets.
+  void MakeTraining(const Config& c);
   void MakeServices(const Config& c, std::shared_ptr<TransportLauncher> launcher,
                     const std::vector<std::string>& probe_peers);
   absl::Status ServeGrpc(const Config& c, const TlsMaterial& tls);
@@ -103,6 +106,10 @@ class Daemon {
   std::string hostname_;
   const std::shared_ptr<HostLoad> host_load_;
   std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<TcpSocketTable> socket_table_;
+  std::unique_ptr<JobSockets> job_sockets_;
+  absl::Duration job_sockets_read_at_;  // next read, monotonic; Tick only
+  bool job_sockets_error_logged_ = false;
   // Serves metrics_->Render(), which reads probed_: reset before they go.
   std::unique_ptr<ScrapeServer> scrape_server_;
   std::unique_ptr<TrainingReports> training_;

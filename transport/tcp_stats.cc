@@ -1,11 +1,9 @@
 #include "transport/tcp_stats.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
-#include <linux/tcp.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -19,7 +17,6 @@
 namespace gloowatch {
 namespace {
 
-constexpr int kTcpEstablished = 1;  // include/net/tcp_states.h, not in the uapi headers
 constexpr size_t kReceiveBytes = 32 << 10;
 
 // Closes the netlink socket on every path.
@@ -44,48 +41,19 @@ void FillId(const TcpEndpoint& local, const TcpEndpoint& remote, inet_diag_socki
   std::memcpy(id->idiag_dst, remote.address.data(), sizeof(id->idiag_dst));
 }
 
-void Endpoints(const inet_diag_msg& msg, TcpEndpoint* local, TcpEndpoint* remote) {
-  local->family = remote->family = msg.idiag_family;
-  local->port = ntohs(msg.id.idiag_sport);
-  remote->port = ntohs(msg.id.idiag_dport);
-  const size_t bytes = msg.idiag_family == AF_INET ? 4 : 16;
-  std::memcpy(local->address.data(), msg.id.idiag_src, bytes);
-  std::memcpy(remote->address.data(), msg.id.idiag_dst, bytes);
-}
-
-// The INET_DIAG_INFO attribute of a reply, or an error when it has none.
-absl::StatusOr<TcpCounters> CountersOf(const nlmsghdr* h) {
-  const auto* msg = static_cast<const inet_diag_msg*>(NLMSG_DATA(h));
-  int len = static_cast<int>(h->nlmsg_len) - static_cast<int>(NLMSG_LENGTH(sizeof(*msg)));
-  for (const auto* a = reinterpret_cast<const nlattr*>(msg + 1); len >= NLA_HDRLEN;) {
-    const int size = static_cast<int>(a->nla_len);
-    if (size < NLA_HDRLEN || size > len) break;
-    if ((a->nla_type & NLA_TYPE_MASK) == INET_DIAG_INFO) {
-      // Older kernels send a shorter tcp_info; the rest stays 0.
-      tcp_info info{};
-      const size_t have = static_cast<size_t>(size - NLA_HDRLEN);
-      std::memcpy(&info, reinterpret_cast<const char*>(a) + NLA_HDRLEN,
-                  std::min(have, sizeof(info)));
-      TcpCounters c;
-      c.retransmitted_segments = info.tcpi_total_retrans;
-      // tcpi_data_segs_out (Linux 4.6) leaves out pure ACKs, which a
-      // receiving socket sends plenty of and which are never retransmitted.
-      const bool has_data_segs =
-          have >= offsetof(tcp_info, tcpi_data_segs_out) + sizeof(info.tcpi_data_segs_out);
-      c.sent_segments = has_data_segs ? info.tcpi_data_segs_out : info.tcpi_segs_out;
-      // 0 before Linux 4.19 (the copy above leaves it so).
-      c.spurious_retransmitted_segments = info.tcpi_dsack_dups;
-      c.rtt = absl::Microseconds(info.tcpi_rtt);
-      c.rtt_variation = absl::Microseconds(info.tcpi_rttvar);
-      c.unacked_segments = info.tcpi_unacked;
-      c.timeout_retransmits = info.tcpi_retransmits;
-      return c;
-    }
-    const int step = NLA_ALIGN(size);
-    len -= step;
-    a = reinterpret_cast<const nlattr*>(reinterpret_cast<const char*>(a) + step);
-  }
-  return absl::InternalError("sock_diag: reply without INET_DIAG_INFO");
+// The counters of one SOCK_DIAG_BY_FAMILY reply, or an error when it has
+// no INET_DIAG_INFO.
+absl::StatusOr<TcpCounters> CountersOf(const TcpDiagEntry& e) {
+  if (!e.info) return absl::InternalError("sock_diag: reply without INET_DIAG_INFO");
+  TcpCounters c;
+  c.retransmitted_segments = e.info->retransmitted_segments;
+  c.sent_segments = e.info->sent_segments;
+  c.spurious_retransmitted_segments = e.info->spurious_retransmitted_segments;
+  c.rtt = absl::Microseconds(e.info->rtt_us);
+  c.rtt_variation = absl::Microseconds(e.info->rtt_variation_us);
+  c.unacked_segments = e.info->unacked_segments;
+  c.timeout_retransmits = e.info->timeout_retransmits;
+  return c;
 }
 
 // Our socket has our listening address as its local one (we accepted) or
@@ -126,16 +94,13 @@ class SockDiagTcpStats final : public TcpStatsSource {
           return absl::InternalError(absl::StrCat("sock_diag: ", strerror(error)));
         }
         if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY) continue;
-        const auto* msg = static_cast<const inet_diag_msg*>(NLMSG_DATA(h));
-        TcpEndpoint local, remote;
-        Endpoints(*msg, &local, &remote);
-        if (dump && !IsOurs(c, local, remote)) continue;
-        if (msg->idiag_state != kTcpEstablished)
+        const TcpDiagEntry entry = ParseTcpDiagMessage(h);
+        if (dump && !IsOurs(c, entry.local, entry.remote)) continue;
+        if (entry.state != kTcpStateEstablished)
           return NotFound(c);  // an exact lookup of a closing one
-        absl::StatusOr<TcpCounters> counters = CountersOf(h);
+        absl::StatusOr<TcpCounters> counters = CountersOf(entry);
         if (counters.ok() && dump) {
-          c.resolved = TcpConnection::Resolved{
-              local, remote, {msg->id.idiag_cookie[0], msg->id.idiag_cookie[1]}};
+          c.resolved = TcpConnection::Resolved{entry.local, entry.remote, entry.cookie};
         }
         return counters;
       }
@@ -167,7 +132,7 @@ class SockDiagTcpStats final : public TcpStatsSource {
     m.req.sdiag_family = static_cast<uint8_t>(c.local.family);
     m.req.sdiag_protocol = IPPROTO_TCP;
     m.req.idiag_ext = 1 << (INET_DIAG_INFO - 1);
-    m.req.idiag_states = 1 << kTcpEstablished;
+    m.req.idiag_states = 1 << kTcpStateEstablished;
     if (dump) {
       m.nlh.nlmsg_flags |= NLM_F_DUMP;
       // sport == local.port || dport == remote.port, as ss compiles an or:
@@ -200,31 +165,6 @@ class SockDiagTcpStats final : public TcpStatsSource {
 };
 
 }  // namespace
-
-std::optional<TcpEndpoint> TcpEndpoint::FromSockaddr(const sockaddr_storage& ss) {
-  TcpEndpoint e;
-  e.family = ss.ss_family;
-  if (ss.ss_family == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(&ss);
-    std::memcpy(e.address.data(), &in->sin_addr, 4);
-    e.port = ntohs(in->sin_port);
-    return e;
-  }
-  if (ss.ss_family == AF_INET6) {
-    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
-    std::memcpy(e.address.data(), &in6->sin6_addr, 16);
-    e.port = ntohs(in6->sin6_port);
-    return e;
-  }
-  return std::nullopt;
-}
-
-std::string TcpEndpoint::ToString() const {
-  char host[INET6_ADDRSTRLEN] = {0};
-  if (family != AF_INET && family != AF_INET6) return "?";
-  inet_ntop(family, address.data(), host, sizeof(host));
-  return family == AF_INET ? absl::StrCat(host, ":", port) : absl::StrCat("[", host, "]:", port);
-}
 
 std::unique_ptr<TcpStatsSource> NewSockDiagTcpStats() {
   return std::make_unique<SockDiagTcpStats>();

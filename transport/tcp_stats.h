@@ -3,29 +3,16 @@
 // through NETLINK_SOCK_DIAG by its addresses instead of its fd.
 #pragma once
 
-#include <sys/socket.h>
-
 #include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/tcp_diag.h"
 
 namespace gloowatch {
-
-struct TcpEndpoint {
-  int family = AF_UNSPEC;             // AF_INET or AF_INET6
-  std::array<uint8_t, 16> address{};  // network order; IPv4 in the first 4 bytes
-  uint16_t port = 0;                  // host order
-
-  static std::optional<TcpEndpoint> FromSockaddr(const sockaddr_storage& ss);
-  std::string ToString() const;
-  bool SameHost(const TcpEndpoint& o) const { return family == o.family && address == o.address; }
-  bool operator==(const TcpEndpoint& o) const { return SameHost(o) && port == o.port; }
-};
 
 // One Gloo pair's connection, named by the listening addresses both pairs
 // advertised. One side accepted on its listening address, the other connected

@@ -142,7 +142,10 @@ int JobView::ExitCode() const {
   const bool silent = std::any_of(ranks.begin(), ranks.end(), [](const RankView& r) {
     return r.state == RankState::kSilent || r.state == RankState::kGone;
   });
-  return silent || !unreachable.empty() || !links.empty() ? 1 : 0;
+  const bool stuck_link = std::any_of(
+      job_links.findings.begin(), job_links.findings.end(),
+      [](const LinkFinding& f) { return f.kind == "network" || f.kind == "not_reading"; });
+  return silent || stuck_link || !unreachable.empty() || !links.empty() ? 1 : 0;
 }
 
 absl::StatusOr<JobView> BuildJobView(const std::vector<FetchResult>& fetched,
@@ -220,6 +223,7 @@ absl::StatusOr<JobView> BuildJobView(const std::vector<FetchResult>& fetched,
     }
   }
   AddLinks(fetched, v);
+  v.job_links = BuildJobLinks(fetched, job);
   return v;
 }
 
@@ -257,7 +261,8 @@ std::string RenderJobText(const JobView& v) {
     absl::StrAppend(&out, "links between the job's nodes: ", v.links.size(), " of ",
                     v.links_checked, " not up\n");
   }
-  if (v.hung() && culprits.empty() && v.links.empty()) {
+  absl::StrAppend(&out, RenderJobLinks(v.job_links, v.hung()));
+  if (v.hung() && culprits.empty() && v.links.empty() && v.job_links.findings.empty()) {
     absl::StrAppend(&out,
                     "every rank that reports is inside the call: look for ranks that never "
                     "reported (not instrumented, or on a host not asked)\n");
@@ -324,6 +329,7 @@ nlohmann::json JobToJson(const JobView& v) {
         l.last_failure_seconds ? nlohmann::json(*l.last_failure_seconds) : nlohmann::json();
     j["links"].push_back(std::move(x));
   }
+  j["job_links"] = JobLinksToJson(v.job_links);
   return j;
 }
 

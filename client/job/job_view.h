@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "client/job/job_links.h"
 #include "client/sources/fetch.h"
 #include "nlohmann/json.hpp"
 
@@ -56,12 +57,14 @@ struct JobView {
   std::vector<std::string> unreachable;  // daemons that did not answer: "name: error"
   std::vector<JobLink> links;            // not up, between the job's nodes; by node, peer
   int links_checked = 0;                 // directed links between them the daemons reported
+  JobLinks job_links;                    // the ranks' own connections
   // The call the waiting ranks are in (the highest seq among them).
   std::string waiting_op, waiting_group;
   uint64_t waiting_seq = 0;
   double waiting_seconds = 0;  // the longest wait
   bool hung() const { return waiting_seq != 0; }
-  // 2 hung, 1 silent ranks, links down or unreachable daemons, 0 running
+  // 2 hung, 1 silent ranks, links down, job links that drop or are not
+  // read, or unreachable daemons, 0 running
   int ExitCode() const;
 };
 

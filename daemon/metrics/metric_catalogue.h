@@ -271,6 +271,43 @@ inline constexpr MetricSpec kTrainingJobEnded{
     "(killed or crashed inside a call) or exited",
     {"node", "training_job", "how"}};
 
+// --- the training ranks' own Gloo pair connections, per (job, rank, remote) -
+// At most kMaxJobLinkSeries label sets (job_link_series.h).
+inline constexpr MetricSpec kTrainingLinkSentSegments{
+    "gloowatch_training_link_sent_segments_total",
+    MetricType::Counter,
+    "Data segments a rank's Gloo pair connection sent, retransmissions included",
+    {"node", "training_job", "rank", "remote"}};
+inline constexpr MetricSpec kTrainingLinkRetransmittedSegments{
+    "gloowatch_training_link_retransmitted_segments_total",
+    MetricType::Counter,
+    "Segments of that connection the kernel retransmitted",
+    {"node", "training_job", "rank", "remote"}};
+inline constexpr MetricSpec kTrainingLinkSpuriousRetransmittedSegments{
+    "gloowatch_training_link_spurious_retransmitted_segments_total",
+    MetricType::Counter,
+    "Of those, the ones the other end reported it already had (DSACK)",
+    {"node", "training_job", "rank", "remote"}};
+inline constexpr MetricSpec kTrainingLinkRtt{"gloowatch_training_link_rtt_seconds",
+                                             MetricType::Gauge,
+                                             "The kernel's smoothed RTT of the connection",
+                                             {"node", "training_job", "rank", "remote"}};
+inline constexpr MetricSpec kTrainingLinkUnackedBytes{
+    "gloowatch_training_link_unacked_bytes",
+    MetricType::Gauge,
+    "Bytes the rank sent on the connection that are not acknowledged yet",
+    {"node", "training_job", "rank", "remote"}};
+inline constexpr MetricSpec kTrainingLinkReceiveQueueBytes{
+    "gloowatch_training_link_receive_queue_bytes",
+    MetricType::Gauge,
+    "Bytes that arrived on the connection and the rank has not read yet",
+    {"node", "training_job", "rank", "remote"}};
+inline constexpr MetricSpec kTrainingLinkBackoff{
+    "gloowatch_training_link_backoff",
+    MetricType::Gauge,
+    "Exponent of the connection's retransmission timer backoff (0 when healthy)",
+    {"node", "training_job", "rank", "remote"}};
+
 // --- Prometheus' standard process collector (process_metrics) ----------------
 // The daemon's own series carry no label, as every exporter's do; its
 // transport child's carry process="transport".
@@ -344,6 +381,13 @@ inline constexpr const MetricSpec* kMetricCatalogue[] = {
     &metric::kTrainingReportAge,
     &metric::kTrainingRankProcessState,
     &metric::kTrainingJobEnded,
+    &metric::kTrainingLinkSentSegments,
+    &metric::kTrainingLinkRetransmittedSegments,
+    &metric::kTrainingLinkSpuriousRetransmittedSegments,
+    &metric::kTrainingLinkRtt,
+    &metric::kTrainingLinkUnackedBytes,
+    &metric::kTrainingLinkReceiveQueueBytes,
+    &metric::kTrainingLinkBackoff,
     &metric::kProcessCpuSeconds,
     &metric::kProcessResidentMemory,
     &metric::kProcessVirtualMemory,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -38,12 +39,14 @@ absl::Status ValidateJob(const std::string& job) { return ValidateName("job", jo
 }  // namespace
 
 TrainingReports::TrainingReports(const Clock* clock, absl::Duration expiry, size_t max_series,
-                                 absl::Duration window, absl::Duration evict_after)
+                                 absl::Duration window, absl::Duration evict_after,
+                                 const JobSockets* sockets)
     : clock_(clock),
       expiry_(expiry),
       max_series_(max_series),
       window_(window),
-      evict_after_(evict_after) {}
+      evict_after_(evict_after),
+      sockets_(sockets) {}
 
 absl::Status TrainingReports::Report(const v1::ReportStepRequest& r, std::optional<Key>* evicted,
                                      const std::string& client) {
@@ -142,6 +145,13 @@ absl::Status TrainingReports::ReportCollective(const v1::CollectiveReport& r,
   if (c.op().empty() && inside > 0) {
     return absl::InvalidArgumentError("inside_seconds: > 0 but no op (not inside a collective)");
   }
+  if (r.has_sockets() && static_cast<size_t>(r.sockets().inodes_size()) > kMaxSockets) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sockets: ", r.sockets().inodes_size(), " inodes, at most ", kMaxSockets));
+  }
+  if (r.store_port() > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("store_port: ", r.store_port(), " > 65535"));
+  }
   // A process that is reporting runs: if /proc does not show it so, the pid
   // means nothing here (another PID namespace, a remote reporter).
   RankProcess process;
@@ -156,6 +166,14 @@ absl::Status TrainingReports::ReportCollective(const v1::CollectiveReport& r,
   Series& s = **found;
   s.collective = c;
   s.process = process;
+  // A socket inode means something only on this host, to a process we see.
+  if (process.pid == 0) {
+    s.socket_inodes.clear();
+    s.store_port = 0;
+  } else if (r.has_sockets()) {
+    s.socket_inodes.assign(r.sockets().inodes().begin(), r.sockets().inodes().end());
+    s.store_port = r.store_port();
+  }
   s.inside_since = now - absl::Seconds(inside);
   s.last_report = now;
   return absl::OkStatus();
@@ -165,14 +183,26 @@ void TrainingReports::PruneLocked(Series& s, absl::Time now) const {
   while (!s.recent.empty() && s.recent.front().at < now - window_) s.recent.pop_front();
 }
 
-std::vector<v1::TrainingJobStatus> TrainingReports::Snapshot() const {
+std::vector<v1::TrainingJobStatus> TrainingReports::Snapshot(bool with_sockets) const {
   std::vector<Pending> pending;
   std::vector<v1::TrainingJobStatus> out = SnapshotWithoutProcess(pending);
-  // /proc is read outside the lock: reports need not wait for it.
+  // /proc and the sockets are read outside the lock: reports need not wait.
   for (size_t i = 0; i < out.size(); ++i) {
     const RankProcessState state = RankProcessStateOf(pending[i].process);
     v1::TrainingJobStatus& t = out[i];
     t.set_process(RankProcessStateName(state));
+    if (sockets_ != nullptr && with_sockets) {
+      for (uint64_t inode : pending[i].socket_inodes) {
+        if (std::optional<v1::JobSocket> socket = sockets_->Find(inode)) {
+          *t.add_sockets() = *std::move(socket);
+        }
+      }
+      std::sort(t.mutable_sockets()->begin(), t.mutable_sockets()->end(),
+                [](const v1::JobSocket& a, const v1::JobSocket& b) {
+                  return std::tie(a.kind(), a.remote(), a.local()) <
+                         std::tie(b.kind(), b.remote(), b.local());
+                });
+    }
     if (state != RankProcessState::kGone || !t.has_collective()) continue;
     // No process, no call: what it was inside (it never left: killed or
     // crashed there) is kept apart, and the rank counts as between calls.
@@ -187,6 +217,15 @@ std::vector<v1::TrainingJobStatus> TrainingReports::Snapshot() const {
   return out;
 }
 
+std::unordered_map<uint64_t, JobSockets::Wanted> TrainingReports::WantedSockets() const {
+  absl::MutexLock lock(&mu_);
+  std::unordered_map<uint64_t, JobSockets::Wanted> wanted;
+  for (const auto& [key, s] : series_) {
+    for (uint64_t inode : s.socket_inodes) wanted[inode].store_port = s.store_port;
+  }
+  return wanted;
+}
+
 std::vector<v1::TrainingJobStatus> TrainingReports::SnapshotWithoutProcess(
     std::vector<Pending>& pending) const {
   const absl::Time now = clock_->Now();
@@ -195,6 +234,7 @@ std::vector<v1::TrainingJobStatus> TrainingReports::SnapshotWithoutProcess(
   for (auto& [key, s] : series_) {
     Pending& p = pending.emplace_back();
     p.process = s.process;
+    p.socket_inodes = s.socket_inodes;
     if (s.collective && !s.collective->op().empty()) {
       p.inside_at_last_report =
           std::max(0.0, absl::ToDoubleSeconds(s.last_report - s.inside_since));

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "daemon/training/job_sockets.h"
 #include "daemon/training/rank_process.h"
 #include "proto/gloowatch.pb.h"
 
@@ -29,9 +31,12 @@ class TrainingReports {
   // `evict_after`: when all max_series slots are taken, a new series takes
   // the slot of the one silent longest, if silent at least this long, so
   // one-off series (a flood) cannot lock live jobs out until they expire.
+  // `sockets` (may be null): where Snapshot finds the figures of the
+  // sockets the ranks list.
   TrainingReports(const Clock* clock, absl::Duration expiry, size_t max_series,
                   absl::Duration window = absl::Minutes(5),
-                  absl::Duration evict_after = absl::Minutes(1));
+                  absl::Duration evict_after = absl::Minutes(1),
+                  const JobSockets* sockets = nullptr);
 
   // INVALID_ARGUMENT for a bad request, RESOURCE_EXHAUSTED when a new series
   // would exceed max_series and none is silent enough to evict; `evicted`
@@ -45,15 +50,22 @@ class TrainingReports {
   // series alive). Same validation and cap as Report. Thread-safe. The
   // report's pid is kept only from a process on this host that this daemon
   // sees in /proc (same PID namespace), so that Snapshot can say whether a
-  // silent rank is stopped or gone.
+  // silent rank is stopped or gone; so is its list of sockets (at most
+  // kMaxSockets), which replaces the one before.
   absl::Status ReportCollective(const v1::CollectiveReport& report,
                                 std::optional<Key>* evicted = nullptr,
                                 const std::string& client = "");
 
   // One entry per live series, sorted by (job, rank); `process` read from
-  // /proc now. A rank whose process is gone is in no collective any more:
-  // its `collective` ends and the call it was inside moves to `died_inside`.
-  std::vector<v1::TrainingJobStatus> Snapshot() const;
+  // /proc now, `sockets` from the JobSockets' last read (left out without
+  // `with_sockets`: the gauges need none, and a large job has thousands). A
+  // rank whose process is gone is in no collective any more: its
+  // `collective` ends and the call it was inside moves to `died_inside`.
+  std::vector<v1::TrainingJobStatus> Snapshot(bool with_sockets = true) const;
+
+  // The sockets the ranks whose process this daemon sees have listed, for
+  // JobSockets::Read.
+  std::unordered_map<uint64_t, JobSockets::Wanted> WantedSockets() const;
 
   // Drops series without a report for `expiry`; returns their keys so the
   // metrics exporter can remove its label sets.
@@ -61,6 +73,7 @@ class TrainingReports {
 
   static constexpr double kMaxStepSeconds = 86400;
   static constexpr size_t kMaxSamplesPerSeries = 4096;
+  static constexpr size_t kMaxSockets = 4096;
 
  private:
   struct Sample {
@@ -79,18 +92,22 @@ class TrainingReports {
     absl::Time inside_since;  // when it entered collective->op
     // The rank's process, when it reported one that this daemon could see.
     RankProcess process;
+    // Its sockets (inodes) and store port, kept with `process` only.
+    std::vector<uint64_t> socket_inodes;
+    uint32_t store_port = 0;
   };
-
   // The series of `key`, added if the cap (or an eviction) allows.
   absl::StatusOr<Series*> FindOrAddLocked(const Key& key, absl::Time now,
                                           std::optional<Key>* evicted, const std::string& client)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void PruneLocked(Series& s, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Snapshot without `process`, and for each entry its process to read and
-  // how long it had been inside its call at its last report.
+  // Snapshot without `process` and `sockets`, and for each entry its
+  // process and sockets to read and how long it had been inside its call at
+  // its last report.
   struct Pending {
     RankProcess process;
+    std::vector<uint64_t> socket_inodes;
     double inside_at_last_report = 0;
   };
   std::vector<v1::TrainingJobStatus> SnapshotWithoutProcess(std::vector<Pending>& pending) const
@@ -101,6 +118,7 @@ class TrainingReports {
   const size_t max_series_;
   const absl::Duration window_;
   const absl::Duration evict_after_;
+  const JobSockets* const sockets_;
   mutable absl::Mutex mu_;
   mutable std::map<Key, Series> series_ ABSL_GUARDED_BY(mu_);
 };

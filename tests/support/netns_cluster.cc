@@ -155,7 +155,8 @@ pid_t OwnerOf(const std::string& name) {
   const size_t dash = name.find('-', i);
   if (dash == std::string::npos) return 0;
   const std::string suffix = name.substr(dash + 1);
-  if (!absl::StartsWith(suffix, "sw") && !absl::StartsWith(suffix, "h") && suffix != "rt") {
+  if (!absl::StartsWith(suffix, "sw") && !absl::StartsWith(suffix, "h") &&
+      !absl::StartsWith(suffix, "rt")) {
     return 0;
   }
   int pid = 0;
@@ -456,6 +457,7 @@ NetnsCluster::NetnsCluster(NetnsClusterOptions options) : options_(std::move(opt
       rack_switch_ns_.push_back(absl::StrCat(prefix_, "-sw", r + 1));
     }
     router_ns_ = prefix_ + "-rt";
+    if (options_.ecmp) second_router_ns_ = prefix_ + "-rt2";
   }
   switch_ns_ = rack_switch_ns_[0];
   const int per_rack = std::max(1, options_.hosts / options_.racks);
@@ -536,37 +538,49 @@ absl::Status NetnsCluster::Setup() {
              {"-n", h.ns, "link", "set", "lo", "up"}}) {
       if (absl::Status s = Ip(args); !s.ok()) return s;
     }
-    if (!router_ns_.empty()) {
+    if (!router_ns_.empty() && second_router_ns_.empty()) {
       // The only route off the rack: the router's address in it, which
       // exists only inside these namespaces.
       absl::Status s = Ip(
           {"-n", h.ns, "route", "add", "default", "via", absl::StrCat(rack_nets_[h.rack], "254")});
       if (!s.ok()) return s;
+    } else if (!second_router_ns_.empty()) {
+      // Both routers, the path chosen per connection by its 4-tuple.
+      const std::vector<std::string> hash = {
+          "ip", "netns", "exec", h.ns, "sysctl", "-qw", "net.ipv4.fib_multipath_hash_policy=1"};
+      if (absl::Status s = CommandStatus(hash, RunCommand(hash)); !s.ok()) return s;
+      absl::Status s = Ip({"-n", h.ns, "route", "add", "default", "nexthop", "via",
+                           absl::StrCat(rack_nets_[h.rack], "254"), "nexthop", "via",
+                           absl::StrCat(rack_nets_[h.rack], "253")});
+      if (!s.ok()) return s;
     }
   }
-  return router_ns_.empty() ? absl::OkStatus() : SetupRouter();
+  if (router_ns_.empty()) return absl::OkStatus();
+  if (absl::Status s = SetupRouter(router_ns_, "r", 254, "uplink"); !s.ok()) return s;
+  if (second_router_ns_.empty()) return absl::OkStatus();
+  return SetupRouter(second_router_ns_, "e", 253, "uplink2");
 }
 
-absl::Status NetnsCluster::SetupRouter() {
-  RegisterNamespace(router_ns_);
-  if (absl::Status s = Ip({"netns", "add", router_ns_}); !s.ok()) return s;
-  if (absl::Status s = Ip({"-n", router_ns_, "link", "set", "lo", "up"}); !s.ok()) return s;
+absl::Status NetnsCluster::SetupRouter(const std::string& ns, const std::string& port_prefix,
+                                       int octet, const std::string& uplink) {
+  RegisterNamespace(ns);
+  if (absl::Status s = Ip({"netns", "add", ns}); !s.ok()) return s;
+  if (absl::Status s = Ip({"-n", ns, "link", "set", "lo", "up"}); !s.ok()) return s;
   for (int r = 0; r < options_.racks; ++r) {
-    const std::string port = router_port(r);
+    const std::string port = absl::StrCat(port_prefix, r + 1);
     const std::string& sw = rack_switch_ns_[r];
     for (const auto& args : std::vector<std::vector<std::string>>{
-             {"-n", router_ns_, "link", "add", port, "type", "veth", "peer", "name", "uplink",
-              "netns", sw},
-             {"-n", sw, "link", "set", "uplink", "master", "br0"},
-             {"-n", sw, "link", "set", "uplink", "up"},
-             {"-n", router_ns_, "addr", "add", absl::StrCat(rack_nets_[r], "254/24"), "dev", port},
-             {"-n", router_ns_, "link", "set", port, "up"}}) {
+             {"-n", ns, "link", "add", port, "type", "veth", "peer", "name", uplink, "netns", sw},
+             {"-n", sw, "link", "set", uplink, "master", "br0"},
+             {"-n", sw, "link", "set", uplink, "up"},
+             {"-n", ns, "addr", "add", absl::StrCat(rack_nets_[r], octet, "/24"), "dev", port},
+             {"-n", ns, "link", "set", port, "up"}}) {
       if (absl::Status s = Ip(args); !s.ok()) return s;
     }
   }
   // net.ipv4.ip_forward is per network namespace.
   const std::vector<std::string> forward = {
-      "ip", "netns", "exec", router_ns_, "sysctl", "-qw", "net.ipv4.ip_forward=1"};
+      "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ip_forward=1"};
   return CommandStatus(forward, RunCommand(forward));
 }
 
@@ -671,6 +685,11 @@ absl::Status NetnsCluster::RouterNft(const std::string& script) const {
   return NftIn(router_ns_, script);
 }
 
+absl::Status NetnsCluster::SecondRouterNft(const std::string& script) const {
+  if (second_router_ns_.empty()) return absl::FailedPreconditionError("no second router: no ecmp");
+  return NftIn(second_router_ns_, script);
+}
+
 absl::Status NetnsCluster::Partition(int a, int b) const {
   for (auto [self, other] : {std::pair{a, b}, std::pair{b, a}}) {
     // Input only: a locally generated packet dropped in an output hook fails
@@ -709,6 +728,7 @@ absl::Status NetnsCluster::SwitchNft(int host, const std::string& script) const 
 absl::Status NetnsCluster::ClearNetworkNft() const {
   std::vector<std::string> all = rack_switch_ns_;
   if (!router_ns_.empty()) all.push_back(router_ns_);
+  if (!second_router_ns_.empty()) all.push_back(second_router_ns_);
   for (const std::string& ns : all) {
     if (absl::Status s = ClearNftIn(ns); !s.ok()) return s;
   }
@@ -812,6 +832,7 @@ void NetnsCluster::Teardown() {
   for (const Host& h : hosts_) all.push_back(h.ns);
   all.insert(all.end(), rack_switch_ns_.begin(), rack_switch_ns_.end());
   if (!router_ns_.empty()) all.push_back(router_ns_);
+  if (!second_router_ns_.empty()) all.push_back(second_router_ns_);
   for (const std::string& name : all) {
     if (access(absl::StrCat(kNetnsDir, "/", name).c_str(), F_OK) == 0) {
       KillNamespacePids(name);

@@ -21,6 +21,12 @@
 //
 // and every config carries `group: rack<r>` for the node and its peers.
 //
+// With `ecmp` (racks > 1) a second router joins the racks the same way
+// (gw<pid>c<k>-rt2, 10.A.B.253 in each rack, its veths e1..eN, `uplink2` in
+// each bridge), and every host routes off its rack over both routers, one
+// multipath route hashed on the 4-tuple (fib_multipath_hash_policy=1): each
+// TCP connection takes one of the two paths, as ECMP in a fabric does.
+//
 // The test process itself stays in the root namespace; it reaches a host
 // through sockets created by a short-lived thread that setns()es into the
 // host's namespace (a socket keeps the namespace it was created in).
@@ -96,6 +102,8 @@ struct NetnsClusterOptions {
   int hosts = 3;
   // Racks of hosts / racks each (hosts must divide evenly); see above.
   int racks = 1;
+  // A second router and multipath routes between the racks (see above).
+  bool ecmp = false;
   // The whole `gloo:` block of every config.
   std::string gloo_yaml = "gloo:\n  interface: eth0\n  timeout: 2s\n";
   // Everything else but node/listen/peers: schedules, probe sizes.
@@ -141,6 +149,7 @@ class NetnsCluster {
   std::string group_of(int host) const;  // "rack<r+1>", "" with one rack
   // The router namespace (racks > 1) and its veth towards rack r's bridge.
   const std::string& router_ns() const { return router_ns_; }
+  const std::string& second_router_ns() const { return second_router_ns_; }  // ecmp only
   std::string router_port(int rack) const;
   const std::string& ip(int host) const { return hosts_[host].ip; }
   const std::string& name(int host) const { return hosts_[host].name; }  // node name h1..
@@ -172,6 +181,7 @@ class NetnsCluster {
   // The same in the router namespace (racks > 1), and in the bridge
   // namespace of the host's rack (bridge family: its ports are switch_port()).
   absl::Status RouterNft(const std::string& script) const;
+  absl::Status SecondRouterNft(const std::string& script) const;  // ecmp only
   absl::Status SwitchNft(int host, const std::string& script) const;
   // Deletes the gwfault tables (any family) of the router and of every switch.
   absl::Status ClearNetworkNft() const;
@@ -217,7 +227,10 @@ class NetnsCluster {
     std::unique_ptr<Process> daemon;
   };
   absl::Status Ip(const std::vector<std::string>& args) const;
-  absl::Status SetupRouter();
+  // A router joining every rack: `port_prefix` names its veths, `octet`
+  // its address in each rack, `uplink` the veth's end in the bridge.
+  absl::Status SetupRouter(const std::string& ns, const std::string& port_prefix, int octet,
+                           const std::string& uplink);
   const std::string& SwitchOf(int host) const { return rack_switch_ns_[hosts_[host].rack]; }
   absl::Status NftIn(const std::string& ns, const std::string& script) const;
   absl::Status ClearNftIn(const std::string& ns) const;
@@ -230,6 +243,7 @@ class NetnsCluster {
   std::vector<std::string> rack_nets_;       // per rack, "10.X.Y."
   std::vector<std::string> rack_switch_ns_;  // per rack; [0] == switch_ns_
   std::string router_ns_;                    // <prefix>-rt, racks > 1
+  std::string second_router_ns_;             // <prefix>-rt2, ecmp
   std::vector<Host> hosts_;
   bool torn_down_ = false;
 };

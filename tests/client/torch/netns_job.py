@@ -11,8 +11,14 @@ launcher to tear it down): so the test sees the survivors still heard from.
 
 Environment: rank, world size and rendezvous as torchrun sets them (RANK,
 WORLD_SIZE, MASTER_ADDR, MASTER_PORT), GLOO_SOCKET_IFNAME; PG_TIMEOUT
-(seconds, default 20), DURATION (default 150), LINGER (default 60). Every
-blocking call is bounded by the process-group timeout.
+(seconds, default 20), DURATION (default 150), LINGER (default 60);
+ALL_TO_ALL=1 makes the step's collective an all_to_all_single, so every
+pair of ranks carries data (a ring all_reduce uses its neighbours only);
+TENSOR_FLOATS (default 256: the all_reduce's floats, or those to each rank
+in an all_to_all) and COMPUTE_SECONDS (default 0.02: the "compute" before
+each call): megabytes keep data in flight between the ranks most of the
+time, as a real gradient does.
+Every blocking call is bounded by the process-group timeout.
 """
 import datetime
 import logging
@@ -31,13 +37,21 @@ def main():
     timeout = datetime.timedelta(seconds=float(os.environ.get("PG_TIMEOUT", "20")))
     dist.init_process_group("gloo", timeout=timeout)
     log.info("joined: world size %d, process-group timeout %s", dist.get_world_size(), timeout)
-    t = torch.ones(256)
+    floats = int(os.environ.get("TENSOR_FLOATS", "256"))
+    t = torch.ones(floats)
+    compute = float(os.environ.get("COMPUTE_SECONDS", "0.02"))
+    all_to_all = os.environ.get("ALL_TO_ALL", "") == "1"
+    chunks = torch.ones(floats * dist.get_world_size())  # `floats` to each rank
+    received = torch.empty_like(chunks)
     end = time.monotonic() + float(os.environ.get("DURATION", "150"))
     step = 0
     try:
         while time.monotonic() < end:
-            time.sleep(0.02)
-            dist.all_reduce(t)
+            time.sleep(compute)
+            if all_to_all:
+                dist.all_to_all_single(received, chunks)
+            else:
+                dist.all_reduce(t)
             step += 1
     except RuntimeError as e:
         log.error("all_reduce failed at step %d: %s", step, str(e).strip().replace("\n", " "))

@@ -383,6 +383,19 @@ class HangAttributionTest(DaemonCase):
         self.assertEqual(len(view["ranks"]), 3, view)
         self.assertEqual((code, view["verdict"]), (0, "running"), view)
         self.assertEqual({r["state"] for r in view["ranks"]}, {"running"}, view)
+        # The job's own links: each rank lists its sockets, the daemon reads
+        # them (every 5 s) and `job` joins both ends of every Gloo pair.
+        deadline = time.monotonic() + 20
+        pairs = set()
+        while time.monotonic() < deadline and len(pairs) < 6:
+            code, view, err = self.cli_job("hangjob")
+            pairs = {(l["rank"], l["peer_rank"]) for l in view["job_links"]["links"]
+                     if l["peer_rank"] is not None}
+            time.sleep(0.5)
+        self.assertEqual(pairs, {(a, b) for a in range(3) for b in range(3) if a != b}, view)
+        self.assertEqual(view["job_links"]["findings"], [], view)  # healthy: nothing to say
+        self.assertGreaterEqual(view["job_links"]["store_connections"], 3, view)
+        self.assertEqual(code, 0, view)
 
         os.kill(procs[2].pid, signal.SIGSTOP)
         stopped = time.monotonic()
@@ -424,6 +437,21 @@ class HangAttributionTest(DaemonCase):
         self.assertLessEqual(age, time.monotonic() - stopped + 1.5)
         self.assertLess(self.daemon.training("gloowatch_training_report_age_seconds", "hangjob", 0),
                         2.0)
+        # Its links: a rank stopped between 1 KiB all_reduces leaves nothing
+        # in flight (Gloo's pairs move a buffer once its receiver posted the
+        # receive; the others wait to hear from rank 2 first), so every
+        # connection with it is idle, nothing unacknowledged: no network
+        # finding.
+        # (A stop while data flows, and the "not reading" it leaves, is
+        # netns_job_stopped_rank's.)
+        time.sleep(5.5)  # one more read of the sockets, after the stop
+        code, view, err = self.cli_job("hangjob")
+        self.assertEqual([f for f in view["job_links"]["findings"] if f["kind"] == "network"], [],
+                         view)
+        to_rank2 = [l for l in view["job_links"]["links"] if l["peer_rank"] == 2]
+        self.assertEqual(len(to_rank2), 2, view)
+        for l in to_rank2:
+            self.assertEqual((l["unacked_bytes"], l["backoff"]), (0, 0), view)
 
     def series(self, name, job):
         """{labels: value} of every series of `name` for training job `job`."""
