@@ -651,7 +651,8 @@ std::string Missing(const std::string& build) {
     }
   }
   for (const char* tool : {"iperf3", "sockperf", "taskset"}) {
-    if (!OnPath(tool)) return absl::StrCat(tool, " is not installed (see scripts/packages-test.txt)");
+    if (!OnPath(tool))
+      return absl::StrCat(tool, " is not installed (see scripts/packages-test.txt)");
   }
   return "";
 }

@@ -44,12 +44,14 @@ daemon/http             daemon/http channel common proto
 daemon/system           daemon/system channel common proto
 
 # client/: layers only point down: cli -> features -> sources -> core. The
-# features are health, job, preflight, diagnose and explain_log; the one edge
-# between them: diagnose runs preflight's name resolution. Nothing in client/
+# features are health, act, job, preflight, diagnose and explain_log; the
+# edges between them: diagnose runs preflight's name resolution, act acts on
+# the culprits health names. Nothing in client/
 # includes daemon/, transport/ or channel/.
 client/core             client/core common proto
 client/sources          client/sources client/core common proto
 client/health           client/health client/sources client/core common proto
+client/act              client/act client/health client/sources client/core common proto
 client/job              client/job client/sources client/core common proto
 client/preflight        client/preflight client/sources client/core common proto
 client/explain_log      client/explain_log client/sources client/core common proto

@@ -9,9 +9,9 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/chromium.h"
-#include "tests/support/daemon_process.h"
 #include "tests/support/free_port.h"
 #include "tests/support/subprocess.h"
+#include "tests/support/temp_dir.h"
 
 extern char** environ;
 

@@ -13,8 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/proto_time.h"
-#include "tests/support/simulated_clock.h"
 #include "gtest/gtest.h"
+#include "tests/support/simulated_clock.h"
 
 namespace gloowatch {
 namespace {
