@@ -432,7 +432,7 @@ class Localiser {
 
   // A hypothesis of pooled loss: which links it predicts lossy.
   struct LossHypothesis {
-    SuspectKind kind;
+    SuspectKind kind = SuspectKind::kNode;
     size_t index = 0;           // node or group; for a link, into pooled_
     std::vector<size_t> links;  // into pooled_
     LossCount total, recent, without_worst;

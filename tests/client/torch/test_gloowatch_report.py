@@ -293,7 +293,10 @@ class InstrumentTest(DaemonCase):
         print("communication share by rank:", shares, file=sys.stderr)
         self.assertGreater(shares[0], 0.6, shares)
         self.assertLess(shares[0], 0.95, shares)
-        self.assertLess(shares[1], 0.25, shares)
+        # Rank 1's collectives take longer on a loaded machine (0.40 seen at
+        # load 11, 0.05-0.2 idle): the claim is the gap between the ranks.
+        self.assertLess(shares[1], 0.5, shares)
+        self.assertGreater(shares[0], shares[1] + 0.3, shares)
         # The script's own summary: every op kind went through a wrapper.
         for out in outs:
             self.assertIn("ops ok", out)
