@@ -22,21 +22,6 @@ namespace {
 // the extra slack covers scheduling noise between the two samples.
 constexpr double kOffsetSlackSeconds = 0.001;
 
-void Worsen(Health& h, Health to) { h = std::max(h, to); }
-
-const char* StateWord(v1::PeerState s) {
-  switch (s) {
-    case v1::PEER_STATE_UP:
-      return "up";
-    case v1::PEER_STATE_DOWN:
-      return "down";
-    case v1::PEER_STATE_CONNECTING:
-      return "connecting";
-    default:
-      return "unknown";
-  }
-}
-
 // The reporting daemon's clock: every age in its status is read against it.
 absl::Time NowOf(const v1::NodeStatus& s) {
   return s.has_now() ? FromProtoTimestamp(s.now()) : absl::Now();
@@ -147,8 +132,8 @@ void CompareEnds(LinkReport& l) {
   if (up_ab != up_ba) {
     Worsen(l.health, Health::kDegraded);
     l.problems.push_back(absl::StrCat("asymmetric: ", l.a, " sees ", l.b, " ",
-                                      StateWord(l.ab->state()), ", ", l.b, " sees ", l.a, " ",
-                                      StateWord(l.ba->state())));
+                                      PeerStateWord(l.ab->state()), ", ", l.b, " sees ", l.a, " ",
+                                      PeerStateWord(l.ba->state())));
   }
   if (l.ab->clock().has_offset_seconds() && l.ba->clock().has_offset_seconds()) {
     const double sum = l.ab->clock().offset_seconds() + l.ba->clock().offset_seconds();

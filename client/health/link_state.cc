@@ -13,21 +13,6 @@
 namespace gloowatch::client {
 namespace {
 
-void Worsen(Health& h, Health to) { h = std::max(h, to); }
-
-const char* StateWord(v1::PeerState s) {
-  switch (s) {
-    case v1::PEER_STATE_UP:
-      return "up";
-    case v1::PEER_STATE_DOWN:
-      return "down";
-    case v1::PEER_STATE_CONNECTING:
-      return "connecting";
-    default:
-      return "unknown";
-  }
-}
-
 // A loss ratio over enough segments to mean something, above the threshold,
 // that its recent segments do not rule out.
 bool LossCounts(const v1::PeerStatus& p, const EffectiveThresholds& t) {
@@ -113,6 +98,19 @@ EffectiveThresholds ThresholdsOf(const v1::NodeStatus& s) {
   return t;
 }
 
+const char* PeerStateWord(v1::PeerState s) {
+  switch (s) {
+    case v1::PEER_STATE_UP:
+      return "up";
+    case v1::PEER_STATE_DOWN:
+      return "down";
+    case v1::PEER_STATE_CONNECTING:
+      return "connecting";
+    default:
+      return "unknown";
+  }
+}
+
 std::string AgeText(absl::Duration d) {
   if (d < absl::ZeroDuration()) d = absl::ZeroDuration();
   const int64_t s = absl::ToInt64Seconds(d);
@@ -162,7 +160,7 @@ DirectionState JudgeDirection(const std::string& from, const std::string& to,
         absl::StrCat("down", reason, p.failures_in_window() > 0 ? ", " + FailuresText(p) : ""));
   } else if (p.state() != v1::PEER_STATE_UP) {
     Worsen(d.health, Health::kDegraded);
-    d.problems.push_back(absl::StrCat(who, StateWord(p.state())));
+    d.problems.push_back(absl::StrCat(who, PeerStateWord(p.state())));
     d.findings.emplace_back(Finding::kConnecting, "");
   } else if (p.has_unacknowledged()) {
     // The kernel knows before the probe times out: nothing gets through.

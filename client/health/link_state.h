@@ -12,6 +12,7 @@
 // (client/job), not as a problem of the hosts' links.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -120,5 +121,11 @@ double PeerDaemonSilence(const v1::PeerStatus& p);
 
 // "3m", "2h5m", "41s": a compact age for tables.
 std::string AgeText(absl::Duration d);
+
+// `h` becomes `to` when `to` is worse.
+inline void Worsen(Health& h, Health to) { h = std::max(h, to); }
+
+// "up", "down", "connecting", "unknown".
+const char* PeerStateWord(v1::PeerState s);
 
 }  // namespace gloowatch::client

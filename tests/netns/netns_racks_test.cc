@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/cpu_hog.h"
+#include "tests/support/fault_catalogue.h"
 #include "tests/support/netns_cluster.h"
 
 namespace gloowatch::testing {
@@ -118,35 +119,7 @@ class NetnsRacksTest : public ::testing::Test {
     return j;
   }
 
-  // Every suspect named, "kind:name".
-  static std::vector<std::string> Suspects(const nlohmann::json& j) {
-    std::vector<std::string> out;
-    if (!j.contains("suspects")) return {"(no suspects field)"};
-    for (const auto& s : j["suspects"]) {
-      out.push_back(absl::StrCat(s["kind"].get<std::string>(), ":", s["name"].get<std::string>()));
-    }
-    return out;
-  }
-
   using Direction = std::function<bool(const std::string&, const std::string&)>;
-
-  // Calls `visit(from, to, loss ratio, segments)` for every direction whose
-  // TCP loss window has figures.
-  static void ForEachLossView(
-      const nlohmann::json& j,
-      const std::function<void(const std::string&, const std::string&, double, double)>& visit) {
-    for (const auto& l : j["links"]) {
-      for (const auto& [key, from, to] :
-           {std::tuple{"a_to_b", l["a"].get<std::string>(), l["b"].get<std::string>()},
-            std::tuple{"b_to_a", l["b"].get<std::string>(), l["a"].get<std::string>()}}) {
-        const auto& v = l[key];
-        if (v.is_null() || v["tcp_loss_ratio"].is_null() || v["tcp_window_sent_segments"].is_null())
-          continue;
-        visit(from, to, v["tcp_loss_ratio"].get<double>(),
-              v["tcp_window_sent_segments"].get<double>());
-      }
-    }
-  }
 
   // Measures like MeasureAndAsk, then asks again every 5 s, for up to the
   // loss window (60 s) more, until the `lossy` directions carried
@@ -219,7 +192,7 @@ class NetnsRacksTest : public ::testing::Test {
       return a == v || b == v;
     };
     const nlohmann::json j = MeasureLossAndAsk(lossy);
-    EXPECT_EQ(Suspects(j), std::vector<std::string>{absl::StrCat("node:", v)});
+    EXPECT_EQ(SuspectsOf(j), std::vector<std::string>{absl::StrCat("node:", v)});
     ExpectLoss(j, percent / 100.0, lossy);
   }
 
@@ -236,7 +209,7 @@ TEST_F(NetnsRacksTest, HealthyRacksBlameNobody) {
   const absl::Time until = absl::Now() + longer;
   int asked = 1;
   while (true) {
-    EXPECT_EQ(Suspects(j), std::vector<std::string>{}) << "ask " << asked;
+    EXPECT_EQ(SuspectsOf(j), std::vector<std::string>{}) << "ask " << asked;
     EXPECT_EQ(j.value("verdict", ""), "healthy") << "ask " << asked;
     ExpectLoss(j, 0, [](const std::string&, const std::string&) { return false; });
     if (absl::Now() + absl::Seconds(30) > until) break;
@@ -267,7 +240,7 @@ TEST_F(NetnsRacksTest, LossOnOneRackUplinkNamesTheUplink) {
     return (a < "h4") != (b < "h4");  // h1-h3 are rack1
   };
   const nlohmann::json j = MeasureLossAndAsk(between_racks);
-  ASSERT_EQ(Suspects(j), std::vector<std::string>{"group_uplink:rack1 <-> rack2"});
+  ASSERT_EQ(SuspectsOf(j), std::vector<std::string>{"group_uplink:rack1 <-> rack2"});
   EXPECT_EQ(j["suspects"][0]["groups"], nlohmann::json({"rack1", "rack2"}));
   // All 9 links between the racks are bad; a link whose window holds too
   // few segments yet (a lossy link's bandwidth probes slow down) is no
@@ -292,7 +265,7 @@ TEST_F(NetnsRacksTest, CpuHogOnOneHostNamesTheOverloadedHost) {
   if (!hog.ok()) GTEST_SKIP() << "no CPU cgroup to confine the host in: " << hog.status();
   absl::SleepFor(kMeasure);
   const nlohmann::json j = Ask();
-  EXPECT_EQ(Suspects(j), std::vector<std::string>{"overloaded_host:h3"});
+  EXPECT_EQ(SuspectsOf(j), std::vector<std::string>{"overloaded_host:h3"});
   for (const auto& n : j["nodes"]) {
     const nlohmann::json& delay = n["host_load"]["scheduling_delay_seconds"];
     std::cout << n["name"] << ": scheduling delay " << delay << "\n";
@@ -319,7 +292,7 @@ TEST_F(NetnsRacksTest, LossOnOneLinkNamesThatLink) {
     return a == "h4" && b == "h3";
   };
   const nlohmann::json j = MeasureLossAndAsk(h4_to_h3);
-  EXPECT_EQ(Suspects(j), std::vector<std::string>{"link:h3 <-> h4"});
+  EXPECT_EQ(SuspectsOf(j), std::vector<std::string>{"link:h3 <-> h4"});
   ExpectLoss(j, 0.05, h4_to_h3);
 }
 
@@ -348,7 +321,7 @@ TEST_F(NetnsRacksTest, FirewallOnOneHostsEphemeralPortsNamesThatNode) {
   cluster_->StartAll();
   absl::SleepFor(absl::Seconds(20));
   const nlohmann::json j = Ask();
-  ASSERT_EQ(Suspects(j), std::vector<std::string>{absl::StrCat("node:", v)});
+  ASSERT_EQ(SuspectsOf(j), std::vector<std::string>{absl::StrCat("node:", v)});
   EXPECT_GE(j["suspects"][0]["bad_links"].get<int>(), 4) << j["suspects"][0];
   EXPECT_EQ(j["suspects"][0]["fine_links"], 0) << j["suspects"][0];
   // What the peers saw: refused (the reject), not a timeout or reset.
@@ -373,7 +346,7 @@ TEST_F(NetnsRacksShapedTest, TbfCapOnOneRackUplinkNamesTheUplink) {
   absl::Status s = cluster_->ShapeUplink(/*rack=*/0, "40mbit");
   ASSERT_TRUE(s.ok()) << s;
   const nlohmann::json j = MeasureAndAsk(/*every_figure=*/true);
-  ASSERT_EQ(Suspects(j), std::vector<std::string>{"group_uplink:rack1 <-> rack2"});
+  ASSERT_EQ(SuspectsOf(j), std::vector<std::string>{"group_uplink:rack1 <-> rack2"});
   EXPECT_EQ(j["suspects"][0]["bad_links"], 9) << j["suspects"][0];
   EXPECT_EQ(j["suspects"][0]["fine_links"], 0) << j["suspects"][0];
   // Between the racks the measured bandwidth stays near the cap (a 1 MiB
