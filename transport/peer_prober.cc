@@ -340,6 +340,11 @@ absl::StatusOr<v1::ProbeLinkResponse> ProbeLinkNow(const ProberContext& context,
   for (absl::Duration rtt : burst->rtts) out.add_rtt_seconds(absl::ToDoubleSeconds(rtt));
   if (request.bandwidth()) {
     for (BandwidthDirection direction : {BandwidthDirection::kTx, BandwidthDirection::kRx}) {
+      if (request.transfers() == (direction == BandwidthDirection::kTx
+                                      ? v1::ProbeLinkRequest::TRANSFERS_RX_ONLY
+                                      : v1::ProbeLinkRequest::TRANSFERS_TX_ONLY)) {
+        continue;
+      }
       // The node's gate: a transfer now must fit its bandwidth budget like
       // any scheduled one. The budget closes the gate for d / budget after a
       // transfer of d (the tx closes it for the rx), so a short wait is part

@@ -1,6 +1,7 @@
 // gloowatch probe A B: one link tested now through A's daemon (Status.
 // ProbeLink), as iperf3 -c tests one path: latency, then with --bandwidth a
-// transfer each way, each phase announced before it runs.
+// transfer each way, each phase announced before it runs and its figure
+// printed as it completes.
 #include <algorithm>
 #include <iostream>
 #include <optional>
@@ -111,18 +112,29 @@ int RunProbe(const std::vector<std::string>& args) {
   }
   if (absl::GetFlag(FLAGS_bandwidth)) {
     std::cout << "bandwidth: one transfer each way through " << a
-              << "'s bandwidth gate (waiting up to 30 s for its budget)..." << std::endl;
-    v1::ProbeLinkRequest bw = request;
-    bw.set_pings(1);
-    bw.set_bandwidth(true);
-    v1::ProbeLinkResponse transfer;
-    grpc::ClientContext bw_ctx;
-    SetDeadline(&bw_ctx, deadline + absl::Minutes(5));
-    if (grpc::Status s = stub->ProbeLink(&bw_ctx, bw, &transfer); !s.ok()) return Failed(s, a, b);
-    std::cout << absl::StrFormat("  %.1f MiB each way\n",
-                                 static_cast<double>(transfer.bandwidth_bytes()) / (1 << 20));
-    std::cout << "  tx (" << a << " sends): " << Rate(transfer.tx_bytes_per_second()) << "\n";
-    std::cout << "  rx (" << b << " sends): " << Rate(transfer.rx_bytes_per_second()) << "\n";
+              << "'s bandwidth gate (waiting up to 30 s for its budget)" << std::endl;
+    // One call a direction: each is printed as it completes, and a refused
+    // or failed rx leaves the tx's figure on the screen.
+    for (const auto transfers :
+         {v1::ProbeLinkRequest::TRANSFERS_TX_ONLY, v1::ProbeLinkRequest::TRANSFERS_RX_ONLY}) {
+      const bool tx = transfers == v1::ProbeLinkRequest::TRANSFERS_TX_ONLY;
+      std::cout << "  " << (tx ? "tx (" + a : "rx (" + b) << " sends): " << std::flush;
+      v1::ProbeLinkRequest bw = request;
+      bw.set_pings(1);
+      bw.set_bandwidth(true);
+      bw.set_transfers(transfers);
+      v1::ProbeLinkResponse transfer;
+      grpc::ClientContext bw_ctx;
+      SetDeadline(&bw_ctx, deadline + absl::Minutes(5));
+      if (grpc::Status s = stub->ProbeLink(&bw_ctx, bw, &transfer); !s.ok()) {
+        std::cout << "not measured" << std::endl;
+        return Failed(s, a, b);
+      }
+      std::cout << Rate(tx ? transfer.tx_bytes_per_second() : transfer.rx_bytes_per_second())
+                << absl::StrFormat(", %.1f MiB",
+                                   static_cast<double>(transfer.bandwidth_bytes()) / (1 << 20))
+                << std::endl;
+    }
   }
   std::cout << "done" << std::endl;
   return kExitOk;

@@ -10,6 +10,10 @@ absl::Status ProbeLinkAdmission::Admit(const v1::ProbeLinkRequest& request) {
     return absl::InvalidArgumentError(
         absl::StrCat("pings: ", request.pings(), ", at most ", kMaxProbeLinkPings));
   }
+  if (!v1::ProbeLinkRequest::Transfers_IsValid(request.transfers())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("transfers: ", request.transfers(), " is not a known value"));
+  }
   const absl::Duration now = clock_->Monotonic();
   absl::MutexLock lock(&mu_);
   if (running_) {

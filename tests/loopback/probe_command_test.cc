@@ -72,9 +72,9 @@ TEST_F(ProbeCommandTest, LatencyAndBandwidthNowThenTheLimits) {
 
   r = Cli({"probe", "node-a", "node-b", "--config", config, "--bandwidth"});
   ASSERT_EQ(r.exit_code, 0);
-  EXPECT_THAT(r.out, HasSubstr("8.0 MiB each way"));
   EXPECT_GT(NumberAfter(r.out, R"(tx \(node-a sends\):)"), 1);  // MB/s
   EXPECT_GT(NumberAfter(r.out, R"(rx \(node-b sends\):)"), 1);
+  EXPECT_EQ(NumberAfter(r.out, R"(Gbit/s\),)"), 8);  // MiB, as the config says
 
   // A's daemon only probes its configured peers.
   r = Cli({"probe", "node-a", "node-z", "--config", config});
@@ -83,11 +83,34 @@ TEST_F(ProbeCommandTest, LatencyAndBandwidthNowThenTheLimits) {
   r = Cli({"probe", "node-a", "node-b", "--config", config, "--pings", "5000"});
   EXPECT_EQ(r.exit_code, 64);
 
-  // Straight to the RPC: out of range, then the rate limit (10 a minute,
-  // of which the calls above took 3, and the refused ones none).
+  // Straight to the RPC: one direction alone, out of range, then the rate
+  // limit (10 a minute, of which the calls above took 5: one for the
+  // latency, three for --bandwidth, the rx alone; the refused ones none).
   auto stub = v1::Status::NewStub(
       grpc::CreateChannel(cluster_->grpc(0), grpc::InsecureChannelCredentials()));
   v1::ProbeLinkRequest request;
+  request.set_peer("node-b");
+  request.set_pings(1);
+  request.set_bandwidth(true);
+  request.set_transfers(v1::ProbeLinkRequest::TRANSFERS_RX_ONLY);
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    v1::ProbeLinkResponse response;
+    grpc::Status s = stub->ProbeLink(&ctx, request, &response);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_FALSE(response.has_tx_bytes_per_second());
+    EXPECT_GT(response.rx_bytes_per_second(), 1e6);
+  }
+  request.set_transfers(static_cast<v1::ProbeLinkRequest::Transfers>(7));
+  {
+    grpc::ClientContext ctx;
+    v1::ProbeLinkResponse response;
+    grpc::Status s = stub->ProbeLink(&ctx, request, &response);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr("transfers: 7"));
+  }
+  request = v1::ProbeLinkRequest();
   request.set_peer("node-b");
   request.set_pings(100000);
   {
@@ -112,8 +135,8 @@ TEST_F(ProbeCommandTest, LatencyAndBandwidthNowThenTheLimits) {
       ++limited;
     }
   }
-  EXPECT_EQ(ok, 7);
-  EXPECT_EQ(limited, 3);
+  EXPECT_EQ(ok, 5);
+  EXPECT_EQ(limited, 5);
   r = Cli({"probe", "node-a", "node-b", "--config", config});
   EXPECT_EQ(r.exit_code, 75);
   EXPECT_THAT(r.err, HasSubstr("rate limit"));
