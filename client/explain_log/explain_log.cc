@@ -104,6 +104,23 @@ bool UnansweredRetry(absl::string_view line) {
   return RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *unanswered);
 }
 
+// c10d's TCPStore connect-and-validate loop (2.4+) numbers its tries. A
+// connection that is accepted and then reset or closed, try after try, is no
+// start-up race (a store not yet listening refuses) and no passing glitch
+// (the loop exists to retry one of those): from the third try on it is the
+// error it will end in. A refused connect stays a retry however often: rank
+// 0 may still be loading.
+constexpr int kTriesOfAPersistentReset = 3;
+
+bool PersistentReset(absl::string_view line) {
+  static const RE2* reset = new RE2(
+      R"(failed to connect/validate to host \S+ - retrying \(try=(\d+)\b[^)]*\): (?:Connection reset by peer|Failed to recv, got 0 bytes|Broken pipe))",
+      MatchOptions(true));
+  int tries = 0;
+  return RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *reset, &tries) &&
+         tries >= kTriesOfAPersistentReset;
+}
+
 // libstdc++'s "terminate called after throwing an instance of 'T'", then
 // "  what():  MESSAGE": a C++ exception no one caught (Gloo's IoException or
 // EnforceNotMet on a background thread), so the process aborts. When a
@@ -270,19 +287,33 @@ bool ListsId(const char* ids, absl::string_view id) {
 // where each of its lines was logged as a retry. Evidence of a state
 // (explains_in_any_order) counts after the root too: logs hold the context
 // of a failure on either side of it (another thread's denied connect, a
-// rank's interface choice logged after its error).
+// rank's interface choice logged after its error). Among several, the table
+// decides as it does for one line (the specific before the generic: the
+// store host's failed IPv4 lookup before its IPv6 one), then the line. An
+// explanation can itself have one (a host name that does not resolve, then
+// the store's connect timeout, then the rendezvous that wraps it): followed
+// down to the first.
 void PromoteTheExplanation(LogExplanation& e) {
-  if (e.root_cause < 0) return;
-  const SignatureHit& root = e.hits[e.root_cause];
-  for (size_t i = 0; i < e.hits.size(); ++i) {
-    SignatureHit& h = e.hits[i];
-    if (static_cast<int>(i) == e.root_cause || !ListsId(h.signature->explains, root.id) ||
-        (h.first_line > root.line_of_example && !h.signature->explains_in_any_order)) {
-      continue;
+  const LogSignature* const table = LogSignatures().data();
+  std::vector<bool> was_root(e.hits.size(), false);
+  while (e.root_cause >= 0 && !was_root[e.root_cause]) {
+    was_root[e.root_cause] = true;
+    const SignatureHit& root = e.hits[e.root_cause];
+    int best = -1;
+    for (size_t i = 0; i < e.hits.size(); ++i) {
+      const SignatureHit& h = e.hits[i];
+      if (static_cast<int>(i) == e.root_cause || was_root[i] || h.signature == nullptr ||
+          !ListsId(h.signature->explains, root.id) ||
+          (h.first_line > root.line_of_example && !h.signature->explains_in_any_order)) {
+        continue;
+      }
+      if (best < 0 || h.signature - table < e.hits[best].signature - table) {
+        best = static_cast<int>(i);
+      }
     }
-    h.severity = LogSeverity::kError;
-    e.root_cause = static_cast<int>(i);
-    return;
+    if (best < 0) return;
+    e.hits[best].severity = LogSeverity::kError;
+    e.root_cause = best;
   }
 }
 
@@ -510,7 +541,8 @@ class Explainer {
     LogSeverity severity = signatures_[i].severity;
     const bool retry =
         signatures_[i].warning_is_retry && (l.prefix.level == 'W' || LoggedAsWarning(text));
-    if (severity == LogSeverity::kError && retry && !UnansweredRetry(text)) {
+    if (severity == LogSeverity::kError && retry && !UnansweredRetry(text) &&
+        !PersistentReset(text)) {
       severity = LogSeverity::kWarning;
     }
     if (uncaught_at_ > 0 && line - uncaught_at_ <= kUncaughtToAbortLines) {

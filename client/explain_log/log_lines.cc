@@ -234,10 +234,40 @@ bool StartsWithWord(absl::string_view s, absl::string_view word) {
           !absl::ascii_isalnum(static_cast<unsigned char>(s[word.size()])));
 }
 
+// Whether `body` is a program's own message in the Unix way, "PROGRAM:
+// MESSAGE": argparse's "train.py: error: ..." and "usage: ...", getopt's and
+// Slurm's "srun: error: ...", and the tools a launcher runs naming
+// themselves (OpenSSH's "ssh: Could not resolve hostname ...", pdsh's
+// "pdsh@node-a: ...", "mpirun: ..."). Such a line follows a command line or
+// a usage line as wide as the widest, which a wrap would go on with.
+bool ProgramMessage(absl::string_view body) {
+  const size_t colon = body.find(": ");
+  if (colon == 0 || colon == absl::string_view::npos || colon > 64) return false;
+  const absl::string_view program = body.substr(0, colon);
+  const bool name = std::all_of(program.begin(), program.end(), [](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+           absl::string_view("_.@+-").find(c) != absl::string_view::npos;
+  });
+  if (!name) return false;
+  if (program == "usage") return true;
+  const absl::string_view message = body.substr(colon + 2);
+  for (absl::string_view level : {"error: ", "warning: ", "fatal: "}) {
+    if (absl::StartsWith(message, level)) return true;
+  }
+  const absl::string_view tool = program.substr(0, program.find('@'));
+  for (absl::string_view launcher_tool :
+       {"ssh", "pdsh", "srun", "sbatch", "salloc", "slurmstepd", "mpirun", "mpiexec", "orterun",
+        "prterun", "horovodrun", "torchrun", "deepspeed"}) {
+    if (tool == launcher_tool) return true;
+  }
+  return false;
+}
+
 // Whether `body` opens a record of its own rather than going on with the
 // line before: indentation, a traceback's lines, an exception's or a
-// logger's "Name:", a level, a tag in brackets ("[Gloo]", "[INFO]", c10's
-// "[W ...]"), a rule of dashes or a box drawn around a traceback.
+// logger's "Name:", a program's own "PROGRAM: message", a level, a tag in
+// brackets ("[Gloo]", "[INFO]", c10's "[W ...]"), a rule of dashes or a box
+// drawn around a traceback.
 bool OpensRecord(absl::string_view body) {
   if (body.empty() || body[0] == '\t' || absl::StartsWith(body, "  ")) return true;
   if (body[0] == ' ') body.remove_prefix(1);  // a cut just before a blank
@@ -299,6 +329,7 @@ bool OpensRecord(absl::string_view body) {
        {"INFO", "WARNING", "WARN", "ERROR", "DEBUG", "CRITICAL", "FATAL"}) {
     if (StartsWithWord(body, level)) return true;
   }
+  if (ProgramMessage(body)) return true;
   // "RuntimeError: ...", "torch.distributed.DistBackendError".
   size_t p = 0;
   while (p < body.size() && p < 200 &&

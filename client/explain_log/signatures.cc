@@ -344,12 +344,17 @@ constexpr LogSignature kSignatures[] = {
     // ("RuntimeError: No rendezvous handler for {scheme}://").
     // A scheme's characters only (RFC 3986), so that the traceback's source
     // line, "... for {}://".format(...), is not taken for the error.
-    {"bad_init_method", R"(No rendezvous handler for ([A-Za-z0-9+.-]*)://)", S::kError, St::kSetup,
+    // tcp://HOST:PORT is split by CPython's urllib, whose port property
+    // raises for a port that is not a number (an unexpanded variable, an
+    // object's repr) or out of range, before any store is made.
+    {"bad_init_method",
+     R"(No rendezvous handler for ([A-Za-z0-9+.-]*)://|ValueError: Port could not be cast to integer value as ('[^']*'|"[^"]*"|\S+)|ValueError: Port out of range 0-65535)",
+     S::kError, St::kSetup,
      "init_method (or dist_url) names a rendezvous scheme torch.distributed does not know: a typo, "
      "an empty or unexpanded URL, or a store scheme this PyTorch build lacks.",
      "Use tcp://HOST:PORT, file:///PATH or env:// (with MASTER_ADDR/MASTER_PORT set); print the "
      "URL the script passes to init_process_group.",
-     R"(scheme '\1://')"},
+     R"(scheme '\1://'|port \2 is not a number|port out of range 0-65535)"},
     // rendezvous.py: "Error initializing torch.distributed using " and the
     // handler's complaint: env:// "environment variable VAR expected, but not
     // set", tcp:// and file:// "rank parameter missing", "port number missing".
@@ -404,7 +409,7 @@ constexpr LogSignature kSignatures[] = {
     // ProcessGroupGloo's createDefaultDevice (TORCH_WARN_ONCE): the rank then
     // advertises 127.0.0.1, so the full mesh that fails after it is its echo.
     {"loopback_fallback",
-     R"(Using the loopback address as fallback|Manually set the network interface to bind to with GLOO_SOCKET_IFNAME|Failed to get the IP address, using 0\.0\.0\.0 by default)",
+     R"(Unable to resolve hostname to a \(local\) address|Using the loopback address as fallback|Manually set the network interface to bind to with GLOO_SOCKET_IFNAME|Failed to get the IP address, using 0\.0\.0\.0 by default)",
      S::kWarning, St::kSetup,
      "The host name resolves to a loopback address, so Gloo bound to 127.0.0.1: harmless when "
      "every rank runs on this host, fatal for ranks on other hosts (they cannot connect).",
@@ -503,13 +508,17 @@ constexpr LogSignature kSignatures[] = {
     // older), SYSCHECK threw connect's ETIMEDOUT as strerror alone ("RuntimeError:
     // Connection timed out"); a store socket's read timeout is "Socket Timeout".
     {"store_connect_timeout",
-     R"(client socket has timed out after (\S+) while trying to connect to (?:\(([^,]+), (\d+)\)|(\S*\d))|connect\(\) timed out\. Original timeout was (\d+) ?ms|client socket has failed to connect to any network address(?: of \(([^,]+), (\d+)\))?|client socket has failed to connect to (\S*\d)[^\n]*(?:errno: (?:110|60)\b|Connection timed out|Operation timed out|system error: 10060\b)|(?:^|\W)(?:[\w.]*\.)?(?:RuntimeError|DistNetworkError|TimeoutError): Connection timed out\s*$|The server socket on (\S+) has timed out, will retry)",
+     R"(client socket has timed out after (\S+) while trying to connect to (?:\(([^,]+), (\d+)\)|(\S*\d))|connect\(\) timed out\. Original timeout was (\d+) ?ms|client socket has failed to connect to any network address(?: of \(([^,]+), (\d+)\))?|client socket has failed to connect to (\S*\d)[^\n]*(?:errno: (?:110|60)\b|Connection timed out|Operation timed out|system error: 10060\b)|(?:^|\W)(?:[\w.]*\.)?(?:RuntimeError|DistNetworkError|TimeoutError): Connection timed out\s*$|The server socket on (\S+) has timed out, will retry|(?:^|\W)RuntimeError: connect\(\) timed out\.\s*$)",
      S::kError, St::kConnect,
      "This rank could not reach the rendezvous store (MASTER_ADDR:MASTER_PORT) in time.",
      "Check rank 0 is running and listening on MASTER_PORT, MASTER_ADDR is reachable from "
      "here (a name parsed as a number, such as 0.0.0.5, is a mistyped MASTER_ADDR), and no "
      "firewall drops that port.",
-     R"(store \2:\3 after \1|store \4 after \1|store connect timeout \5 ms|store \6:\7, no address of it answered|store \8, connect timed out (errno 110)|store \9, connect timed out)"},
+     R"(store \2:\3 after \1|store \4 after \1|store connect timeout \5 ms|store \6:\7, no address of it answered|store \8, connect timed out (errno 110)|store \9, connect timed out)",
+     // torch elastic's "RendezvousConnectionError: The connection to the C10d
+     // store has failed. See inner exception" wraps this timeout, and its
+     // error_handler report prints the wrapper before the inner traceback.
+     nullptr, "rendezvous_failed", true, true},
     // Also c10d's SYSCHECK on the store's connect: strerror alone, which
     // Gloo's pair errors never are (they name their file and peer).
     {"store_connect_refused",

@@ -45,14 +45,17 @@
 namespace gloowatch::client {
 namespace {
 
-// Measured with the signatures of 2026-12-07 (192 of 195; the misses are two
-// logs of only the store host's IPv6 lookup failing, which a run that goes on
-// prints too, and a traceback pasted up to its `raise _env_error("MASTER_ADDR")`
-// line without the exception); a floor only.
-constexpr int kMinFailuresRight = 192;
+// Measured with the signatures of 2026-12-07, after the held-out round of
+// that day (218 of 223; the misses are two logs of only the store host's
+// IPv6 lookup failing, which a run that goes on prints too, a traceback
+// pasted up to its `raise _env_error("MASTER_ADDR")` line without the
+// exception, DeepSpeed's ssh check cut before DeepSpeed's own error (its
+// CalledProcessError alone), and a store port in use shown only by the bind
+// warnings that torch elastic's port retry prints too); a floor only.
+constexpr int kMinFailuresRight = 218;
 // The corpus's size, so that a file dropped from the manifest fails too.
-constexpr int kMinFailures = 195;
-constexpr int kMinHealthy = 16;
+constexpr int kMinFailures = 223;
+constexpr int kMinHealthy = 19;
 constexpr int kMaxHealthyFalseAlarms = 0;
 
 struct Row {
@@ -281,18 +284,18 @@ Score ScoreWrapped(size_t width, bool word) {
 
 // Wrapping must not cost the explanation: a message cut over two or three
 // lines is matched on the line it starts on, and no wrap makes a false
-// alarm. Floors measured on 2026-12-07 with the signatures of 2026-12-06
-// (160 right unwrapped; before the reading stage joined wraps, 80 of 163 cut
-// at 80 columns and 76 word-wrapped at 80; see docs/client.md).
+// alarm. Floors measured on 2026-12-07 on 223 failures (218 right
+// unwrapped; before the reading stage joined wraps, 80 of 163 cut at 80
+// columns and 76 word-wrapped at 80; see docs/client.md).
 TEST(ExplainLogCorpus, WrappedByATerminalOrAForm) {
   struct Case {
     size_t width;
     bool word;
     int min_right;
   };
-  for (const Case& c : {Case{60, false, 147}, Case{80, false, 154}, Case{100, false, 158},
-                        Case{120, false, 158}, Case{160, false, 158}, Case{60, true, 148},
-                        Case{80, true, 149}, Case{100, true, 152}, Case{120, true, 158}}) {
+  for (const Case& c : {Case{60, false, 200}, Case{80, false, 209}, Case{100, false, 216},
+                        Case{120, false, 215}, Case{160, false, 216}, Case{60, true, 200},
+                        Case{80, true, 205}, Case{100, true, 209}, Case{120, true, 215}}) {
     const Score s = ScoreWrapped(c.width, c.word);
     std::ostringstream report;
     report << (c.word ? "word-wrapped" : "cut") << " at " << c.width << ": " << s.right << "/"

@@ -227,6 +227,25 @@ TEST(WrappedMessage, RecordsAfterAWideLineKeepTheirOwnLines) {
   EXPECT_EQ(line_of["rank_exited"], 7);
 }
 
+// A program's own message ("ssh: ...", argparse's "train.py: error: ...")
+// after a line as wide as the widest (the launch command, a usage line) is
+// a record of its own, not that line's wrap, and counts on its own line.
+TEST(WrappedMessage, AProgramsOwnMessageAfterAWideLineIsItsOwnRecord) {
+  LogExplanation e = Explain(
+      "deepspeed --num_nodes 1 --num_gpus 1 --hostfile /mnt/hostfile /mnt/finetune.py "
+      "--model-parallel-size 4 --batch-size 16 --deepspeed --do_train\n"
+      "ssh: Could not resolve hostname node0: Name or service not known\n");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "launcher_ssh_failed");
+  EXPECT_EQ(e.hits[e.root_cause].line_of_example, 2);
+  e = Explain(
+      "usage: trainval_distributed.py [-h] [--work-dir WORK_DIR] [--local_rank LOCAL_RANK]\n"
+      "trainval_distributed.py: error: unrecognized arguments: --local-rank=1\n");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "launcher_bad_argument");
+  EXPECT_EQ(e.hits[e.root_cause].line_of_example, 2);
+}
+
 // Lines of two ranks alternate; each rank's long message is cut and its
 // continuation repeats the rank's prefix. Nothing joins across ranks.
 TEST(WrappedMessage, InterleavedRanksAreNotJoined) {

@@ -727,6 +727,97 @@ TEST(ExplainLog, AnUnresolvableStoreHostIsTheCauseOfTheConnectTimeout) {
   }
 }
 
+// c10d looks the store's host up as IPv6 (with IPv4 mapped in), then as
+// IPv4: when both miss, the IPv4 line, which no reader takes for an IPv6
+// matter, stands for the cause.
+TEST(ExplainLog, TheStoreHostsFailedIPv4LookupOutranksItsIPv6One) {
+  std::istringstream in(
+      "[0]:[W socket.cpp:558] [c10d] The IPv6 network addresses of (head-svc, 50176) cannot be "
+      "retrieved (gai error: -2 - Name or service not known).\n"
+      "[0]:[W socket.cpp:558] [c10d] The IPv4 network addresses of (head-svc, 50176) cannot be "
+      "retrieved (gai error: -2 - Name or service not known).\n"
+      "[0]:[E socket.cpp:610] [c10d] The client socket has failed to connect to any network "
+      "address of (head-svc, 50176).\n");
+  const LogExplanation e = ExplainLog(in, "both families");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "store_host_unresolvable");
+  EXPECT_EQ(e.hits[e.root_cause].line_of_example, 2);
+  EXPECT_EQ(e.hits[e.root_cause].severity, LogSeverity::kError);
+}
+
+// torch elastic's error_handler report prints the wrapper's message before
+// the traceback of its inner exception (one JSON string): the store connect
+// timeout inside is the cause, and what explains it explains the wrapper.
+TEST(ExplainLog, TheRendezvousWrapperIsExplainedByTheStoreTimeoutInsideIt) {
+  const std::string report =
+      "ERROR:torch.distributed.elastic.multiprocessing.errors.error_handler:{\n"
+      "  \"message\": {\n"
+      "    \"message\": \"RendezvousConnectionError: The connection to the C10d store has "
+      "failed. See inner exception for details.\",\n"
+      "    \"extraInfo\": {\n"
+      "      \"py_callstack\": \"Traceback (most recent call last):\\n  File "
+      "\\\"c10d_rendezvous_backend.py\\\", line 155, in _create_tcp_store\\n    store = "
+      "TCPStore(\\nRuntimeError: connect() timed out. Original timeout was 60000 ms.\\n\\nThe "
+      "above exception was the direct cause of the following exception:\\n\"\n";
+  std::istringstream alone(report);
+  LogExplanation e = ExplainLog(alone, "report");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "store_connect_timeout");
+  EXPECT_EQ(e.hits[e.root_cause].line_of_example, 5);
+  std::istringstream unresolvable(
+      "[W socket.cpp:558] [c10d] The IPv4 network addresses of (master, 29400) cannot be "
+      "retrieved (gai error: -2 - Name or service not known).\n" +
+      report);
+  e = ExplainLog(unresolvable, "unresolvable");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "store_host_unresolvable");
+  EXPECT_EQ(e.hits[e.root_cause].line_of_example, 1);
+}
+
+// The store's connect-and-validate loop numbers its tries: a connection
+// accepted and reset once may be a passing glitch, but from the third try
+// on it is the failure; a refused connect stays a retry however often.
+TEST(ExplainLog, AResetTryAfterTryIsTheFailureARefusalIsStillARetry) {
+  auto retry = [](int tries, const char* why) {
+    return absl::StrCat(
+        "[W1210 11:08:45.455238000 TCPStore.cpp:347] [c10d] TCP client failed to "
+        "connect/validate to host 26.26.26.1:53376 - retrying (try=",
+        tries, ", timeout=1800000ms, delay=487ms): ", why, "\n");
+  };
+  std::istringstream early(retry(0, "Connection reset by peer") +
+                           retry(2, "Connection reset by peer") + "epoch 1 loss 0.3\n");
+  LogExplanation e = ExplainLog(early, "early");
+  EXPECT_EQ(e.root_cause, -1);
+  EXPECT_EQ(ExplanationExitCode(e), 1);
+  std::istringstream persistent(retry(2, "Connection reset by peer") +
+                                retry(3, "Connection reset by peer") +
+                                retry(4, "Failed to recv, got 0 bytes"));
+  e = ExplainLog(persistent, "persistent");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "store_no_reply");
+  EXPECT_EQ(e.hits[e.root_cause].line_of_example, 2);
+  std::istringstream refused(retry(11, "Connection refused"));
+  e = ExplainLog(refused, "refused");
+  EXPECT_EQ(e.root_cause, -1);
+}
+
+// ProcessGroupGloo's loopback warning, its sentences broken over indented
+// lines as a form or a description quotes it: its first sentence alone
+// names it, and it explains the mesh that fails to reach 127.0.0.1.
+TEST(ExplainLog, TheLoopbackWarningsFirstSentenceAloneNamesIt) {
+  std::istringstream in(
+      "[rank8] Warning: Unable to resolve hostname to a (local) address. Using the loopback\n"
+      "        address as fallback. Manually set the network interface with GLOO_SOCKET_IFNAME\n"
+      "[rank8] Gloo connectFullMesh failed ... timed out connecting: SO_ERROR: Connection "
+      "refused,\n"
+      "        remote=[127.0.0.1]:14215\n"
+      "RuntimeError: Gloo connectFullMesh failed ...\n");
+  const LogExplanation e = ExplainLog(in, "quoted");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "loopback_fallback");
+  EXPECT_EQ(e.hits[e.root_cause].line_of_example, 1);
+}
+
 // Only a miss before the timeout explains it; one after it (another
 // connection's retry) does not, and a miss alone is no error.
 TEST(ExplainLog, AResolutionMissAfterTheTimeoutOrAloneIsNotItsCause) {
