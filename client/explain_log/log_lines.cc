@@ -292,7 +292,9 @@ bool OpensRecord(absl::string_view body) {
        {"Traceback (", "File \"", "File \xe2\x80\x9c", "During handling of", "The above exception",
         "terminate called", "what():", "Exception raised from", "frame #",
         // The shell's and libc's word on a process that ended.
-        "Aborted", "Killed", "Terminated", "Segmentation fault", "Bus error"}) {
+        "Aborted", "Killed", "Terminated", "Segmentation fault", "Bus error",
+        // CPython's faulthandler on a fatal signal: its own record each.
+        "Fatal Python error: ", "Current thread 0x", "Thread 0x"}) {
     if (absl::StartsWith(body, start)) return true;
   }
   // A progress bar ("100%|###"), a field of a report ("exitcode  : 1"),

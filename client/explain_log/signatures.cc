@@ -186,9 +186,10 @@ constexpr LogSignature kSignatures[] = {
      "check the op against the backend table in the torch.distributed docs."},
     // A backend this build or launcher lacks: PyTorch without MPI (pip and
     // conda wheels), a misspelt backend name, Horovod installed without its
-    // Gloo or MPI controller. Found before anything is connected.
+    // Gloo or MPI controller, Gloo's tools built without a rendezvous store
+    // (USE_REDIS, USE_MPI). Found before anything is connected.
     {"backend_not_built",
-     R"(Distributed package doesn't have MPI built in|Unknown c10d backend type (\w+)|Invalid backend: '([^']*)'|TCP backend has been deprecated|(?:Gloo|MPI) support (?:is required to use elastic training, but )?has not been built|Neither MPI nor Gloo support has been built|Failed to determine if Gloo support has been built|horovod does not find an installed MPI|module 'torch\.distributed' has no attribute '(?:init_process_group|new_group|all_reduce|barrier|is_initialized)'|(?:^|\W)RuntimeError: Invalid backend\s*$)",
+     R"(Distributed package doesn't have MPI built in|Unknown c10d backend type (\w+)|Invalid backend: '([^']*)'|TCP backend has been deprecated|(?:Gloo|MPI) support (?:is required to use elastic training, but )?has not been built|Neither MPI nor Gloo support has been built|Failed to determine if Gloo support has been built|horovod does not find an installed MPI|module 'torch\.distributed' has no attribute '(?:init_process_group|new_group|all_reduce|barrier|is_initialized)'|(?:^|\W)RuntimeError: Invalid backend\s*$|contextFactory_\. No means for rendezvous)",
      S::kError, St::kSetup,
      "The job asked for a communication backend this installation does not have: PyTorch's "
      "wheels are built without MPI, the backend name is misspelt, or Horovod was installed "
@@ -346,15 +347,18 @@ constexpr LogSignature kSignatures[] = {
     // line, "... for {}://".format(...), is not taken for the error.
     // tcp://HOST:PORT is split by CPython's urllib, whose port property
     // raises for a port that is not a number (an unexpanded variable, an
-    // object's repr) or out of range, before any store is made.
+    // object's repr) or out of range, before any store is made. Before 3.6
+    // it was int(port, 10)'s own ValueError; a literal holding a colon and
+    // a port is an address left where a port goes (an unbracketed IPv6
+    // host, HOST:PORT in MASTER_PORT), not any other int() of a script.
     {"bad_init_method",
-     R"(No rendezvous handler for ([A-Za-z0-9+.-]*)://|ValueError: Port could not be cast to integer value as ('[^']*'|"[^"]*"|\S+)|ValueError: Port out of range 0-65535)",
+     R"(No rendezvous handler for ([A-Za-z0-9+.-]*)://|ValueError: Port could not be cast to integer value as ('[^']*'|"[^"]*"|\S+)|ValueError: Port out of range 0-65535|ValueError: invalid literal for int\(\) with base 10: ('[^']*:\d+')\s*$)",
      S::kError, St::kSetup,
      "init_method (or dist_url) names a rendezvous scheme torch.distributed does not know: a typo, "
      "an empty or unexpanded URL, or a store scheme this PyTorch build lacks.",
      "Use tcp://HOST:PORT, file:///PATH or env:// (with MASTER_ADDR/MASTER_PORT set); print the "
      "URL the script passes to init_process_group.",
-     R"(scheme '\1://'|port \2 is not a number|port out of range 0-65535)"},
+     R"(scheme '\1://'|port \2 is not a number|port out of range 0-65535|port \3 is an address and a port)"},
     // rendezvous.py: "Error initializing torch.distributed using " and the
     // handler's complaint: env:// "environment variable VAR expected, but not
     // set", tcp:// and file:// "rank parameter missing", "port number missing".
@@ -394,10 +398,26 @@ constexpr LogSignature kSignatures[] = {
      "for testing), lower -np / the parallel sizes, or add nodes; for Ray, check `ray status` "
      "shows the GPUs on every node.",
      R"(\1 processes requested, \2 slots)"},
+    // horovodrun checks ssh to every host first, then starts a task server
+    // on each that must register with its driver (and probe the others)
+    // within --start-timeout: its Timeout names what it waited for, and the
+    // task function fails with it. ssh worked; the hosts cannot reach each
+    // other on the interfaces tried.
+    {"launcher_hosts_unreachable",
+     R"(Timed out waiting for ([\w -]+?)\. Please check connectivity between servers|Launching horovod(?:run)? task function was not successful)",
+     S::kError, St::kConnect,
+     "The launcher's task servers started on the other hosts (its ssh worked) but never reached "
+     "its driver, or each other, in time: a firewall or security group between the hosts, an "
+     "interface that only one host has (Docker's bridge, a VPN) tried first, or more hosts than "
+     "--start-timeout allows for.",
+     "Check every host can open TCP connections to the launching host and to each other (not "
+     "only ssh's port 22); name the shared interface (horovodrun --network-interface, "
+     "NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME); raise --start-timeout for many hosts.",
+     R"(waited for \1)"},
     // A launcher that starts remote ranks over ssh (mpirun, horovodrun,
     // DeepSpeed's pdsh) could not reach a host: no rank there ever started.
     {"launcher_ssh_failed",
-     R"(host=(\S+) was not reachable via ssh|could not connect to some hosts via ssh|ssh not successful for host (\S+?):|ssh: connect to host (\S+) port \d+: |ssh: Could not resolve hostname (\S+?):|Permission denied \(publickey|Host key verification failed|ssh exited with exit code 255|(?:ORTE|PRTE) was unable to reliably start one or more daemons|Launching horovod task function was not successful)",
+     R"(host=(\S+) was not reachable via ssh|could not connect to some hosts via ssh|ssh not successful for host (\S+?):|ssh: connect to host (\S+) port \d+: |ssh: Could not resolve hostname (\S+?):|Permission denied \(publickey|Host key verification failed|ssh exited with exit code 255|(?:ORTE|PRTE) was unable to reliably start one or more daemons)",
      S::kError, St::kSetup,
      "The launcher could not start the ranks on another host: its ssh to that host failed (no "
      "passwordless key, host key not accepted, sshd not listening, the name does not resolve), "
@@ -507,8 +527,9 @@ constexpr LogSignature kSignatures[] = {
     // that timed out names the address it tried. Before socket.cpp (1.8 and
     // older), SYSCHECK threw connect's ETIMEDOUT as strerror alone ("RuntimeError:
     // Connection timed out"); a store socket's read timeout is "Socket Timeout".
+    // Posters hide the address ("(PRIVATE_IP, PORT)"): the message stays.
     {"store_connect_timeout",
-     R"(client socket has timed out after (\S+) while trying to connect to (?:\(([^,]+), (\d+)\)|(\S*\d))|connect\(\) timed out\. Original timeout was (\d+) ?ms|client socket has failed to connect to any network address(?: of \(([^,]+), (\d+)\))?|client socket has failed to connect to (\S*\d)[^\n]*(?:errno: (?:110|60)\b|Connection timed out|Operation timed out|system error: 10060\b)|(?:^|\W)(?:[\w.]*\.)?(?:RuntimeError|DistNetworkError|TimeoutError): Connection timed out\s*$|The server socket on (\S+) has timed out, will retry|(?:^|\W)RuntimeError: connect\(\) timed out\.\s*$)",
+     R"(client socket has timed out after (\S+) while trying to connect to (?:\(([^,]+), (\d+|[A-Z][A-Z_]*)\)|(\S*\d))|connect\(\) timed out\. Original timeout was (\d+) ?ms|client socket has failed to connect to any network address(?: of \(([^,]+), (\d+)\))?|client socket has failed to connect to (\S*\d)[^\n]*(?:errno: (?:110|60)\b|Connection timed out|Operation timed out|system error: 10060\b)|(?:^|\W)(?:[\w.]*\.)?(?:RuntimeError|DistNetworkError|TimeoutError): Connection timed out\s*$|The server socket on (\S+) has timed out, will retry|(?:^|\W)RuntimeError: connect\(\) timed out\.\s*$)",
      S::kError, St::kConnect,
      "This rank could not reach the rendezvous store (MASTER_ADDR:MASTER_PORT) in time.",
      "Check rank 0 is running and listening on MASTER_PORT, MASTER_ADDR is reachable from "
@@ -651,8 +672,10 @@ constexpr LogSignature kSignatures[] = {
      R"(rendezvous \1: keep-alive failed with \2)"},
     {"rendezvous_failed",
      // The exception as reported ("...RendezvousClosedError" at the end of a
-     // line, or followed by its message), not the traceback's "raise ...()".
-     R"(Rendezvous(Timeout|Closed|Connection)?Error(:|"|\s*$)|The connection to etcd has failed|Etcd server process exited with the code|Timed out waiting for etcd server to be ready|Rendezvous timeout occured in EtcdRendezvousHandler)", S::kError, St::kConnect,
+     // line, or followed by its message), not the traceback's "raise ...()";
+     // the etcd backends' python-etcd errors (etcd.EtcdKeyNotFound on the
+     // etcd-v2 store's key, etcd.EtcdConnectionFailed) end their tracebacks.
+     R"(Rendezvous(Timeout|Closed|Connection)?Error(:|"|\s*$)|The connection to etcd has failed|Etcd server process exited with the code|Timed out waiting for etcd server to be ready|Rendezvous timeout occured in EtcdRendezvousHandler|(?:^|\W)etcd\.Etcd\w+: )", S::kError, St::kConnect,
      "torch elastic's rendezvous failed: not every node joined in time, the rendezvous was "
      "closed, or its store (--rdzv_endpoint) could not be reached.",
      "Check --nnodes and --rdzv_endpoint on every node, that all nodes started, and that the "
