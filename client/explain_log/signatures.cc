@@ -543,7 +543,7 @@ constexpr LogSignature kSignatures[] = {
     // Also c10d's SYSCHECK on the store's connect: strerror alone, which
     // Gloo's pair errors never are (they name their file and peer).
     {"store_connect_refused",
-     R"(client socket .*(Connection refused|errno: 111|system error: 10061\b)|Connection refused.*TCPStore|TCPStore.*Connection refused|(?:^|\W)(?:[\w.]*\.)?(?:RuntimeError|DistNetworkError): Connection refused\s*$|Read data from KVStore server failed|HTTP GET request failed too many times|Connecting to Redis: )",
+     R"(client socket .*(Connection refused|errno: 111|system error: 10061\b)|Connection refused.*TCPStore|TCPStore.*Connection refused|(?:^|\W)(?:[\w.]*\.)?(?:RuntimeError|DistNetworkError): Connection refused\s*$|Read data from KVStore server failed|Connecting to Redis: )",
      S::kError, St::kConnect,
      "The rendezvous store refused the connection: nothing listens on MASTER_PORT yet.",
      "Start rank 0 first or give the store a longer timeout; check MASTER_PORT matches."},
@@ -675,11 +675,17 @@ constexpr LogSignature kSignatures[] = {
      // line, or followed by its message), not the traceback's "raise ...()";
      // the etcd backends' python-etcd errors (etcd.EtcdKeyNotFound on the
      // etcd-v2 store's key, etcd.EtcdConnectionFailed) end their tracebacks.
-     R"(Rendezvous(Timeout|Closed|Connection)?Error(:|"|\s*$)|The connection to etcd has failed|Etcd server process exited with the code|Timed out waiting for etcd server to be ready|Rendezvous timeout occured in EtcdRendezvousHandler|(?:^|\W)etcd\.Etcd\w+: )", S::kError, St::kConnect,
-     "torch elastic's rendezvous failed: not every node joined in time, the rendezvous was "
-     "closed, or its store (--rdzv_endpoint) could not be reached.",
+     // Horovod's HTTPStore::PerformHTTP gives up on its rendezvous HTTP server
+     // after every try failed: refused, timed out, unreachable or an error
+     // response alike (the exceptions are logged at DEBUG only), so it names
+     // no refusal; its throw reads "what():  HTTP request failed.".
+     R"(Rendezvous(Timeout|Closed|Connection)?Error(:|"|\s*$)|The connection to etcd has failed|Etcd server process exited with the code|Timed out waiting for etcd server to be ready|Rendezvous timeout occured in EtcdRendezvousHandler|(?:^|\W)etcd\.Etcd\w+: |HTTP GET request failed too many times|what\(\):\s+HTTP request failed\.)", S::kError, St::kConnect,
+     "The rendezvous failed: not every node joined in time, the rendezvous was closed, or its "
+     "store could not be reached (torch elastic's --rdzv_endpoint, or the rendezvous HTTP "
+     "server horovodrun and horovod.spark start on the driver).",
      "Check --nnodes and --rdzv_endpoint on every node, that all nodes started, and that the "
-     "endpoint's port is reachable."},
+     "endpoint's port is reachable; for Horovod, that the workers reach the driver's "
+     "rendezvous port (HOROVOD_LOG_LEVEL=debug prints each failed request's exception)."},
     // Gloo's pair.cc: "Connection closed by peer " and the peer's address as
     // sockaddr's str(), "[10.0.0.3]:19722" (older builds print none). Newer
     // Gloo names the peer by transport::Pair::peerDescription(), "rank 3
@@ -715,9 +721,10 @@ constexpr LogSignature kSignatures[] = {
     // IBV_WC_SUCCESS. N vs 0. Memory region send for slot S: " and
     // ibv_wc_status_str. 12 (IBV_WC_RETRY_EXC_ERR, "transport retry counter
     // exceeded") is the remote HCA never acknowledging: its rank died or the
-    // fabric between them drops.
+    // fabric between them drops. An issue title or a cut paste quotes the
+    // check without its "[enforce fail at" and its final period.
     {"ibverbs_completion_error",
-     R"(wc->status == IBV_WC_SUCCESS\. (\d+) vs 0\.(?: Memory region (send|recv) for slot (\d+): ([^\n]+))?|Exception in handleCompletion: )",
+     R"(wc->status == IBV_WC_SUCCESS\. (\d+) vs 0\b\.?(?: Memory region (send|recv) for slot (\d+): ([^\n]+))?|Exception in handleCompletion: )",
      S::kError, St::kPeerGone,
      "A Gloo InfiniBand (ibverbs) transfer failed: the HCA reported an error completion. "
      "\"transport retry counter exceeded\" (status 12) means the remote side never acknowledged: "
