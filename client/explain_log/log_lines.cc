@@ -317,12 +317,18 @@ bool OpensRecord(absl::string_view body) {
       return true;
     }
   }
+  // Two digits of minutes, the hour a word of its own (or after ISO's
+  // "T"): an IPv6 address ("[2401:db00:21:604e:...]", or its rest cut inside
+  // it, "0:13:0]:8835: ...") goes on with the line before.
   for (size_t c = body.find(':'); c != absl::string_view::npos && c < 24;
        c = body.find(':', c + 1)) {
     if (c >= 2 && c + 5 < body.size() &&
+        (c == 2 || body[c - 3] == 'T' ||
+         !absl::ascii_isalnum(static_cast<unsigned char>(body[c - 3]))) &&
         absl::ascii_isdigit(static_cast<unsigned char>(body[c - 1])) &&
         absl::ascii_isdigit(static_cast<unsigned char>(body[c - 2])) && body[c + 3] == ':' &&
         absl::ascii_isdigit(static_cast<unsigned char>(body[c + 1])) &&
+        absl::ascii_isdigit(static_cast<unsigned char>(body[c + 2])) &&
         absl::ascii_isdigit(static_cast<unsigned char>(body[c + 4]))) {
       return true;
     }
@@ -579,8 +585,11 @@ absl::string_view LogReader::Separator(const Physical& last, absl::string_view l
   const bool repeated = !next.prefix.stream.empty() && next.prefix.stream == last.prefix.stream;
   const Widths& widths = repeated ? body_widths_ : line_widths_;
   if ((repeated ? last.body_width : last.width) < widths.widest()) return " ";
+  // A run ending in ":" "," or ";" ended a word ("...api.SignalException:"
+  // before its message): a form's wrap as likely as a cut inside it.
   const size_t blank = last_body.rfind(' ');
-  *certain = blank == absl::string_view::npos || blank < last_body.size() / 2;
+  *certain = (blank == absl::string_view::npos || blank < last_body.size() / 2) &&
+             absl::string_view(":,;").find(last_body.back()) == absl::string_view::npos;
   return "";
 }
 

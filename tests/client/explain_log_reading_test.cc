@@ -246,6 +246,36 @@ TEST(WrappedMessage, AProgramsOwnMessageAfterAWideLineIsItsOwnRecord) {
   EXPECT_EQ(e.hits[e.root_cause].line_of_example, 2);
 }
 
+// A form's word wrap after a long dotted exception name ("...api.SignalException:")
+// left a line with no blank in its second half, which a terminal's cut inside a
+// word leaves too: both readings are tried, so the blank the wrap ate is put
+// back. An IPv6 address ("[2401:db00:21:604e:...]", or its rest after a cut
+// inside it) is no time of day opening a record: the line goes on.
+TEST(WrappedMessage, AWordWrapAfterAnExceptionNameAndAnIPv6AddressJoin) {
+  LogExplanation e = Explain(
+      "ptuning/train.sh: torch.distributed.elastic.multiprocessing.api.SignalException:\n"
+      "Process 8665 got signal: 1\n");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "launcher_signalled");
+  EXPECT_EQ(e.hits[e.root_cause].line_of_example, 1);
+  EXPECT_EQ(e.hits[e.root_cause].detail,
+            "the launcher got signal 1 (hangup: its terminal or SSH session closed)");
+  const std::string line =
+      "[E thread_pool.cpp:112] Exception in thread pool task: [/src/pytorch/third_party/gloo/"
+      "gloo/transport/tcp/pair.cc:563] Read error [2401:db00:21:604e:face:0:13:0]:8835: "
+      "Connection reset by peer";
+  for (bool word : {false, true}) {
+    SCOPED_TRACE(word ? "word" : "cut");
+    std::string log = "Process process 2:\n";
+    for (int i = 0; i < 3; ++i) log += absl::StrJoin(Cut(line, 80, word), "\n") + "\n";
+    e = Explain(log);
+    ASSERT_GE(e.root_cause, 0) << log;
+    EXPECT_EQ(e.hits[e.root_cause].id, "peer_connection_reset") << log;
+    EXPECT_EQ(e.hits[e.root_cause].line_of_example, 2) << log;
+    EXPECT_EQ(e.hits[e.root_cause].detail, "peer [2401:db00:21:604e:face:0:13:0]:8835") << log;
+  }
+}
+
 // Lines of two ranks alternate; each rank's long message is cut and its
 // continuation repeats the rank's prefix. Nothing joins across ranks.
 TEST(WrappedMessage, InterleavedRanksAreNotJoined) {
