@@ -45,8 +45,9 @@
 namespace gloowatch::client {
 namespace {
 
-// Measured with the signatures of 2026-12-07, after the second held-out
-// round of that day (243 of 250; the misses are two logs of only the store
+// Measured with the signatures of 2026-12-07, after the third held-out
+// round of that day (266 of 273; its 23 failures all right, so the misses
+// are still the earlier rounds': two logs of only the store
 // host's IPv6 lookup failing, which a run that goes on prints too, a
 // traceback pasted up to its `raise _env_error("MASTER_ADDR")` line without
 // the exception, DeepSpeed's ssh check cut before DeepSpeed's own error (its
@@ -55,10 +56,10 @@ namespace {
 // connect timeout of a one-host Horovod test read as the wrong interface,
 // and macOS's uv_accept failing under a security product read as a local
 // socket error); a floor only.
-constexpr int kMinFailuresRight = 243;
+constexpr int kMinFailuresRight = 266;
 // The corpus's size, so that a file dropped from the manifest fails too.
-constexpr int kMinFailures = 250;
-constexpr int kMinHealthy = 20;
+constexpr int kMinFailures = 273;
+constexpr int kMinHealthy = 27;
 constexpr int kMaxHealthyFalseAlarms = 0;
 
 struct Row {
@@ -287,7 +288,7 @@ Score ScoreWrapped(size_t width, bool word) {
 
 // Wrapping must not cost the explanation: a message cut over two or three
 // lines is matched on the line it starts on, and no wrap makes a false
-// alarm. Floors measured on 2026-12-07 on 250 failures (243 right
+// alarm. Floors measured on 2026-12-07 on 273 failures (266 right
 // unwrapped; before the reading stage joined wraps, 80 of 163 cut at 80
 // columns and 76 word-wrapped at 80; see docs/client.md).
 TEST(ExplainLogCorpus, WrappedByATerminalOrAForm) {
@@ -296,9 +297,9 @@ TEST(ExplainLogCorpus, WrappedByATerminalOrAForm) {
     bool word;
     int min_right;
   };
-  for (const Case& c : {Case{60, false, 224}, Case{80, false, 234}, Case{100, false, 241},
-                        Case{120, false, 239}, Case{160, false, 241}, Case{60, true, 225},
-                        Case{80, true, 230}, Case{100, true, 234}, Case{120, true, 239}}) {
+  for (const Case& c : {Case{60, false, 241}, Case{80, false, 256}, Case{100, false, 263},
+                        Case{120, false, 261}, Case{160, false, 264}, Case{60, true, 244},
+                        Case{80, true, 252}, Case{100, true, 256}, Case{120, true, 261}}) {
     const Score s = ScoreWrapped(c.width, c.word);
     std::ostringstream report;
     report << (c.word ? "word-wrapped" : "cut") << " at " << c.width << ": " << s.right << "/"
