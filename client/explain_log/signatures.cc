@@ -117,8 +117,13 @@ constexpr LogSignature kSignatures[] = {
     // terminated with exit code 1": a rank raised (its traceback has the
     // exception). After the failures that explain it, before the SIGTERMs
     // the agent then sends the others (ChildFailedError lists those first).
+    // torch elastic 1.9's "CHILD PROCESS FAILED WITH NO ERROR_FILE" banner
+    // (errors/__init__.py's _no_error_file_warning_msg) names the child as
+    // "Child process PID (local_rank R) FAILED (exitcode N)" and "Error msg:
+    // Process failed with exitcode N"; a signal's code is negative there and
+    // its "Error msg: Signal 9 (SIGKILL) received by PID" is the kill's.
     {"rank_exited",
-     R"(failed \(exitcode: ([1-9]\d*)\) local_rank: (\d+) \(pid: (\d+)\)|\bexitcode\s*:\s*([1-9]\d*) \(pid: (\d+)\)|process (\d+) terminated with exit code ([1-9]\d*)|\bexits with return code = ([1-9]\d*)|\btask \d+: Exited with exit code ([1-9]\d*)|\bProcess \d+ exit with status code [1-9]\d{0,2}\.|detected that one or more processes exited with non-zero status|has exited due to process rank \d+ with PID|\bworker \d+ failed with exit code : [1-9]|HorovodInternalError: Horovod has been shut down)",
+     R"(failed \(exitcode: ([1-9]\d*)\) local_rank: (\d+) \(pid: (\d+)\)|\bexitcode\s*:\s*([1-9]\d*) \(pid: (\d+)\)|process (\d+) terminated with exit code ([1-9]\d*)|\bexits with return code = ([1-9]\d*)|\btask \d+: Exited with exit code ([1-9]\d*)|\bProcess \d+ exit with status code [1-9]\d{0,2}\.|detected that one or more processes exited with non-zero status|has exited due to process rank \d+ with PID|\bworker \d+ failed with exit code : [1-9]|HorovodInternalError: Horovod has been shut down|\bChild process \d+ \(local_rank \d+\) FAILED \(exitcode [1-9]\d*\)|\bError msg: Process failed with exitcode [1-9]\d*)",
      S::kError, St::kExited,
      "A rank exited with an error code: it raised a Python exception (its traceback, in this "
      "log above or in that rank's own log, names it). torch elastic then stops the other ranks.",
