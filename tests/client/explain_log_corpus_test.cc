@@ -46,7 +46,7 @@ namespace gloowatch::client {
 namespace {
 
 // Measured with the signatures of 2026-12-07, after the third held-out
-// round of that day (266 of 273; its 23 failures all right, so the misses
+// round of that day (269 of 276; its 26 failures all right, so the misses
 // are still the earlier rounds': two logs of only the store
 // host's IPv6 lookup failing, which a run that goes on prints too, a
 // traceback pasted up to its `raise _env_error("MASTER_ADDR")` line without
@@ -56,9 +56,9 @@ namespace {
 // connect timeout of a one-host Horovod test read as the wrong interface,
 // and macOS's uv_accept failing under a security product read as a local
 // socket error); a floor only.
-constexpr int kMinFailuresRight = 266;
+constexpr int kMinFailuresRight = 269;
 // The corpus's size, so that a file dropped from the manifest fails too.
-constexpr int kMinFailures = 273;
+constexpr int kMinFailures = 276;
 constexpr int kMinHealthy = 27;
 constexpr int kMaxHealthyFalseAlarms = 0;
 
@@ -288,7 +288,7 @@ Score ScoreWrapped(size_t width, bool word) {
 
 // Wrapping must not cost the explanation: a message cut over two or three
 // lines is matched on the line it starts on, and no wrap makes a false
-// alarm. Floors measured on 2026-12-07 on 273 failures (266 right
+// alarm. Floors measured on 2026-12-07 on 276 failures (269 right
 // unwrapped; before the reading stage joined wraps, 80 of 163 cut at 80
 // columns and 76 word-wrapped at 80; see docs/client.md).
 TEST(ExplainLogCorpus, WrappedByATerminalOrAForm) {
@@ -297,9 +297,9 @@ TEST(ExplainLogCorpus, WrappedByATerminalOrAForm) {
     bool word;
     int min_right;
   };
-  for (const Case& c : {Case{60, false, 241}, Case{80, false, 256}, Case{100, false, 263},
-                        Case{120, false, 261}, Case{160, false, 264}, Case{60, true, 244},
-                        Case{80, true, 252}, Case{100, true, 256}, Case{120, true, 261}}) {
+  for (const Case& c : {Case{60, false, 244}, Case{80, false, 259}, Case{100, false, 266},
+                        Case{120, false, 264}, Case{160, false, 267}, Case{60, true, 247},
+                        Case{80, true, 255}, Case{100, true, 259}, Case{120, true, 264}}) {
     const Score s = ScoreWrapped(c.width, c.word);
     std::ostringstream report;
     report << (c.word ? "word-wrapped" : "cut") << " at " << c.width << ": " << s.right << "/"
