@@ -21,6 +21,7 @@
 #include "client/core/plural.h"
 #include "client/explain_log/log_lines.h"
 #include "client/explain_log/unrecognised.h"
+#include "client/sources/clock_offsets.h"
 #include "re2/re2.h"
 #include "re2/set.h"
 
@@ -804,7 +805,7 @@ std::string CorrectionText(const JobExplanation& job) {
   }
   std::vector<std::string> parts;
   for (const auto& [host, offset] : offsets) {
-    parts.push_back(absl::StrFormat("%s %+.2f s", host, offset));
+    parts.push_back(absl::StrCat(host, " ", OffsetText(offset)));
   }
   std::string out = absl::StrCat(
       "times corrected by measured offsets (to ", job.clock_reference, "'s clock, from the ",

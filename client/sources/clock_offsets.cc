@@ -1,6 +1,7 @@
 #include "client/sources/clock_offsets.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <utility>
 
@@ -95,6 +96,9 @@ std::map<int, std::string> RankNodes(const std::vector<FetchResult>& nodes,
   return out;
 }
 
-std::string OffsetText(double seconds) { return absl::StrFormat("%+.2f s", seconds); }
+std::string OffsetText(double seconds) {
+  // Under 5 ms rounds to zero: "+0.00 s", never "-0.00 s".
+  return absl::StrFormat("%+.2f s", std::abs(seconds) < 0.005 ? 0.0 : seconds);
+}
 
 }  // namespace gloowatch::client

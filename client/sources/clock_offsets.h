@@ -32,7 +32,7 @@ ClockOffsets ClockOffsetsOf(const std::vector<FetchResult>& nodes,
 // reported on two nodes (a restart elsewhere) takes the one heard from last.
 std::map<int, std::string> RankNodes(const std::vector<FetchResult>& nodes, const std::string& job);
 
-// "+0.84 s", "-0.02 s".
+// "+0.84 s", "-0.02 s"; "+0.00 s" under 5 ms either way.
 std::string OffsetText(double seconds);
 
 }  // namespace gloowatch::client

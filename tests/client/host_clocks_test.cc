@@ -111,6 +111,7 @@ TEST(HostClocks, OneHopThroughAThirdHost) {
   EXPECT_EQ(o.offset_seconds["h1"], 0);
   EXPECT_EQ(OffsetText(0.936), "+0.94 s");
   EXPECT_EQ(OffsetText(-0.5), "-0.50 s");
+  EXPECT_EQ(OffsetText(-0.000003), "+0.00 s");
 }
 
 TEST(HostClocks, UnknownJobOrRanksCorrectNothing) {
