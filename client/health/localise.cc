@@ -554,33 +554,31 @@ class Localiser {
       if (h.links.empty()) return;
       if (Weigh(h, BaseRate(in))) candidates.push_back(std::move(h));
     };
-    auto consider_all = [&] {
-      for (size_t i = 0; i < n_; ++i) {
-        if (named_[i]) continue;
-        consider(SuspectKind::kNode, i,
-                 [&](size_t k) { return pooled_[k].a == i || pooled_[k].b == i; });
-      }
-      const size_t group_candidates = groups_.size() < 2 ? 0 : TwoGroups() ? 1 : groups_.size();
-      for (size_t g = 0; g < group_candidates; ++g) {
-        consider(SuspectKind::kGroupUplink, g, [&](size_t k) {
-          const size_t ga = group_of_[pooled_[k].a], gb = group_of_[pooled_[k].b];
-          return ga != gb && (TwoGroups() || ga == g || gb == g);
-        });
-      }
-      for (size_t k = 0; k < pooled_.size(); ++k) {
-        // A link bad on its own is named as such (AddLeftoverLinks).
-        if (bad_index_.count(Key(pooled_[k].a, pooled_[k].b))) continue;
-        consider(SuspectKind::kLink, k, [k](size_t j) { return j == k; });
-      }
-    };
-    consider_all();
-    // The probes' minute may still be mostly from before a fault that the
-    // jobs' last 15 s show: weighed on the jobs' connections alone.
-    job_only_ = candidates.empty();
-    if (job_only_) consider_all();
+    for (size_t i = 0; i < n_; ++i) {
+      if (named_[i]) continue;
+      consider(SuspectKind::kNode, i,
+               [&](size_t k) { return pooled_[k].a == i || pooled_[k].b == i; });
+    }
+    const size_t group_candidates = groups_.size() < 2 ? 0 : TwoGroups() ? 1 : groups_.size();
+    for (size_t g = 0; g < group_candidates; ++g) {
+      consider(SuspectKind::kGroupUplink, g, [&](size_t k) {
+        const size_t ga = group_of_[pooled_[k].a], gb = group_of_[pooled_[k].b];
+        return ga != gb && (TwoGroups() || ga == g || gb == g);
+      });
+    }
+    for (size_t k = 0; k < pooled_.size(); ++k) {
+      // A link bad on its own is named as such (AddLeftoverLinks).
+      if (bad_index_.count(Key(pooled_[k].a, pooled_[k].b))) continue;
+      consider(SuspectKind::kLink, k, [k](size_t j) { return j == k; });
+    }
     if (candidates.empty()) {
+      // The probes' minute may still be mostly from before a fault that the
+      // jobs' last 15 s show: weighed again on the jobs' connections alone.
+      if (job_only_ || in_.job_links.empty()) return false;
+      job_only_ = true;
+      const bool named = TakePooledLoss(out);
       job_only_ = false;
-      return false;
+      return named;
     }
     // The strongest case; on a tie groups before nodes before links.
     auto rank = [](SuspectKind kind) {
@@ -593,7 +591,6 @@ class Localiser {
                             return rank(x.kind) < rank(y.kind);
                           });
     out.push_back(PooledSuspect(best));
-    job_only_ = false;
     return true;
   }
 
