@@ -16,12 +16,36 @@
 #include "client/cli/command.h"
 #include "client/cli/support.h"
 #include "client/explain_log/explain_log.h"
+#include "client/explain_log/host_clocks.h"
 #include "client/explain_log/log_input.h"
 #include "client/sources/cluster_at.h"
+#include "client/sources/fetch.h"
 #include "common/exit_codes.h"
+
+ABSL_DECLARE_FLAG(std::string, job);
 
 namespace gloowatch::client {
 namespace {
+
+// Several ranks' logs of job `job` in one order: each corrected by its
+// host's clock offset, from the daemons (--daemons, --config, --cluster) or
+// Prometheus. False (with *exit set) when the source cannot be asked.
+bool CorrectHostClocks(const std::string& job_name, std::vector<LogExplanation>& logs,
+                       HostClocks* clocks, std::string* source_name, int* exit) {
+  std::optional<ClusterSource> source = SourceFromFlags(exit);
+  if (!source) return false;
+  absl::StatusOr<std::vector<FetchResult>> nodes =
+      source->prometheus ? FetchFromPrometheus(*source->prometheus)
+                         : FetchAll(source->targets, source->deadline, source->credentials);
+  if (!nodes.ok()) {
+    std::cerr << "gloowatch explain-log: " << nodes.status().message() << "\n";
+    *exit = kExitUnavailable;
+    return false;
+  }
+  *source_name = source->prometheus ? "prometheus" : "daemons";
+  *clocks = ApplyHostClocks(*nodes, job_name, logs);
+  return true;
+}
 
 int RunExplainLog(const std::vector<std::string>& args) {
   if (args.empty()) return Usage("explain-log takes FILE... (files, directories, or - for stdin)");
@@ -71,7 +95,16 @@ int RunExplainLog(const std::vector<std::string>& args) {
   }
   // One log keeps the single-log output; several are explained as one job.
   const bool single = logs.size() == 1;
-  const JobExplanation job = ExplainJob(std::move(logs));
+  HostClocks clocks;
+  std::string clock_source;
+  if (!absl::GetFlag(FLAGS_job).empty() && !single &&
+      !CorrectHostClocks(absl::GetFlag(FLAGS_job), logs, &clocks, &clock_source, &exit)) {
+    return exit;
+  }
+  JobExplanation job = ExplainJob(std::move(logs));
+  job.clock_reference = clocks.reference;
+  job.clock_source = clock_source;
+  job.clock_note = clocks.note;
   // What gloowatch saw on the links when the root cause was logged.
   std::optional<ClusterAtTime> cluster;
   std::string skipped;
@@ -114,11 +147,13 @@ int RunExplainLog(const std::vector<std::string>& args) {
 const Command& ExplainLogCommand() {
   static const auto* command =
       new Command{"explain-log",
-                  "explain-log [--json] [--prometheus URL] FILE|DIR|- [FILE|DIR ...]",
+                  "explain-log [--json] [--prometheus URL] [--job NAME [--daemons A,B | "
+                  "--config FILE | --cluster FILE]] FILE|DIR|- [FILE|DIR ...]",
                   "explain Gloo / PyTorch failures in logs (.gz and .zst too)",
                   RunExplainLog,
                   {"json", "prometheus", "prometheus_job", "prometheus_selector",
-                   "prometheus_bearer_token_file", "prometheus_header", "deadline", "tls_ca"}};
+                   "prometheus_bearer_token_file", "prometheus_header", "deadline", "tls_ca",
+                   "tls_cert", "tls_key", "job", "daemons", "config", "cluster"}};
   return *command;
 }
 

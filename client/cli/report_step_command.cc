@@ -17,7 +17,8 @@
 #include "common/exit_codes.h"
 
 ABSL_FLAG(std::string, daemon, "127.0.0.1:7601", "report-step: the local daemon.");
-ABSL_FLAG(std::string, job, "", "report-step: job name.");
+ABSL_FLAG(std::string, job, "",
+          "report-step: job name; explain-log: the job whose ranks' hosts order the logs.");
 ABSL_FLAG(int, rank, -1, "report-step: rank (>= 0).");
 ABSL_FLAG(int64_t, step, -1, "report-step: step number (>= 0).");
 // NaN = not given: a negative value is given, and rejected by the daemon with

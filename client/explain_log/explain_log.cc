@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -11,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -19,6 +21,7 @@
 #include "client/core/plural.h"
 #include "client/explain_log/log_lines.h"
 #include "client/explain_log/unrecognised.h"
+#include "client/sources/clock_offsets.h"
 #include "re2/re2.h"
 #include "re2/set.h"
 
@@ -783,11 +786,15 @@ const SignatureHit& Hit(const JobExplanation& job, CauseRef ref) {
   return job.logs[ref.log].hits[ref.hit];
 }
 
-// Whether x's line came before y's: known only where both start with
-// timestamps of one kind.
-std::optional<bool> EarlierInTime(const SignatureHit& x, const SignatureHit& y) {
+// Whether a's line came before b's: known only where both start with
+// timestamps of one kind; on one clock where the hosts' offsets are known.
+std::optional<bool> EarlierInTime(const JobExplanation& job, CauseRef a, CauseRef b) {
+  const SignatureHit& x = Hit(job, a);
+  const SignatureHit& y = Hit(job, b);
   if (x.time_kind == LogTimeKind::kNone || x.time_kind != y.time_kind) return std::nullopt;
-  return x.time_seconds < y.time_seconds;
+  const double tx = CorrectedSeconds(job.logs[a.log], x), ty = CorrectedSeconds(job.logs[b.log], y);
+  if (tx == ty) return std::nullopt;
+  return tx < ty;
 }
 
 // Earlier in the failure chain, then earlier in time, then the order the
@@ -798,9 +805,7 @@ bool Before(const JobExplanation& job, CauseRef a, CauseRef b) {
   // The fallback's guess never outranks another log's signature.
   if (x.unrecognised() != y.unrecognised()) return y.unrecognised();
   if (x.signature->stage != y.signature->stage) return x.signature->stage < y.signature->stage;
-  if (x.time_seconds != y.time_seconds) {
-    if (std::optional<bool> earlier = EarlierInTime(x, y)) return *earlier;
-  }
+  if (std::optional<bool> earlier = EarlierInTime(job, a, b)) return *earlier;
   return a.log < b.log;
 }
 
@@ -809,12 +814,46 @@ std::string Who(const JobExplanation& job, CauseRef ref) {
   const SignatureHit& h = Hit(job, ref);
   std::string where = absl::StrCat(log.source, " line ", h.line_of_example);
   if (!h.time.empty()) absl::StrAppend(&where, ", ", h.time);
+  if (!log.host.empty()) absl::StrAppend(&where, ", ", log.host);
   // A log of several ranks: the rank of the line.
   const std::string rank = log.rank.empty() && !h.rank.empty() ? "rank " + h.rank : log.rank;
   return rank.empty() ? where : absl::StrCat(rank, " (", where, ")");
 }
 
+// "times corrected by measured offsets (to h1's clock): h2 +0.84 s".
+std::string CorrectionText(const JobExplanation& job) {
+  if (job.clock_reference.empty()) {
+    return job.clock_note.empty() ? ""
+                                  : absl::StrCat("times not corrected: ", job.clock_note, "\n");
+  }
+  std::map<std::string, double> offsets;
+  std::vector<std::string> unknown;
+  for (const LogExplanation& log : job.logs) {
+    if (log.clock_offset_seconds) {
+      if (log.host != job.clock_reference) offsets[log.host] = *log.clock_offset_seconds;
+    } else {
+      unknown.push_back(log.source);
+    }
+  }
+  std::vector<std::string> parts;
+  for (const auto& [host, offset] : offsets) {
+    parts.push_back(absl::StrCat(host, " ", OffsetText(offset)));
+  }
+  std::string out = absl::StrCat(
+      "times corrected by measured offsets (to ", job.clock_reference, "'s clock, from the ",
+      job.clock_source, "): ", parts.empty() ? "none needed" : absl::StrJoin(parts, ", "), "\n");
+  if (!unknown.empty()) {
+    absl::StrAppend(
+        &out, "  not corrected (host or offset unknown): ", absl::StrJoin(unknown, ", "), "\n");
+  }
+  return out;
+}
+
 }  // namespace
+
+double CorrectedSeconds(const LogExplanation& log, const SignatureHit& hit) {
+  return hit.time_seconds - log.clock_offset_seconds.value_or(0);
+}
 
 JobExplanation ExplainJob(std::vector<LogExplanation> logs) {
   JobExplanation job;
@@ -830,14 +869,14 @@ JobExplanation ExplainJob(std::vector<LogExplanation> logs) {
   job.echoes.assign(roots.begin() + 1, roots.end());
   // The echoes read best in the order they happened.
   std::stable_sort(job.echoes.begin(), job.echoes.end(), [&](CauseRef a, CauseRef b) {
-    if (std::optional<bool> earlier = EarlierInTime(Hit(job, a), Hit(job, b))) return *earlier;
+    if (std::optional<bool> earlier = EarlierInTime(job, a, b)) return *earlier;
     return a.log < b.log;
   });
   return job;
 }
 
 std::string RenderJobText(const JobExplanation& job) {
-  std::string out = absl::StrCat(Counted(job.logs.size(), "log"), "\n");
+  std::string out = absl::StrCat(Counted(job.logs.size(), "log"), "\n", CorrectionText(job));
   if (job.root.log < 0) {
     absl::StrAppend(&out, "no errors in any of them\n");
   } else {
@@ -877,11 +916,29 @@ nlohmann::json JobToJson(const JobExplanation& job) {
     nlohmann::json cause = CauseJson(h);
     cause["source"] = log.source;
     cause["rank"] = log.rank.empty() && !h.rank.empty() ? "rank " + h.rank : log.rank;
+    cause["host"] = log.host;
     return cause;
   };
   j["root_cause"] = job.root.log < 0 ? nlohmann::json(nullptr) : ref(job.root);
   j["echoes"] = nlohmann::json::array();
   for (CauseRef echo : job.echoes) j["echoes"].push_back(ref(echo));
+  if (job.clock_reference.empty()) {
+    j["clock_correction"] =
+        job.clock_note.empty() ? nlohmann::json() : nlohmann::json{{"note", job.clock_note}};
+  } else {
+    nlohmann::json offsets = nlohmann::json::object();
+    for (const LogExplanation& log : job.logs) {
+      if (log.clock_offset_seconds) offsets[log.host] = *log.clock_offset_seconds;
+    }
+    j["clock_correction"] = {
+        {"reference", job.clock_reference}, {"source", job.clock_source}, {"offsets", offsets}};
+  }
+  for (size_t i = 0; i < job.logs.size(); ++i) {
+    j["logs"][i]["host"] = job.logs[i].host;
+    j["logs"][i]["clock_offset_seconds"] = job.logs[i].clock_offset_seconds
+                                               ? nlohmann::json(*job.logs[i].clock_offset_seconds)
+                                               : nlohmann::json();
+  }
   return j;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <istream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,12 @@ struct LogExplanation {
   // Whose log this is: "rank N" from the file name or the "[rankN]:" prefix
   // PyTorch puts on its lines (when all of them name one rank), else empty.
   std::string rank;
+  // The host that wrote it, and its clock minus the reference clock as
+  // gloowatch measured it (client/sources/clock_offsets.h): set by the
+  // caller when logs of several hosts are put in one order; its times are
+  // taken as time - offset then.
+  std::string host;
+  std::optional<double> clock_offset_seconds;
 };
 
 LogExplanation ExplainLog(std::istream& in, absl::string_view source);
@@ -97,7 +104,15 @@ struct JobExplanation {
   std::vector<LogExplanation> logs;
   CauseRef root;
   std::vector<CauseRef> echoes;
+  // The host whose clock the logs' times were corrected to (empty: not
+  // corrected), and where the offsets came from ("daemons", "prometheus").
+  std::string clock_reference, clock_source;
+  // Why the times were not corrected, when that was asked for.
+  std::string clock_note;
 };
+// The dated time of a hit on the reference clock: its own, less its log's
+// measured clock offset.
+double CorrectedSeconds(const LogExplanation& log, const SignatureHit& hit);
 JobExplanation ExplainJob(std::vector<LogExplanation> logs);
 std::string RenderJobText(const JobExplanation& job);
 nlohmann::json JobToJson(const JobExplanation& job);

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/health/job_evidence.h"
 #include "common/exit_codes.h"
 #include "common/failure.h"
 #include "common/proto_time.h"
@@ -123,6 +124,10 @@ LocaliseInput LinkMatrixOf(const ClusterPicture& c) {
       in.observations.push_back(std::move(o));
     }
   }
+  // The training jobs' own connections: pooled loss evidence too.
+  std::vector<const v1::NodeStatus*> statuses;
+  for (const auto& n : c.node_reports) statuses.push_back(n.status);
+  in.job_links = JobLinkLossOf(statuses, c.nodes);
   return in;
 }
 

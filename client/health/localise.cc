@@ -66,6 +66,7 @@ class Localiser {
     AddLeftoverLinks(out);
     AddIdleOverloadedHosts(out);
     if (out.size() > kMaxSuspects) out.resize(kMaxSuspects);
+    for (Suspect& s : out) AddJobEvidence(s);
     // All of it: the case first, then the suspect's own word, then its peers'.
     for (Suspect& s : out) {
       for (const auto* part : {&s.evidence_self, &s.evidence_peers}) {
@@ -389,7 +390,17 @@ class Localiser {
     bool has_recent = false;
     // Each direction's counts, for the evidence.
     std::optional<LossCount> ab, ba;
+    // The same of the jobs' own connections (counted in window and recent),
+    // and both directions of them together.
+    std::optional<LossCount> job_ab, job_ba;
+    LossCount job;
   };
+
+  // The counts a pooled hypothesis is weighed on: the probes' and the jobs'
+  // together, or (job_only_) the jobs' alone, whose 15 s are all recent.
+  const LossCount& Window(const PooledLink& l) const { return job_only_ ? l.job : l.window; }
+  const LossCount& Recent(const PooledLink& l) const { return job_only_ ? l.job : l.recent; }
+  bool HasRecent(const PooledLink& l) const { return job_only_ ? l.job.sent > 0 : l.has_recent; }
 
   bool GroupNamed(size_t g) const {
     return std::find(named_groups_.begin(), named_groups_.end(), g) != named_groups_.end();
@@ -405,9 +416,8 @@ class Localiser {
 
   void CollectPooled() {
     std::unordered_map<uint64_t, size_t> index;
-    for (const auto& o : in_.observations) {
-      if (!o.loss || o.from >= n_ || o.to >= n_ || o.from == o.to) continue;
-      const uint32_t a = std::min(o.from, o.to), b = std::max(o.from, o.to);
+    auto link_of = [&](uint32_t from, uint32_t to) -> PooledLink& {
+      const uint32_t a = std::min(from, to), b = std::max(from, to);
       auto [it, added] = index.emplace(Key(a, b), pooled_.size());
       if (added) {
         PooledLink l;
@@ -415,7 +425,12 @@ class Localiser {
         l.b = b;
         pooled_.push_back(l);
       }
-      PooledLink& l = pooled_[it->second];
+      return pooled_[it->second];
+    };
+    for (const auto& o : in_.observations) {
+      if (!o.loss || o.from >= n_ || o.to >= n_ || o.from == o.to) continue;
+      const uint32_t a = std::min(o.from, o.to);
+      PooledLink& l = link_of(o.from, o.to);
       l.window.lost += std::min(o.loss->lost, o.loss->sent);
       l.window.sent += o.loss->sent;
       if (o.recent_loss) {
@@ -424,6 +439,22 @@ class Localiser {
         l.recent.sent += o.recent_loss->sent;
       }
       (o.from == a ? l.ab : l.ba) = *o.loss;
+    }
+    // The jobs' own connections count like the probes', in the recent part
+    // too: their window (15 s) is shorter than the probes' recent half.
+    for (const JobLinkLoss& j : in_.job_links) {
+      if (j.from >= n_ || j.to >= n_ || j.from == j.to || j.loss.sent == 0) continue;
+      PooledLink& l = link_of(j.from, j.to);
+      const LossCount c{std::min(j.loss.lost, j.loss.sent), j.loss.sent};
+      for (LossCount* sum : {&l.window, &l.recent}) {
+        sum->lost += c.lost;
+        sum->sent += c.sent;
+      }
+      l.has_recent = true;
+      l.job.lost += c.lost;
+      l.job.sent += c.sent;
+      std::optional<LossCount>& job = j.from == l.a ? l.job_ab : l.job_ba;
+      job = LossCount{(job ? job->lost : 0) + c.lost, (job ? job->sent : 0) + c.sent};
     }
     std::sort(pooled_.begin(), pooled_.end(), [](const PooledLink& x, const PooledLink& y) {
       return Key(x.a, x.b) < Key(y.a, y.b);
@@ -436,6 +467,7 @@ class Localiser {
     size_t index = 0;           // node or group; for a link, into pooled_
     std::vector<size_t> links;  // into pooled_
     LossCount total, recent, without_worst;
+    LossCount job;  // of total, the jobs' own connections'
     bool has_recent = false;
     size_t lossy_links = 0;
     double evidence = 0;
@@ -448,16 +480,21 @@ class Localiser {
     size_t worst_at = 0;
     for (size_t k : h.links) {
       const PooledLink& l = pooled_[k];
-      h.total.lost += l.window.lost;
-      h.total.sent += l.window.sent;
-      if (l.has_recent) {
+      h.total.lost += Window(l).lost;
+      h.total.sent += Window(l).sent;
+      if (HasRecent(l)) {
         h.has_recent = true;
-        h.recent.lost += l.recent.lost;
-        h.recent.sent += l.recent.sent;
+        h.recent.lost += Recent(l).lost;
+        h.recent.sent += Recent(l).sent;
       }
-      if (l.window.lost > 0) ++h.lossy_links;
-      if (l.window.lost >= worst) {
-        worst = l.window.lost;
+      for (const auto& c : {l.job_ab, l.job_ba}) {
+        if (!c) continue;
+        h.job.lost += c->lost;
+        h.job.sent += c->sent;
+      }
+      if (Window(l).lost > 0) ++h.lossy_links;
+      if (Window(l).lost >= worst) {
+        worst = Window(l).lost;
         worst_at = k;
       }
     }
@@ -469,8 +506,8 @@ class Localiser {
     // The loss of a node or an uplink is on most of its links, not on one:
     // without its worst link the rest still loses at half the threshold.
     if (h.kind != SuspectKind::kLink) {
-      h.without_worst = {h.total.lost - pooled_[worst_at].window.lost,
-                         h.total.sent - pooled_[worst_at].window.sent};
+      h.without_worst = {h.total.lost - Window(pooled_[worst_at]).lost,
+                         h.total.sent - Window(pooled_[worst_at]).sent};
       if (h.lossy_links < 2 || h.without_worst.lost < 3 ||
           static_cast<double>(h.without_worst.lost) <
               threshold / 2 * static_cast<double>(h.without_worst.sent)) {
@@ -489,8 +526,8 @@ class Localiser {
     LossCount rest;
     for (size_t k = 0; k < pooled_.size(); ++k) {
       if (in_hypothesis[k] || Covered(pooled_[k].a, pooled_[k].b)) continue;
-      rest.lost += pooled_[k].window.lost;
-      rest.sent += pooled_[k].window.sent;
+      rest.lost += Window(pooled_[k]).lost;
+      rest.sent += Window(pooled_[k]).sent;
     }
     // One loss more than seen, over a thousand segments more: a rest of few
     // segments says little.
@@ -534,7 +571,15 @@ class Localiser {
       if (bad_index_.count(Key(pooled_[k].a, pooled_[k].b))) continue;
       consider(SuspectKind::kLink, k, [k](size_t j) { return j == k; });
     }
-    if (candidates.empty()) return false;
+    if (candidates.empty()) {
+      // The probes' minute may still be mostly from before a fault that the
+      // jobs' last 15 s show: weighed again on the jobs' connections alone.
+      if (job_only_ || in_.job_links.empty()) return false;
+      job_only_ = true;
+      const bool named = TakePooledLoss(out);
+      job_only_ = false;
+      return named;
+    }
     // The strongest case; on a tie groups before nodes before links.
     auto rank = [](SuspectKind kind) {
       return kind == SuspectKind::kGroupUplink ? 0 : kind == SuspectKind::kNode ? 1 : 2;
@@ -585,16 +630,28 @@ class Localiser {
     s.confidence = static_cast<double>(static_cast<int64_t>(
                        k / static_cast<double>(h.links.size()) * k / (k + 1) * 100 + 0.5)) /
                    100;
+    if (h.job.sent > 0) s.job_loss = h.job;
     s.evidence.push_back(absl::StrCat(
-        "TCP loss pooled over ", h.kind == SuspectKind::kLink ? "both directions: " : "its ",
+        job_only_ ? "TCP loss of the training jobs' own connections pooled over "
+                  : "TCP loss pooled over ",
+        h.kind == SuspectKind::kLink ? "both directions: " : "its ",
         h.kind == SuspectKind::kLink ? "" : absl::StrCat(h.links.size(), " links: "),
         Percent(h.total), ", ", h.lossy_links, " of ", h.links.size(),
         h.links.size() == 1 ? " link" : " links", " losing",
-        absl::StrFormat(" (no single direction has enough segments; evidence %.0f)", h.evidence)));
+        job_only_ ? absl::StrFormat(" (the probes' minute does not show it yet; evidence %.0f)",
+                                    h.evidence)
+        : h.job.sent > 0
+            ? absl::StrFormat(" (%s of the segments the training jobs' own connections'; "
+                              "evidence %.0f)",
+                              Thousands(h.job.sent), h.evidence)
+            : absl::StrFormat(" (no single direction has enough segments; evidence %.0f)",
+                              h.evidence)));
+    QuoteJobLinks(h, self, s);
     size_t quoted = 0;
     std::vector<size_t> by_loss = h.links;
-    std::sort(by_loss.begin(), by_loss.end(),
-              [&](size_t x, size_t y) { return pooled_[x].window.lost > pooled_[y].window.lost; });
+    std::sort(by_loss.begin(), by_loss.end(), [&](size_t x, size_t y) {
+      return Window(pooled_[x]).lost > Window(pooled_[y]).lost;
+    });
     for (size_t k : by_loss) {
       const PooledLink& l = pooled_[k];
       for (const auto& [from, to, c] : {std::tuple{l.a, l.b, l.ab}, std::tuple{l.b, l.a, l.ba}}) {
@@ -604,7 +661,7 @@ class Localiser {
         (self && from == *self ? s.evidence_self : s.evidence_peers).push_back(text);
         ++quoted;
       }
-      if (s.links.size() < kMaxLinksListed && l.window.lost > 0) {
+      if (s.links.size() < kMaxLinksListed && Window(l).lost > 0) {
         s.links.emplace_back(in_.nodes[l.a].name, in_.nodes[l.b].name);
       }
     }
@@ -613,6 +670,93 @@ class Localiser {
       if (!l.explained && Covered(l.a, l.b)) l.explained = true;
     }
     return s;
+  }
+
+  // "31,000".
+  static std::string Thousands(uint64_t n) {
+    std::string digits = absl::StrCat(n), out;
+    for (size_t i = 0; i < digits.size(); ++i) {
+      if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+      out.push_back(digits[i]);
+    }
+    return out;
+  }
+
+  // The jobs' own directions that lose, the worst first: "job links: 4.9% of
+  // 31,000 segments h1->h3 retransmitted".
+  void QuoteJobLinks(const LossHypothesis& h, std::optional<size_t> self, Suspect& s) const {
+    struct Direction {
+      uint32_t from, to;
+      LossCount c;
+    };
+    // The directions that make the case: a stray retransmission is no news.
+    auto losing = [&](const std::optional<LossCount>& c) {
+      return c && c->lost > 0 &&
+             static_cast<double>(c->lost) >= in_.loss_ratio / 2 * static_cast<double>(c->sent);
+    };
+    std::vector<Direction> lossy;
+    for (size_t k : h.links) {
+      const PooledLink& l = pooled_[k];
+      if (losing(l.job_ab)) lossy.push_back({l.a, l.b, *l.job_ab});
+      if (losing(l.job_ba)) lossy.push_back({l.b, l.a, *l.job_ba});
+    }
+    std::sort(lossy.begin(), lossy.end(), [](const Direction& x, const Direction& y) {
+      return x.c.lost * y.c.sent > y.c.lost * x.c.sent;
+    });
+    if (lossy.size() > kMaxQuoted) lossy.resize(kMaxQuoted);
+    for (const Direction& d : lossy) {
+      const std::string text =
+          absl::StrFormat("job links: %.1f%% of %s segments %s->%s retransmitted",
+                          100.0 * static_cast<double>(d.c.lost) / static_cast<double>(d.c.sent),
+                          Thousands(d.c.sent), in_.nodes[d.from].name, in_.nodes[d.to].name);
+      (self && d.from == *self ? s.evidence_self : s.evidence_peers).push_back(text);
+    }
+  }
+
+  // A suspect named on its bad links (not on pooled loss) gets what the
+  // jobs' own connections over its links say too.
+  void AddJobEvidence(Suspect& s) const {
+    if (s.job_loss || in_.job_links.empty()) return;
+    std::function<bool(const PooledLink&)> predicts;
+    std::optional<size_t> self;
+    if (s.kind == SuspectKind::kNode) {
+      for (size_t i = 0; i < n_; ++i) {
+        if (in_.nodes[i].name == s.name) self = i;
+      }
+      if (!self) return;
+      predicts = [&](const PooledLink& l) { return l.a == *self || l.b == *self; };
+    } else if (s.kind == SuspectKind::kGroupUplink) {
+      predicts = [&](const PooledLink& l) {
+        const std::string ga = GroupLabel(groups_[group_of_[l.a]]);
+        const std::string gb = GroupLabel(groups_[group_of_[l.b]]);
+        auto named = [&](const std::string& g) {
+          return std::find(s.groups.begin(), s.groups.end(), g) != s.groups.end();
+        };
+        return ga != gb && (named(ga) || named(gb));
+      };
+    } else if (s.kind == SuspectKind::kLink && !s.links.empty()) {
+      predicts = [&](const PooledLink& l) {
+        const std::string& a = in_.nodes[l.a].name;
+        const std::string& b = in_.nodes[l.b].name;
+        return (a == s.links[0].first && b == s.links[0].second) ||
+               (a == s.links[0].second && b == s.links[0].first);
+      };
+    } else {
+      return;
+    }
+    LossHypothesis h;
+    for (size_t k = 0; k < pooled_.size(); ++k) {
+      if (!predicts(pooled_[k])) continue;
+      h.links.push_back(k);
+      for (const auto& c : {pooled_[k].job_ab, pooled_[k].job_ba}) {
+        if (!c) continue;
+        h.job.lost += c->lost;
+        h.job.sent += c->sent;
+      }
+    }
+    if (h.job.sent == 0) return;
+    s.job_loss = h.job;
+    QuoteJobLinks(h, self, s);
   }
 
   void AddLeftoverLinks(std::vector<Suspect>& out) {
@@ -668,6 +812,7 @@ class Localiser {
   std::unordered_set<uint64_t> pooled_links_named_;
   std::unordered_set<uint64_t> bad_index_;  // the links in bad_
   double evidence_needed_ = kPooledEvidence;
+  bool job_only_ = false;  // TakePooledLoss weighs the jobs' connections alone
 };
 
 }  // namespace

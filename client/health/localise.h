@@ -79,9 +79,21 @@ struct LinkObservation {
   bool judged = true;
 };
 
+// What a training job's own connections (its Gloo pairs, read by the
+// daemons: TrainingJobStatus.sockets) sent from node `from` to node `to` over
+// their loss window (15 s) and lost: pooled evidence like the probes', and
+// recent (the window is shorter than the probes' recent half). Never the
+// connections into a rank that does not read (a stopped process is a job
+// signal, not the network's fault): the caller leaves those out.
+struct JobLinkLoss {
+  uint32_t from = 0, to = 0;  // indices into LocaliseInput::nodes
+  LossCount loss;
+};
+
 struct LocaliseInput {
   std::vector<LocaliseNode> nodes;
   std::vector<LinkObservation> observations;  // measured directions only, any order
+  std::vector<JobLinkLoss> job_links;         // per direction, any order
   // The loss ratio above which pooled loss is a fault (the directions'
   // threshold, 1%).
   double loss_ratio = 0.01;
@@ -106,6 +118,8 @@ struct Suspect {
   double confidence = 0;  // 0..1, see docs/client.md
   // Named on pooled TCP loss: the loss ratio of its links' segments.
   std::optional<double> pooled_loss_ratio;
+  // Of those segments, the training jobs' own connections' (JobLinkLoss).
+  std::optional<LossCount> job_loss;
 };
 
 // A daemon whose transport has not heard from it for longer is stuck: the

@@ -59,8 +59,11 @@ nlohmann::json SuspectsToJson(const std::vector<Suspect>& suspects) {
                    {"evidence", s.evidence},
                    {"evidence_self", s.evidence_self},
                    {"evidence_peers", s.evidence_peers},
-                   {"pooled_loss_ratio", s.pooled_loss_ratio ? nlohmann::json(*s.pooled_loss_ratio)
-                                                             : nlohmann::json()}});
+                   {"pooled_loss_ratio",
+                    s.pooled_loss_ratio ? nlohmann::json(*s.pooled_loss_ratio) : nlohmann::json()},
+                   {"job_loss", s.job_loss ? nlohmann::json{{"lost", s.job_loss->lost},
+                                                            {"sent", s.job_loss->sent}}
+                                           : nlohmann::json()}});
   }
   return out;
 }

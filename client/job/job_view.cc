@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/sources/clock_offsets.h"
 #include "common/failure.h"
 #include "common/proto_time.h"
 #include "common/user_text.h"
@@ -137,6 +139,56 @@ const char* RankStateName(RankState state) {
   return "unknown";
 }
 
+namespace {
+
+// The ranks' moments in one order: each daemon's clock corrected by the
+// offset gloowatch measured between it and the reference host.
+void AddEvents(const std::vector<FetchResult>& fetched, JobView& v) {
+  std::vector<std::string> nodes;
+  for (const RankView& r : v.ranks) nodes.push_back(r.node);
+  const ClockOffsets offsets = ClockOffsetsOf(fetched, nodes);
+  v.clock_reference = offsets.reference;
+  v.clock_offsets = offsets.offset_seconds;
+  for (const RankView& r : v.ranks) {
+    const auto offset = offsets.offset_seconds.find(r.node);
+    const bool corrected = offset != offsets.offset_seconds.end();
+    const absl::Duration shift = corrected ? absl::Seconds(offset->second) : absl::ZeroDuration();
+    if (r.entered != absl::InfinitePast()) {
+      v.events.push_back({r.entered - shift, r.rank, r.node,
+                          absl::StrCat("entered ", Call(r.op, r.seq)), corrected});
+    }
+    if (r.last_heard != absl::InfinitePast()) {
+      const std::string where = r.op.empty() ? (r.seq ? absl::StrCat(" (after #", r.seq, ")") : "")
+                                             : absl::StrCat(" (inside ", Call(r.op, r.seq), ")");
+      v.events.push_back(
+          {r.last_heard - shift, r.rank, r.node, absl::StrCat("last heard", where), corrected});
+    }
+  }
+  std::stable_sort(v.events.begin(), v.events.end(),
+                   [](const JobEvent& a, const JobEvent& b) { return a.time < b.time; });
+}
+
+// "times corrected by measured offsets (to h1's clock): h2 +0.84 s".
+std::string CorrectionText(const JobView& v) {
+  std::vector<std::string> parts;
+  for (const auto& [node, offset] : v.clock_offsets) {
+    if (node != v.clock_reference) parts.push_back(absl::StrCat(node, " ", OffsetText(offset)));
+  }
+  std::set<std::string> unknown;
+  for (const RankView& r : v.ranks) {
+    if (!v.clock_offsets.count(r.node)) unknown.insert(r.node);
+  }
+  std::string out =
+      absl::StrCat("times corrected by measured offsets (to ", v.clock_reference,
+                   "'s clock): ", parts.empty() ? "none needed" : absl::StrJoin(parts, ", "));
+  if (!unknown.empty()) {
+    absl::StrAppend(&out, "; not corrected (no offset measured): ", absl::StrJoin(unknown, ", "));
+  }
+  return out;
+}
+
+}  // namespace
+
 int JobView::ExitCode() const {
   if (hung()) return 2;
   const bool silent = std::any_of(ranks.begin(), ranks.end(), [](const RankView& r) {
@@ -166,6 +218,7 @@ absl::StatusOr<JobView> BuildJobView(const std::vector<FetchResult>& fetched,
       r.process = t.process();
       r.silent_seconds =
           std::max(0.0, absl::ToDoubleSeconds(now - FromProtoTimestamp(t.last_report())));
+      r.last_heard = FromProtoTimestamp(t.last_report());
       if (t.has_collective()) {
         const v1::CollectiveState& c = t.collective();
         r.op = c.op();
@@ -174,6 +227,7 @@ absl::StatusOr<JobView> BuildJobView(const std::vector<FetchResult>& fetched,
         r.bytes = c.bytes();
         r.inside_seconds = c.inside_seconds();
         r.state = RankState::kRunning;
+        if (!r.op.empty()) r.entered = now - absl::Seconds(r.inside_seconds);
       }
       // Its process is gone: in no call any more, but the one it died in is
       // what it was last heard inside.
@@ -224,6 +278,7 @@ absl::StatusOr<JobView> BuildJobView(const std::vector<FetchResult>& fetched,
   }
   AddLinks(fetched, v);
   v.job_links = BuildJobLinks(fetched, job);
+  AddEvents(fetched, v);
   return v;
 }
 
@@ -262,6 +317,18 @@ std::string RenderJobText(const JobView& v) {
                     v.links_checked, " not up\n");
   }
   absl::StrAppend(&out, RenderJobLinks(v.job_links, v.hung()));
+  // Who stopped first, who entered last: the ranks' moments across hosts in
+  // one order, when something is wrong with the job.
+  std::set<std::string> hosts;
+  for (const RankView& r : v.ranks) hosts.insert(r.node);
+  if (!v.events.empty() && hosts.size() > 1 && (v.hung() || !culprits.empty())) {
+    absl::StrAppend(&out, "events in time order (UTC; ", CorrectionText(v), "):\n");
+    for (const JobEvent& e : v.events) {
+      absl::StrAppend(&out, "  ", absl::FormatTime("%H:%M:%E3S", e.time, absl::UTCTimeZone()),
+                      "  rank ", e.rank, " (", e.node, ") ", e.what,
+                      e.corrected ? "" : " (its own clock)", "\n");
+    }
+  }
   if (v.hung() && culprits.empty() && v.links.empty() && v.job_links.findings.empty()) {
     absl::StrAppend(&out,
                     "every rank that reports is inside the call: look for ranks that never "
@@ -330,6 +397,15 @@ nlohmann::json JobToJson(const JobView& v) {
     j["links"].push_back(std::move(x));
   }
   j["job_links"] = JobLinksToJson(v.job_links);
+  j["events"] = nlohmann::json::array();
+  for (const JobEvent& e : v.events) {
+    j["events"].push_back({{"time", absl::ToDoubleSeconds(e.time - absl::UnixEpoch())},
+                           {"rank", e.rank},
+                           {"node", e.node},
+                           {"what", e.what},
+                           {"corrected", e.corrected}});
+  }
+  j["clock_correction"] = {{"reference", v.clock_reference}, {"offsets", v.clock_offsets}};
   return j;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,22 @@ struct RankView {
   double inside_seconds = 0;
   double silent_seconds = 0;  // since the rank's last report
   std::string process;        // running, stopped, gone; "" unknown (TrainingJobStatus.process)
+  // On its daemon's clock: its last report, and when it entered its current
+  // call (InfinitePast between calls).
+  absl::Time last_heard = absl::InfinitePast();
+  absl::Time entered = absl::InfinitePast();
+};
+
+// One moment of a rank, on one clock for every host: its daemon's clock less
+// the offset gloowatch measured from the reference host's
+// (client/sources/clock_offsets.h), so the ranks' moments on several hosts
+// compare: who stopped first, who entered the call last.
+struct JobEvent {
+  absl::Time time;
+  int rank = 0;
+  std::string node;
+  std::string what;        // "entered all_reduce #41", "last heard (inside all_reduce #39)"
+  bool corrected = false;  // false: its host's offset is unknown (its own clock)
 };
 
 // A link between two nodes that hold ranks of the job, as `node`'s daemon
@@ -53,11 +70,14 @@ struct JobLink {
 
 struct JobView {
   std::string job;
-  std::vector<RankView> ranks;           // by rank
-  std::vector<std::string> unreachable;  // daemons that did not answer: "name: error"
-  std::vector<JobLink> links;            // not up, between the job's nodes; by node, peer
-  int links_checked = 0;                 // directed links between them the daemons reported
-  JobLinks job_links;                    // the ranks' own connections
+  std::vector<RankView> ranks;                  // by rank
+  std::vector<std::string> unreachable;         // daemons that did not answer: "name: error"
+  std::vector<JobLink> links;                   // not up, between the job's nodes; by node, peer
+  int links_checked = 0;                        // directed links between them the daemons reported
+  JobLinks job_links;                           // the ranks' own connections
+  std::vector<JobEvent> events;                 // in time order, on the reference clock
+  std::string clock_reference;                  // whose clock the events are on
+  std::map<std::string, double> clock_offsets;  // node -> its clock minus the reference's
   // The call the waiting ranks are in (the highest seq among them).
   std::string waiting_op, waiting_group;
   uint64_t waiting_seq = 0;

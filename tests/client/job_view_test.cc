@@ -284,3 +284,62 @@ TEST(JobPrometheus, CollectiveSeriesMakeTheSameView) {
 
 }  // namespace
 }  // namespace gloowatch::client
+
+namespace gloowatch::client {
+namespace {
+
+// Host b's clock runs 0.84 s ahead of a's (as both daemons measured). Rank 1
+// on b went silent 7.0 s ago, rank 0 on a entered all_reduce #41 6.5 s ago:
+// by the daemons' own clocks rank 0's moment comes first (b stamps rank 1's
+// report 0.84 s late); on one clock rank 1 stopped first, then rank 0 waited.
+TEST(JobView, EventsOfSeveralHostsOnOneClock) {
+  FetchResult a = Node("a", {Rank("llm", 0, 0.1, "all_reduce", 41, 6.5)});
+  FetchResult b = Node("b", {});
+  const absl::Time b_now = kNow + absl::Milliseconds(840);
+  *b.status->mutable_now() = ToProtoTimestamp(b_now);
+  v1::TrainingJobStatus silent = Rank("llm", 1, 0, "", 40);
+  *silent.mutable_last_report() = ToProtoTimestamp(b_now - absl::Seconds(7));
+  *b.status->add_training() = silent;
+  auto peer = [](FetchResult& f, const std::string& name, double offset) {
+    auto* p = f.status->add_peers();
+    p->set_name(name);
+    p->set_state(v1::PEER_STATE_UP);
+    p->mutable_clock()->set_offset_seconds(offset);
+  };
+  peer(a, "b", 0.84);
+  peer(b, "a", -0.84);
+  auto v = BuildJobView({a, b}, "llm");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_TRUE(v->hung());
+  EXPECT_EQ(v->clock_reference, "a");
+  EXPECT_NEAR(v->clock_offsets.at("b"), 0.84, 1e-9);
+  ASSERT_EQ(v->events.size(), 3u);
+  EXPECT_EQ(v->events[0].rank, 1);
+  EXPECT_EQ(v->events[0].what, "last heard (after #40)");
+  EXPECT_TRUE(v->events[0].corrected);
+  EXPECT_EQ(v->events[0].time, kNow - absl::Seconds(7));
+  EXPECT_EQ(v->events[1].rank, 0);
+  EXPECT_EQ(v->events[1].what, "entered all_reduce #41");
+  EXPECT_EQ(v->events[1].time, kNow - absl::Seconds(6.5));
+  EXPECT_EQ(v->events[2].what, "last heard (inside all_reduce #41)");
+  const std::string text = RenderJobText(*v);
+  EXPECT_THAT(text, HasSubstr("events in time order (UTC; times corrected by measured offsets "
+                              "(to a's clock): b +0.84 s):\n"
+                              "  07:59:53.000  rank 1 (b) last heard (after #40)\n"
+                              "  07:59:53.500  rank 0 (a) entered all_reduce #41\n"));
+  nlohmann::json j = JobToJson(*v);
+  EXPECT_EQ(j["clock_correction"]["reference"], "a");
+  EXPECT_EQ(j["events"][0]["rank"], 1);
+  EXPECT_DOUBLE_EQ(j["events"][0]["time"].get<double>(), 1'800'000'000.0 - 7);
+  // Without the offsets, the daemons' own clocks put rank 0 first.
+  a.status->clear_peers();
+  b.status->clear_peers();
+  auto raw = BuildJobView({a, b}, "llm");
+  ASSERT_TRUE(raw.ok());
+  EXPECT_EQ(raw->events[0].rank, 0);
+  EXPECT_FALSE(raw->events[1].corrected);
+  EXPECT_THAT(RenderJobText(*raw), HasSubstr("not corrected (no offset measured): b"));
+}
+
+}  // namespace
+}  // namespace gloowatch::client

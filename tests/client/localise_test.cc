@@ -461,6 +461,128 @@ TEST(Localise, PooledNodeExplainsItsBadLink) {
   EXPECT_THAT(Names(Localise(m.in)), ElementsAre("node:r0n2"));
 }
 
+// --- the jobs' own connections as evidence ---------------------------------------
+
+// 5% of what r0n1 receives is dropped while a job runs: the probes have seen
+// nothing yet (their minute holds no loss), the job's connections into r0n1
+// lose 5% of tens of thousands of segments. The node, its evidence the job's.
+TEST(Localise, JobLinksNameTheLossyNicTheProbesMiss) {
+  LossMatrix m(1, 3);
+  const uint32_t v = m.Index("r0n1"), a = m.Index("r0n0"), c = m.Index("r0n2");
+  m.in.job_links = {{a, v, {1550, 31000}}, {c, v, {1480, 29600}}, {v, a, {2, 30500}},
+                    {v, c, {0, 30100}},    {a, c, {1, 30000}},    {c, a, {0, 30000}}};
+  std::vector<Suspect> s = m.Run();
+  ASSERT_THAT(Names(s), ElementsAre("node:r0n1"));
+  ASSERT_TRUE(s[0].pooled_loss_ratio.has_value());
+  ASSERT_TRUE(s[0].job_loss.has_value());
+  EXPECT_EQ(s[0].job_loss->lost, 3032u);
+  EXPECT_EQ(s[0].job_loss->sent, 121200u);
+  EXPECT_EQ(s[0].bad_links, 2u);
+  EXPECT_THAT(s[0].evidence[0], HasSubstr("121,200 of the segments the training jobs' own"));
+  // The senders' kernels retransmitted: what its peers say of it.
+  EXPECT_THAT(s[0].evidence_peers,
+              ElementsAre("job links: 5.0% of 31,000 segments r0n0->r0n1 retransmitted",
+                          "job links: 5.0% of 29,600 segments r0n2->r0n1 retransmitted"));
+  EXPECT_THAT(s[0].evidence_self, ::testing::IsEmpty());
+}
+
+// Seconds into a 5% loss into r0n1: the probes' minute (the loss
+// follow-up's segments, most from before) loses 0.17%, and with the job's
+// light traffic 0.63%, under the threshold; the job's last 15 s alone name it.
+TEST(Localise, JobLinksAloneNameALossTheProbesMinuteDilutes) {
+  LossMatrix m(1, 3);
+  const uint32_t v = m.Index("r0n1"), a = m.Index("r0n0"), c = m.Index("r0n2");
+  for (auto& [d, count] : m.counts)
+    count = d.second == v ? LossCount{10, 6000} : LossCount{0, 6000};
+  m.in.job_links = {{a, v, {90, 1800}}, {c, v, {85, 1700}}, {v, a, {0, 1750}}, {v, c, {0, 1800}}};
+  std::vector<Suspect> s = m.Run();
+  ASSERT_THAT(Names(s), ElementsAre("node:r0n1"));
+  ASSERT_TRUE(s[0].pooled_loss_ratio.has_value());
+  EXPECT_NEAR(*s[0].pooled_loss_ratio, 175.0 / 7050, 1e-6);
+  EXPECT_THAT(s[0].evidence[0],
+              HasSubstr("TCP loss of the training jobs' own connections pooled over its 2 links: "
+                        "2.48%"));
+  EXPECT_THAT(s[0].evidence_peers,
+              ::testing::Contains("job links: 5.0% of 1,800 segments r0n0->r0n1 retransmitted"));
+  // Without the job: nobody yet.
+  m.in.job_links.clear();
+  EXPECT_TRUE(m.Run().empty());
+}
+
+// One direction of the job's connections loses (one path, one cable): the
+// link, not a node; the job's healthy traffic elsewhere blames nobody.
+TEST(Localise, JobLinksOnOneDirectionAreTheLink) {
+  LossMatrix m(1, 4);
+  for (uint32_t i = 0; i < 4; ++i) {
+    for (uint32_t j = 0; j < 4; ++j) {
+      if (i != j) m.in.job_links.push_back({i, j, {0, 20000}});
+    }
+  }
+  EXPECT_TRUE(m.Run().empty());
+  for (auto& j : m.in.job_links) {
+    if (j.from == 2 && j.to == 3) j.loss = {600, 20000};
+  }
+  std::vector<Suspect> s = m.Run();
+  ASSERT_THAT(Names(s), ElementsAre("link:r0n2 <-> r0n3"));
+  EXPECT_THAT(s[0].evidence_peers,
+              ElementsAre("job links: 3.0% of 20,000 segments r0n2->r0n3 retransmitted"));
+}
+
+// The probes already judge every link of r0n1 bad on their own (the loss
+// follow-up's segments): the node is named on its bad links, and what the
+// job's connections over them say is added to its evidence.
+TEST(Localise, JobLinksAreEvidenceForANodeNamedOnItsBadLinks) {
+  LossMatrix m(2, 2);
+  const uint32_t v = m.Index("r0n1");
+  for (auto& [d, c] : m.counts) {
+    if (d.second == v) c = {60, 1200};
+  }
+  m.in.job_links = {{m.Index("r1n0"), v, {980, 20000}}, {v, m.Index("r1n0"), {0, 20000}}};
+  m.Run();
+  for (auto& o : m.in.observations) {
+    if (o.to == v) {
+      o.bad = true;
+      o.judged = true;
+      o.evidence = absl::StrCat(m.in.nodes[o.from].name, "->r0n1: TCP loss 5.00%");
+    }
+  }
+  std::vector<Suspect> s = Localise(m.in);
+  ASSERT_THAT(Names(s), ElementsAre("node:r0n1"));
+  EXPECT_FALSE(s[0].pooled_loss_ratio.has_value());
+  ASSERT_TRUE(s[0].job_loss.has_value());
+  EXPECT_EQ(s[0].job_loss->sent, 40000u);
+  EXPECT_THAT(s[0].evidence,
+              ::testing::Contains("job links: 4.9% of 20,000 segments r1n0->r0n1 retransmitted"));
+}
+
+// A job's connections lose below the threshold (congestion drops TCP uses
+// to pace itself): nobody, however many segments show it.
+TEST(Localise, JobLinksBelowTheThresholdBlameNobody) {
+  LossMatrix m(2, 2);
+  for (uint32_t i = 0; i < 4; ++i) {
+    for (uint32_t j = 0; j < 4; ++j) {
+      if (i != j) m.in.job_links.push_back({i, j, {150, 50000}});  // 0.3%
+    }
+  }
+  EXPECT_TRUE(m.Run().empty());
+}
+
+// The job's window is recent: a repaired NIC whose probes' minute still
+// holds the loss clears once the job's connections (and the probes' recent
+// half) carry its segments clean.
+TEST(Localise, JobLinksCleanNowRuleOutThePastLoss) {
+  LossMatrix m(1, 3);
+  const uint32_t v = m.Index("r0n1");
+  for (auto& [d, c] : m.counts) {
+    if (d.second == v) c = {20, 600};
+  }
+  EXPECT_THAT(Names(m.Run()), ElementsAre("node:r0n1"));
+  for (uint32_t i = 0; i < 3; ++i) {
+    if (i != v) m.in.job_links.push_back({i, v, {0, 20000}});
+  }
+  EXPECT_TRUE(m.Run().empty());
+}
+
 // Segments drawn at random: a healthy cluster of 12 (stray losses at 0.05%,
 // some hosts following up a loss) names nobody in 2,000 draws; a NIC
 // losing 2% is named, and nothing else, in nearly every draw of half a

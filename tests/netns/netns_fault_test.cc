@@ -12,10 +12,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tests/support/metrics_text.h"
 #include "tests/support/netns_cluster.h"
+#include "tests/support/paths.h"
 
 namespace gloowatch::testing {
 namespace {
@@ -354,6 +357,77 @@ TEST_F(NetnsFaultTest, ClockSkewUnderLibfaketime) {
   auto offset = FindMetric(*metrics, "gloowatch_peer_clock_offset_seconds", {{"peer", "h1"}});
   ASSERT_TRUE(offset.has_value());
   EXPECT_NEAR(*offset, kShift, 0.002);
+
+  // Logs of two hosts in one order. Rank 0 runs on h1 (its clock 0.5 s
+  // ahead, as its daemon's), rank 1 on h2; each host stamps its rank's log
+  // line with its own clock, rank 0's 0.2 s before rank 1's. By the stamps
+  // rank 1 failed first; `explain-log --job` corrects each host's times by
+  // the offsets the daemons measured and puts rank 0 first.
+  const std::string gloowatch = BinaryPath("client/gloowatch");
+  for (int rank : {0, 1}) {
+    CommandResult r =
+        cluster_->Exec(rank, {gloowatch, "report-step", "--daemon", cluster_->grpc(rank), "--job",
+                              "skewjob", "--rank", absl::StrCat(rank), "--step", "1",
+                              "--step-seconds", "1", "--comm-seconds", "0.1"});
+    ASSERT_TRUE(r.ok()) << r.output;
+  }
+  auto stamp = [&](int host, bool faked) {
+    std::vector<std::string> argv = {"env"};
+    if (faked) {
+      argv.insert(argv.end(),
+                  {absl::StrCat("LD_PRELOAD=", kFakeTime), "FAKETIME=+0.5", "FAKETIME_NO_CACHE=1"});
+    }
+    argv.insert(argv.end(), {"date", "+%Y-%m-%d %H:%M:%S,%3N"});
+    CommandResult r = cluster_->Exec(host, argv);
+    EXPECT_TRUE(r.ok()) << r.output;
+    return std::string(absl::StripAsciiWhitespace(r.output));
+  };
+  const std::string rank0_time = stamp(0, /*faked=*/true);
+  absl::SleepFor(absl::Milliseconds(200));
+  const std::string rank1_time = stamp(1, /*faked=*/false);
+  std::cout << "rank 0 (h1) stamped " << rank0_time << ", rank 1 (h2) " << rank1_time << "\n";
+  ASSERT_GT(rank0_time, rank1_time) << "the skew must invert the stamps";
+  auto log = [&](int rank, const std::string& time, int peer) {
+    return cluster_->dir().Write(
+        absl::StrCat("rank", rank, ".log"),
+        absl::StrCat(time, " [rank", rank,
+                     "]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] "
+                     "Connection closed by peer [",
+                     cluster_->ip(peer), "]:19722\n"));
+  };
+  const std::string rank0_log = log(0, rank0_time, 1), rank1_log = log(1, rank1_time, 0);
+  const std::string daemons =
+      absl::StrCat(cluster_->grpc(0), ",", cluster_->grpc(1), ",", cluster_->grpc(2));
+  auto explain = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv = {gloowatch, "explain-log", "--json"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.insert(argv.end(), {rank0_log, rank1_log});
+    CommandResult r = cluster_->Exec(0, argv, absl::Seconds(30));
+    nlohmann::json j = nlohmann::json::parse(r.output, nullptr, /*allow_exceptions=*/false);
+    EXPECT_FALSE(j.is_discarded()) << r.output;
+    return j;
+  };
+  nlohmann::json raw = explain({});
+  ASSERT_FALSE(raw.is_discarded());
+  EXPECT_EQ(raw["root_cause"]["rank"], "rank 1") << raw.dump(1);
+  nlohmann::json corrected = explain({"--job", "skewjob", "--daemons", daemons});
+  ASSERT_FALSE(corrected.is_discarded());
+  EXPECT_EQ(corrected["root_cause"]["rank"], "rank 0") << corrected.dump(1);
+  EXPECT_EQ(corrected["root_cause"]["host"], "h1") << corrected.dump(1);
+  ASSERT_EQ(corrected["echoes"].size(), 1u) << corrected.dump(1);
+  EXPECT_EQ(corrected["echoes"][0]["rank"], "rank 1") << corrected.dump(1);
+  EXPECT_EQ(corrected["clock_correction"]["reference"], "h1") << corrected.dump(1);
+  EXPECT_EQ(corrected["clock_correction"]["source"], "daemons") << corrected.dump(1);
+  // h2's clock minus h1's: -0.5 s, as measured within 10 ms.
+  EXPECT_NEAR(corrected["clock_correction"]["offsets"]["h2"].get<double>(), -kShift, 0.01)
+      << corrected.dump(1);
+  CommandResult text = cluster_->Exec(0, {gloowatch, "explain-log", "--job", "skewjob", "--daemons",
+                                          daemons, rank0_log, rank1_log});
+  std::cout << text.output;
+  EXPECT_TRUE(absl::StrContains(
+      text.output,
+      "times corrected by measured offsets (to h1's clock, from the daemons): h2 -0.5"))
+      << text.output;
 }
 
 // --- interface problems at start -------------------------------------------------

@@ -9,6 +9,7 @@
 // Needs root and Debian's torch; skips otherwise. See docs/testing.md.
 #include <signal.h>
 
+#include <algorithm>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -53,10 +54,14 @@ class NetnsJobTest : public ::testing::Test {
     cluster_->StartAll();
   }
 
-  // One rank a host.
+  // One rank a host. As on the racks bed (netns_racks_test.cc): latency
+  // thresholds far above what the job and the daemons on 2 cores cost a
+  // round trip, and a veth claims 10 Gb/s of which a loaded machine moves a
+  // fraction, so `health` judges the link ratio only against a collapse.
   virtual NetnsClusterOptions Options() const {
     NetnsClusterOptions options;
     options.hosts = kRanks;
+    options.extra_yaml += "thresholds:\n  latency: 50ms\n  bandwidth_link_ratio: 0.002\n";
     return options;
   }
 
@@ -390,6 +395,43 @@ TEST_F(NetnsJobTest, KilledRankIsNamedAsGone) {
                         "add rule inet gwfault input iifname \"eth0\" "
                         "numgen random mod 100 < 5 counter drop\n")
                   .ok());
+  // `gloowatch health` takes the job's connections as evidence: h2 is the
+  // suspect within 30 s, its evidence the job's links into it (the
+  // senders' kernels retransmitted), and nobody else is blamed.
+  std::vector<std::string> daemons;
+  for (int i = 0; i < world_; ++i) daemons.push_back(cluster_->grpc(i));
+  auto job_evidence = [&](const nlohmann::json& j) {
+    if (!j.contains("suspects") || j["suspects"].empty()) return false;
+    const auto& first = j["suspects"][0];
+    if (first["kind"] != "node" || first["name"] != cluster_->name(1)) return false;
+    for (const auto& e : first["evidence"]) {
+      if (absl::StartsWith(e.get<std::string>(), "job links: ") &&
+          absl::EndsWith(e.get<std::string>(),
+                         absl::StrCat("->", cluster_->name(1), " retransmitted"))) {
+        return true;
+      }
+    }
+    return false;
+  };
+  CliResult health = AskUntil(
+      [&] {
+        return Cli({"health", "--daemons", absl::StrJoin(daemons, ","), "--json"});
+      },
+      job_evidence, 30);
+  std::cout << "health named " << cluster_->name(1) << " "
+            << absl::ToUnixMillis(absl::Now()) / 1e3 - injected_at << " s after the drop\n";
+  ASSERT_FALSE(health.json.is_discarded()) << health.output;
+  EXPECT_TRUE(job_evidence(health.json)) << health.output;
+  EXPECT_EQ(health.exit_code, 1) << health.output;
+  EXPECT_EQ(health.json["verdict"], "degraded") << health.output;
+  for (const auto& suspect : health.json["suspects"]) {
+    EXPECT_EQ(suspect["name"], cluster_->name(1)) << health.output;
+  }
+  ASSERT_FALSE(health.json["suspects"].empty()) << health.output;
+  const auto& job_loss = health.json["suspects"][0]["job_loss"];
+  ASSERT_TRUE(job_loss.is_object()) << health.output;
+  EXPECT_GT(job_loss["sent"].get<double>(), 0) << health.output;
+
   struct Loss {
     double sent = 0, lost = 0;
     double ratio() const { return sent > 0 ? lost / sent : 0; }
@@ -430,30 +472,51 @@ TEST_F(NetnsJobTest, KilledRankIsNamedAsGone) {
 
   ranks_[1]->Signal(SIGKILL);
   ASSERT_EQ(ranks_[1]->Wait(absl::Seconds(10)), std::optional<int>(-SIGKILL));
-  // The survivors' next all_reduce fails at once (the kernel closed the dead
-  // rank's sockets); they log it and stay up, heard from.
-  for (int i : {0, 2}) {
-    EXPECT_TRUE(WaitFor([&] { return absl::StrContains(ranks_[i]->Log(), "all_reduce failed"); },
-                        absl::Seconds(20)))
-        << "rank " << i << ": " << ranks_[i]->Log();
-  }
-  // Past the 3 s "silent" threshold.
-  CliResult r = JobUntil([](const nlohmann::json& j) {
-    return j["verdict"] == "degraded" && j["suspects"].size() == 1;
+  // A survivor that uses a pair with the dead rank fails at once (the kernel
+  // closed its sockets); it logs it and stays up, heard from. One that waits
+  // only on the other survivor, which failed and left the call, stays inside
+  // it until the process-group timeout (60 s): Gloo's ring allows both.
+  auto failed = [&](int i) { return absl::StrContains(ranks_[i]->Log(), "all_reduce failed"); };
+  EXPECT_TRUE(WaitFor([&] { return failed(0) || failed(2); }, absl::Seconds(20)))
+      << "rank 0: " << ranks_[0]->Log() << "rank 2: " << ranks_[2]->Log();
+  // Past the 3 s "silent" threshold: rank 1 is gone.
+  auto gone = [](const nlohmann::json& j) {
+    for (const auto& s : j["suspects"]) {
+      if (s["rank"] == 1 && s["state"] == "gone") return true;
+    }
+    return false;
+  };
+  absl::SleepFor(absl::Seconds(2));  // the other survivor fails too, when it does
+  // Settled: both survivors left the call (degraded, rank 1 the one
+  // suspect), or one waits in it for 5 s (hung).
+  CliResult r = JobUntil([&](const nlohmann::json& j) {
+    return gone(j) &&
+           ((j["verdict"] == "degraded" && j["suspects"].size() == 1) || j["verdict"] == "hung");
   });
+  const bool both_failed = failed(0) && failed(2);
+  std::cout << (both_failed ? "both survivors failed at once\n"
+                            : "one survivor still waits in its call (for the other)\n");
   ASSERT_FALSE(r.json.is_discarded()) << r.output;
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_EQ(r.json["verdict"], "degraded") << r.output;
-  ASSERT_EQ(r.json["suspects"].size(), 1u) << r.output;
-  const auto& suspect = r.json["suspects"][0];
-  EXPECT_EQ(suspect["rank"], 1);
+  ASSERT_TRUE(gone(r.json)) << r.output;
+  const auto& suspect = *std::find_if(r.json["suspects"].begin(), r.json["suspects"].end(),
+                                      [](const nlohmann::json& s) { return s["rank"] == 1; });
   EXPECT_EQ(suspect["node"], cluster_->name(1));
-  EXPECT_EQ(suspect["state"], "gone") << r.output;
   EXPECT_EQ(suspect["process"], "gone") << r.output;
   EXPECT_GE(suspect["silent_seconds"].get<double>(), 3.0) << r.output;
-  for (int i : {0, 2}) {
-    EXPECT_EQ(r.json["ranks"][i]["state"], "running") << r.output;
-    EXPECT_EQ(r.json["ranks"][i]["process"], "running") << r.output;
+  for (int i : {0, 2}) EXPECT_EQ(r.json["ranks"][i]["process"], "running") << r.output;
+  if (both_failed) {
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_EQ(r.json["verdict"], "degraded") << r.output;
+    EXPECT_EQ(r.json["suspects"].size(), 1u) << r.output;
+    for (int i : {0, 2}) EXPECT_EQ(r.json["ranks"][i]["state"], "running") << r.output;
+  } else {
+    // The survivor inside its call waits; the one that left it has not
+    // entered it, and rank 1 is gone: never a waiting rank.
+    const int waiting = failed(0) ? 2 : 0, left = 2 - waiting;
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_EQ(r.json["ranks"][waiting]["state"], "waiting") << r.output;
+    EXPECT_EQ(r.json["ranks"][left]["state"], "not_entered") << r.output;
+    EXPECT_EQ(r.json["suspects"].size(), 2u) << r.output;
   }
   EXPECT_EQ(r.json["links"].size(), 0u) << r.output;
 
