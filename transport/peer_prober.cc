@@ -465,9 +465,12 @@ void PeerProber::ReportTcpStats(std::vector<TcpConnection>& connections, TcpCoun
   bool read = false;
   for (size_t i = 0; i < connections.size(); ++i) {
     const std::optional<size_t> flow = FlowOfTcpConnection(i);
-    // A flow after the first carries data only while commands go over it:
-    // one that did not since the last read has nothing to add.
-    if (flow && *flow > 0 && i < flow_used_.size() && !flow_used_[i]) continue;
+    // The bulk pair and the flows after the first carry data only while a
+    // transfer or commands go over them: one that did not since its last
+    // read has nothing to add. (The command pair is read every time: its RTT
+    // is the peer's TCP RTT figure.) So a read costs what it did with one
+    // flow: the command pair and the flow the latency probe took.
+    if (i != 0 && i < flow_used_.size() && !flow_used_[i]) continue;
     absl::StatusOr<TcpCounters> counters = context_.tcp_stats->Read(connections[i]);
     if (!counters.ok()) {
       // Not found: the pair broke, which its next probe reports.
@@ -605,6 +608,9 @@ std::optional<absl::Status> PeerProber::ProbeSessionLoop(
     Progress(may_take);
     last_command_ns_.store(absl::ToInt64Nanoseconds(clock.Monotonic()), std::memory_order_relaxed);
     absl::Status status = RunProbe(kind, session, schedule);
+    if (kind == ProbeSchedule::Kind::kBandwidth && flow_used_.size() > 1) {
+      flow_used_[1] = true;  // the bulk pair (TcpConnectionOfFlow's order)
+    }
     // What the peer's transport said of its daemon travels with the probe's
     // results (the latency probe's, every latency_interval by default).
     if (std::optional<PeerDaemonReport> daemon = session.TakePeerDaemon()) {
