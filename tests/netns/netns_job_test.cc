@@ -855,17 +855,15 @@ TEST_F(NetnsJobEcmpTest, LossyPathIsNamedByTheJobsOwnConnections) {
   EXPECT_GE(path_suspects[0]["pooled_loss_ratio"].get<double>(), 0.02) << health.output;
   EXPECT_LE(path_suspects[0]["pooled_loss_ratio"].get<double>(), 0.2) << health.output;
   for (const auto& e : path_suspects[0]["evidence"]) std::cout << "path: " << e << "\n";
-  // The loss is the path's alone: no node or uplink, and no link named for
-  // loss. (A veth claims 10 Gb/s, so on a small machine a link may be named
-  // for a low bandwidth ratio alone.)
-  for (const char* kind : {"node", "group_uplink"}) {
-    EXPECT_TRUE(Suspects(health.json, kind).empty()) << kind << ": " << health.output;
-  }
-  for (const auto& l : Suspects(health.json, "link")) {
-    EXPECT_TRUE(l["pooled_loss_ratio"].is_null()) << l.dump();
-    for (const auto& e : l["evidence"]) {
-      EXPECT_FALSE(absl::StrContains(e.get<std::string>(), "loss")) << l.dump();
-    }
+  // The flows' loss is the path's alone: no other suspect (node, uplink,
+  // link) is named on pooled loss. (A veth claims 10 Gb/s, so on a loaded
+  // machine a link, a node or the uplink may be named for a low bandwidth
+  // ratio; its evidence may then quote a direction's TCP loss, which counts
+  // the bulk pair's connection too: a fifth connection, on either path.)
+  for (const auto& x : health.json["suspects"]) {
+    if (x["kind"] == "path") continue;
+    EXPECT_TRUE(x["pooled_loss_ratio"].is_null()) << x.dump();
+    std::cout << "also named: " << x["kind"] << " " << x["name"] << "\n";
   }
   // Each flow is one connection on one path. A flow across whose data takes
   // the lossy router loses about the 10%; one whose data takes the other
@@ -879,20 +877,24 @@ TEST_F(NetnsJobEcmpTest, LossyPathIsNamedByTheJobsOwnConnections) {
         const bool across = AcrossRacks(from, to);
         bool flow_zero_lossy = false, other_lossy = false;
         for (const auto& f : d["flows"]) {
+          // As many segments as the path suspect needs of a flow (100): the
+          // suspect may come before the flows have many more.
           const uint64_t sent = f["window_sent_segments"].get<uint64_t>();
-          if (sent < 300 || f["loss_ratio"].is_null()) continue;
+          if (sent < 100 || f["loss_ratio"].is_null()) continue;
           const double loss = f["loss_ratio"].get<double>();
           std::cout << from << " -> " << to << " flow " << f["flow"] << ": " << loss << " of "
                     << sent << " segments\n";
           if (!across) {
-            EXPECT_LT(loss, 0.01) << from << "->" << to << " inside a rack: " << f.dump();
+            if (sent >= 300) {
+              EXPECT_LT(loss, 0.01) << from << "->" << to << " inside a rack: " << f.dump();
+            }
             continue;
           }
-          if (sent >= 1000) {  // enough segments to tell the two paths apart
-            EXPECT_TRUE(loss < 0.02 || (loss >= 0.05 && loss <= 0.25))
-                << from << "->" << to << ": " << f.dump();
-          }
-          if (loss >= 0.05) {
+          // No band between the two: a session that reconnected within the
+          // window (new ports, maybe the other path) mixes both in a flow's
+          // figure.
+          EXPECT_LE(loss, 0.25) << from << "->" << to << ": " << f.dump();
+          if (loss >= 0.03) {  // 10% over 100 segments or more: under 3% about 1 in 300
             ++lossy_flows;
             (f["flow"] == 0 ? flow_zero_lossy : other_lossy) = true;
           } else if (loss < 0.02) {
