@@ -54,6 +54,17 @@ void ChannelObserver::RecordTcp(const TcpSample& sample) {
   if (sample.rtt_variation) {
     out->set_rtt_variation_nanos(absl::ToInt64Nanoseconds(*sample.rtt_variation));
   }
+  for (const FlowTcpSample& f : sample.flows) {
+    transport::v1::FlowTcpStats* flow = out->add_flows();
+    flow->set_flow(f.flow);
+    flow->set_retransmitted_segments(f.retransmitted_segments);
+    flow->set_sent_segments(f.sent_segments);
+    flow->set_spurious_retransmitted_segments(f.spurious_retransmitted_segments);
+  }
+}
+
+void ChannelObserver::RecordFlowFailure(uint32_t flow) {
+  Add()->mutable_flow_failure()->set_flow(flow);
 }
 
 void ChannelObserver::RecordLatencyProbeLost() {
@@ -133,6 +144,10 @@ void ApplyPeerEvent(const transport::v1::PeerEvent& e, ProbeObserver& observer) 
       if (e.tcp().has_rtt_variation_nanos()) {
         sample.rtt_variation = absl::Nanoseconds(e.tcp().rtt_variation_nanos());
       }
+      for (const transport::v1::FlowTcpStats& f : e.tcp().flows()) {
+        sample.flows.push_back({f.flow(), f.retransmitted_segments(), f.sent_segments(),
+                                f.spurious_retransmitted_segments()});
+      }
       observer.RecordTcp(sample);
       break;
     }
@@ -150,6 +165,9 @@ void ApplyPeerEvent(const transport::v1::PeerEvent& e, ProbeObserver& observer) 
     case transport::v1::PeerEvent::kUnacknowledged:
       observer.RecordUnacknowledged(e.unacknowledged().retransmissions(),
                                     absl::Nanoseconds(e.unacknowledged().nanos()));
+      break;
+    case transport::v1::PeerEvent::kFlowFailure:
+      observer.RecordFlowFailure(e.flow_failure().flow());
       break;
     case transport::v1::PeerEvent::EVENT_NOT_SET:
       break;

@@ -30,6 +30,7 @@ class ChannelObserver final : public ProbeObserver {
   void RecordBandwidth(BandwidthDirection direction, const BandwidthSample& sample) override;
   void RecordTcp(const TcpSample& sample) override;
   void RecordLatencyProbeLost() override;
+  void RecordFlowFailure(uint32_t flow) override;
   void RecordBandwidthDue(absl::Time at) override;
   void RecordPeerDaemon(std::optional<double> silent_seconds) override;
   void Flush() override;

@@ -21,6 +21,15 @@ struct BandwidthSample {
   absl::Duration elapsed;
 };
 
+// What one flow's command pair (probe.flows) sent and retransmitted since it
+// was last read.
+struct FlowTcpSample {
+  uint32_t flow = 0;
+  uint64_t retransmitted_segments = 0;
+  uint64_t sent_segments = 0;
+  uint64_t spurious_retransmitted_segments = 0;
+};
+
 // What the kernel's TCP statistics of the probe pairs' sockets (ours, the
 // sending side) added since the previous sample.
 struct TcpSample {
@@ -30,6 +39,9 @@ struct TcpSample {
   uint64_t spurious_retransmitted_segments = 0;
   // The command pair's smoothed RTT and its variation, when it was read.
   std::optional<absl::Duration> rtt, rtt_variation;
+  // The same per flow, for the flows read (their sum is part of the totals
+  // above, which also hold the bulk pair's).
+  std::vector<FlowTcpSample> flows = {};
 };
 
 class ProbeObserver {
@@ -46,6 +58,9 @@ class ProbeObserver {
   // A latency probe timed out: its ping was lost. A Gloo read that times out
   // breaks the pair, so RecordFailure(timeout) follows and the session ends.
   virtual void RecordLatencyProbeLost() {}
+  // A probe over flow `flow` failed; RecordFailure with the session's
+  // failure follows.
+  virtual void RecordFlowFailure(uint32_t /*flow*/) {}
   // What the command pair sent the peer has gone unacknowledged for at
   // least `at_least` while our kernel retransmitted it `retransmissions`
   // times in a row; 0: acknowledged again (transport/peer_prober.h,

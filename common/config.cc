@@ -575,6 +575,7 @@ const std::vector<Field<Config>>& Schema() {
                {"bandwidth_message_bytes", false,
                 Size(&ProbeConfig::bandwidth_message_bytes, 1, 256 * kMiB)},
                {"skew_burst", false, Count(&ProbeConfig::skew_burst, 1, 1000)},
+               {"flows", false, Count(&ProbeConfig::flows, 1, kMaxProbeFlows)},
                {"latency_window", false,
                 Dur(&ProbeConfig::latency_window, absl::ZeroDuration(), kMaxDuration)},
                {"backoff_initial", false,

@@ -62,13 +62,18 @@ struct ScheduleConfig {
 
 // Messages per bandwidth transfer the probe protocol allows.
 inline constexpr uint64_t kMaxBandwidthMessages = 4096;
+// Command pairs (flows) per peer the probe protocol allows (probe.flows).
+inline constexpr uint32_t kMaxProbeFlows = 8;
 
 struct ProbeConfig {
-  uint32_t latency_message_bytes = 8;                // >= 8, <= 1 MiB
-  uint32_t latency_burst = 5;                        // round trips per latency probe
-  uint64_t bandwidth_bytes = 64ull << 20;            // per direction per transfer
-  uint64_t bandwidth_message_bytes = 4ull << 20;     // divides bandwidth_bytes
-  uint32_t skew_burst = 8;                           // samples per skew probe
+  uint32_t latency_message_bytes = 8;             // >= 8, <= 1 MiB
+  uint32_t latency_burst = 5;                     // round trips per latency probe
+  uint64_t bandwidth_bytes = 64ull << 20;         // per direction per transfer
+  uint64_t bandwidth_message_bytes = 4ull << 20;  // divides bandwidth_bytes
+  uint32_t skew_burst = 8;                        // samples per skew probe
+  // Command pairs per peer, on distinct ports, that the latency probes take
+  // in turn, so that ECMP spreads them over several paths (1..kMaxProbeFlows).
+  uint32_t flows = 4;
   absl::Duration latency_window = absl::Minutes(5);  // p50/p99 window
   absl::Duration backoff_initial = absl::Milliseconds(500);
   absl::Duration backoff_max = absl::Seconds(30);

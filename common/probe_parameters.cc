@@ -1,5 +1,7 @@
 #include "common/probe_parameters.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/config.h"
 
@@ -26,7 +28,13 @@ absl::Status ValidateProbeParameters(const v1::ProbeParameters& p) {
     return absl::InvalidArgumentError(
         absl::StrCat("gloo_timeout_ms must be in [100, 600000], got ", p.gloo_timeout_ms()));
   }
+  if (p.flows() > kMaxProbeFlows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("flows must be in [0, ", kMaxProbeFlows, "], got ", p.flows()));
+  }
   return absl::OkStatus();
 }
+
+uint32_t ProbeFlows(const v1::ProbeParameters& p) { return std::max<uint32_t>(p.flows(), 1); }
 
 }  // namespace gloowatch

@@ -16,4 +16,8 @@ inline constexpr uint32_t kProbeProtocolVersion = 1;
 // without unbounded memory or time).
 absl::Status ValidateProbeParameters(const v1::ProbeParameters& p);
 
+// The command pairs (flows) the parameters ask for: an older requester
+// sends 0, which is one.
+uint32_t ProbeFlows(const v1::ProbeParameters& p);
+
 }  // namespace gloowatch

@@ -125,6 +125,7 @@ v1::ProbeParameters MakeProbeParameters(const Config& config) {
       static_cast<uint32_t>(config.probe.bandwidth_bytes / config.probe.bandwidth_message_bytes));
   p.set_skew_burst(config.probe.skew_burst);
   p.set_gloo_timeout_ms(absl::ToInt64Milliseconds(config.gloo.timeout));
+  p.set_flows(config.probe.flows);
   return p;
 }
 
@@ -232,6 +233,9 @@ absl::StatusOr<std::unique_ptr<ProbeSession>> ConnectProbeSession(
   request.set_version(context.version);
   request.set_gloo_address((*session)->command_address());
   request.set_bulk_gloo_address((*session)->bulk_address());
+  for (const std::string& address : (*session)->flow_addresses()) {
+    request.add_flow_gloo_addresses(address);
+  }
   *request.mutable_parameters() = params;
   v1::OpenProbePairResponse response;
   grpc::ClientContext rpc;
@@ -273,7 +277,9 @@ absl::StatusOr<std::unique_ptr<ProbeSession>> ConnectProbeSession(
             " (its host name resolves to loopback?): set gloo.interface on the peer")),
         v1::FAILURE_REASON_WRONG_INTERFACE);
   }
-  if (absl::Status s = (*session)->Connect(response.gloo_address(), response.bulk_gloo_address());
+  if (absl::Status s = (*session)->Connect(
+          response.gloo_address(), response.bulk_gloo_address(),
+          {response.flow_gloo_addresses().begin(), response.flow_gloo_addresses().end()});
       !s.ok()) {
     // The RPC got through, so the host is up: a failing pair points at the
     // ports Gloo pairs use (the ephemeral range), not at the peer.
@@ -374,15 +380,39 @@ absl::StatusOr<v1::ProbeLinkResponse> ProbeLinkNow(const ProberContext& context,
   return out;
 }
 
+absl::Status PeerProber::UseFlow(ProbeSession& session, size_t flow) {
+  if (absl::Status s = session.UseFlow(flow); !s.ok()) return s;
+  const size_t index = TcpConnectionOfFlow(flow);
+  if (index < flow_used_.size()) flow_used_[index] = true;
+  absl::MutexLock lock(&watch_mu_);
+  // The watch follows the commands: what is unacknowledged is on this flow.
+  if (watched_ && index < tcp_connections_.size()) watched_ = tcp_connections_[index];
+  return absl::OkStatus();
+}
+
 absl::Status PeerProber::ProbeLatency(ProbeSession& session, ProbeSchedule& schedule) {
   const size_t counted = probe_config_.latency_burst;
   // While a loss is followed up, more round trips carry more segments (the
   // evidence); only the first `counted` are latency samples, as always.
   const bool follow_up = context_.loss_follow_up != nullptr && context_.loss_follow_up->Active() &&
                          counted < static_cast<size_t>(LossFollowUp::kLossFollowUpPings);
+  // The flows take the latency probes in turn: a healthy link costs what
+  // one flow did, and each flow carries a burst every `flows` intervals.
+  const size_t flows = session.flows();
+  const size_t flow = next_flow_ % flows;
+  next_flow_ = (flow + 1) % flows;
+  if (absl::Status s = UseFlow(session, flow); !s.ok()) return s;
   absl::StatusOr<PingBurst> burst =
       session.Ping(follow_up ? LossFollowUp::kLossFollowUpPings : static_cast<int>(counted));
   if (!burst.ok()) return burst.status();
+  // While a loss is followed up every flow carries the follow-up's round
+  // trips, so each flow's own loss ratio has the segments to tell a lossy
+  // path from a clean one as fast as a link's does.
+  for (size_t other = 1; follow_up && other < flows; ++other) {
+    if (absl::Status s = UseFlow(session, (flow + other) % flows); !s.ok()) return s;
+    absl::StatusOr<PingBurst> more = session.Ping(LossFollowUp::kLossFollowUpPings);
+    if (!more.ok()) return more.status();
+  }
   if (burst->rtts.size() > counted) burst->rtts.resize(counted);
   if (burst->samples.size() > counted) burst->samples.resize(counted);
   observer_->RecordRtts(burst->rtts);
@@ -439,6 +469,13 @@ void PeerProber::ReportTcpStats(std::vector<TcpConnection>& connections, TcpCoun
   TcpSample sample;
   bool read = false;
   for (size_t i = 0; i < connections.size(); ++i) {
+    const std::optional<size_t> flow = FlowOfTcpConnection(i);
+    // The bulk pair and the flows after the first carry data only while a
+    // transfer or commands go over them: one that did not since its last
+    // read has nothing to add. (The command pair is read every time: its RTT
+    // is the peer's TCP RTT figure.) So a read costs what it did with one
+    // flow: the command pair and the flow the latency probe took.
+    if (i != 0 && i < flow_used_.size() && !flow_used_[i]) continue;
     absl::StatusOr<TcpCounters> counters = context_.tcp_stats->Read(connections[i]);
     if (!counters.ok()) {
       // Not found: the pair broke, which its next probe reports.
@@ -449,10 +486,15 @@ void PeerProber::ReportTcpStats(std::vector<TcpConnection>& connections, TcpCoun
       continue;
     }
     read = true;
+    if (i < flow_used_.size()) flow_used_[i] = false;
     const TcpCounterDeltas::Delta d = deltas.Update(i, *counters);
     sample.retransmitted_segments += d.retransmitted_segments;
     sample.sent_segments += d.sent_segments;
     sample.spurious_retransmitted_segments += d.spurious_retransmitted_segments;
+    if (flow) {
+      sample.flows.push_back({static_cast<uint32_t>(*flow), d.retransmitted_segments,
+                              d.sent_segments, d.spurious_retransmitted_segments});
+    }
     if (i == 0) {
       sample.rtt = counters->rtt;
       sample.rtt_variation = counters->rtt_variation;
@@ -519,15 +561,17 @@ void PeerProber::Run() {
 std::optional<absl::Status> PeerProber::ProbeUntilFailure(ProbeSession& session,
                                                           ProbeSchedule& schedule,
                                                           std::mt19937_64& rng) {
-  std::vector<TcpConnection> tcp_connections;
-  if (context_.tcp_stats != nullptr) tcp_connections = session.tcp_connections();
+  next_flow_ = 0;
   last_command_ns_.store(absl::ToInt64Nanoseconds(context_.clock->Monotonic()));
   {
     absl::MutexLock lock(&watch_mu_);
-    if (!tcp_connections.empty()) watched_ = tcp_connections[0];  // the command pair
+    tcp_connections_.clear();
+    if (context_.tcp_stats != nullptr) tcp_connections_ = session.tcp_connections();
+    flow_used_.assign(tcp_connections_.size(), false);
+    if (!tcp_connections_.empty()) watched_ = tcp_connections_[0];  // the command pair
     watch_.Reset();
   }
-  std::optional<absl::Status> ended = ProbeSessionLoop(session, schedule, rng, tcp_connections);
+  std::optional<absl::Status> ended = ProbeSessionLoop(session, schedule, rng, tcp_connections_);
   // Before the caller reports the failure: no watch report of this session
   // comes after it.
   absl::MutexLock lock(&watch_mu_);
@@ -569,6 +613,9 @@ std::optional<absl::Status> PeerProber::ProbeSessionLoop(
     Progress(may_take);
     last_command_ns_.store(absl::ToInt64Nanoseconds(clock.Monotonic()), std::memory_order_relaxed);
     absl::Status status = RunProbe(kind, session, schedule);
+    if (kind == ProbeSchedule::Kind::kBandwidth && flow_used_.size() > 1) {
+      flow_used_[1] = true;  // the bulk pair (TcpConnectionOfFlow's order)
+    }
     // What the peer's transport said of its daemon travels with the probe's
     // results (the latency probe's, every latency_interval by default).
     if (std::optional<PeerDaemonReport> daemon = session.TakePeerDaemon()) {
@@ -586,6 +633,11 @@ std::optional<absl::Status> PeerProber::ProbeSessionLoop(
       continue;
     }
     if (!status.ok()) {
+      // The flow the failed command went over (a transfer's data goes over
+      // the bulk pair, no flow's).
+      if (kind != ProbeSchedule::Kind::kBandwidth) {
+        observer_->RecordFlowFailure(static_cast<uint32_t>(session.current_flow()));
+      }
       // A ping that timed out is a lost latency probe; the failure (reason
       // timeout) that ends the session is recorded by the caller.
       if (kind == ProbeSchedule::Kind::kLatency &&

@@ -175,8 +175,12 @@ class PeerProber {
   void Run();
   absl::StatusOr<std::unique_ptr<ProbeSession>> Connect();
   absl::Status RunProbe(ProbeSchedule::Kind kind, ProbeSession& session, ProbeSchedule& schedule);
-  // A latency probe; reports the skew from its samples when that is due.
+  // A latency probe over the next flow in turn (and, during a loss
+  // follow-up, the follow-up's round trips over every flow); reports the
+  // skew from its samples when that is due.
   absl::Status ProbeLatency(ProbeSession& session, ProbeSchedule& schedule);
+  // Moves the session's commands to `flow`, and the watch with them.
+  absl::Status UseFlow(ProbeSession& session, size_t flow);
   // Probes over one connected session on `schedule` until a probe fails
   // (that failure) or Stop() (nullopt).
   std::optional<absl::Status> ProbeUntilFailure(ProbeSession& session, ProbeSchedule& schedule,
@@ -214,6 +218,13 @@ class PeerProber {
   LogRateLimiter failure_log_;
   // A failing TCP statistics read is logged once per prober.
   bool tcp_stats_error_logged_ = false;
+  // The flow the next latency probe takes.
+  size_t next_flow_ = 0;
+  // The session's connections (ProbeSession::tcp_connections; written under
+  // watch_mu_ at a session's start, then read by the prober's thread), and
+  // which carried commands since their last read.
+  std::vector<TcpConnection> tcp_connections_;
+  std::vector<bool> flow_used_;
 
   // Monotonic nanoseconds of the last command sent over the command pair.
   std::atomic<int64_t> last_command_ns_{0};

@@ -37,6 +37,9 @@ enum Op : uint8_t {
   kOpSync = 3,
   kOpBulkPush = 4,  // requester sends, responder receives (our tx)
   kOpBulkPull = 5,  // responder sends, requester receives (our rx)
+  // The commands that follow come over the flow the sequence field names;
+  // no reply. Sent only to a peer that offered more than one flow.
+  kOpFlow = 6,
 };
 
 enum ControlStatus : uint8_t { kStatusOk = 0, kStatusBusy = 1, kStatusDone = 2 };
@@ -255,52 +258,72 @@ bool GlooAddressIsLoopback(const std::string& bytes) {
 
 // --- ProbePairs --------------------------------------------------------------
 
+CommandFlow::CommandFlow() = default;
+CommandFlow::~CommandFlow() = default;
+
 absl::StatusOr<std::unique_ptr<ProbePairs>> ProbePairs::Create(gloo::transport::Device& device,
                                                                const v1::ProbeParameters& params,
                                                                int rank) {
   if (absl::Status s = ValidateProbeParameters(params); !s.ok()) return s;
   std::unique_ptr<ProbePairs> p(new ProbePairs());
-  auto command = MakePair(device, rank, GlooTimeout(params));
-  if (!command.ok()) return command.status();
-  auto bulk = MakePair(device, rank, GlooTimeout(params));
-  if (!bulk.ok()) return bulk.status();
-  p->command_pair = *std::move(command);
-  p->bulk_pair = *std::move(bulk);
-  p->command_buf.resize(params.latency_message_bytes());
-  p->ping_buf.resize(params.latency_message_bytes());
-  p->control_buf.resize(sizeof(ControlReply));
   const bool requester = rank == 0;
-  gloo::transport::Pair& pair = *p->command_pair.pair;
-  absl::Status status = GuardGloo("create buffers", [&] {
-    auto make = [&](bool send, int slot, std::vector<char>& buf) {
-      return send ? pair.createSendBuffer(slot, buf.data(), buf.size())
-                  : pair.createRecvBuffer(slot, buf.data(), buf.size());
-    };
-    p->command = make(requester, kSlotCommand, p->command_buf);
-    p->ping = make(!requester, kSlotPingReply, p->ping_buf);
-    p->control = make(!requester, kSlotControl, p->control_buf);
-    return absl::OkStatus();
-  });
-  if (!status.ok()) return status;
+  for (uint32_t i = 0; i < ProbeFlows(params); ++i) {
+    auto pair = MakePair(device, rank, GlooTimeout(params));
+    if (!pair.ok()) return pair.status();
+    auto flow = std::make_unique<CommandFlow>();
+    flow->pair = *std::move(pair);
+    flow->command_buf.resize(params.latency_message_bytes());
+    flow->ping_buf.resize(params.latency_message_bytes());
+    flow->control_buf.resize(sizeof(ControlReply));
+    gloo::transport::Pair& gloo_pair = *flow->pair.pair;
+    absl::Status status = GuardGloo("create buffers", [&] {
+      auto make = [&](bool send, int slot, std::vector<char>& buf) {
+        return send ? gloo_pair.createSendBuffer(slot, buf.data(), buf.size())
+                    : gloo_pair.createRecvBuffer(slot, buf.data(), buf.size());
+      };
+      flow->command = make(requester, kSlotCommand, flow->command_buf);
+      flow->ping = make(!requester, kSlotPingReply, flow->ping_buf);
+      flow->control = make(!requester, kSlotControl, flow->control_buf);
+      return absl::OkStatus();
+    });
+    if (!status.ok()) return status;
+    p->flows.push_back(std::move(flow));
+    // The bulk pair is made second, as before flows: its address is the
+    // second a peer of any version expects.
+    if (i == 0) {
+      auto bulk = MakePair(device, rank, GlooTimeout(params));
+      if (!bulk.ok()) return bulk.status();
+      p->bulk_pair = *std::move(bulk);
+    }
+  }
   return p;
 }
 
-ProbePairs::~ProbePairs() {
-  // Buffers reference their pair; release them before the contexts.
-  command.reset();
-  ping.reset();
-  control.reset();
-}
-
-std::string ProbePairs::command_address() const { return AddressBytes(command_pair); }
+std::string ProbePairs::command_address() const { return AddressBytes(flows[0]->pair); }
 std::string ProbePairs::bulk_address() const { return AddressBytes(bulk_pair); }
 
+std::vector<std::string> ProbePairs::flow_addresses() const {
+  std::vector<std::string> out;
+  for (size_t i = 1; i < flows.size(); ++i) out.push_back(AddressBytes(flows[i]->pair));
+  return out;
+}
+
 absl::Status ProbePairs::Connect(const std::string& peer_command_address,
-                                 const std::string& peer_bulk_address) {
-  if (absl::Status s = ConnectPair(command_pair, peer_command_address); !s.ok()) return s;
+                                 const std::string& peer_bulk_address,
+                                 const std::vector<std::string>& peer_flow_addresses) {
+  if (peer_flow_addresses.size() + 1 != flows.size()) {
+    return ProtocolError(absl::StrCat("peer named ", peer_flow_addresses.size() + 1,
+                                      " probe flows, expected ", flows.size()));
+  }
+  if (absl::Status s = ConnectPair(flows[0]->pair, peer_command_address); !s.ok()) return s;
   if (absl::Status s = ConnectPair(bulk_pair, peer_bulk_address); !s.ok()) return s;
+  for (size_t i = 1; i < flows.size(); ++i) {
+    if (absl::Status s = ConnectPair(flows[i]->pair, peer_flow_addresses[i - 1]); !s.ok()) {
+      return s;
+    }
+  }
   return GuardGloo("sync mode", [&] {
-    command_pair.pair->setSync(/*enable=*/true, /*busyPoll=*/false);
+    for (auto& flow : flows) flow->pair.pair->setSync(/*enable=*/true, /*busyPoll=*/false);
     return absl::OkStatus();
   });
 }
@@ -321,18 +344,29 @@ absl::StatusOr<std::unique_ptr<ProbeSession>> ProbeSession::Create(
 }
 
 absl::Status ProbeSession::Connect(const std::string& peer_command_address,
-                                   const std::string& peer_bulk_address) {
+                                   const std::string& peer_bulk_address,
+                                   const std::vector<std::string>& peer_flow_addresses) {
+  // A peer of an older version serves the command pair alone.
+  if (peer_flow_addresses.empty()) pairs_->DropFlowsAfterFirst();
   peer_command_address_ = peer_command_address;
   peer_bulk_address_ = peer_bulk_address;
-  return pairs_->Connect(peer_command_address, peer_bulk_address);
+  peer_flow_addresses_ = peer_flow_addresses;
+  current_ = 0;
+  return pairs_->Connect(peer_command_address, peer_bulk_address, peer_flow_addresses);
 }
 
 std::vector<TcpConnection> ProbeSession::tcp_connections() const {
+  std::vector<std::pair<std::string, std::string>> ends = {
+      {pairs_->command_address(), peer_command_address_},
+      {pairs_->bulk_address(), peer_bulk_address_}};
+  const std::vector<std::string> ours = pairs_->flow_addresses();
+  for (size_t i = 0; i < ours.size() && i < peer_flow_addresses_.size(); ++i) {
+    ends.emplace_back(ours[i], peer_flow_addresses_[i]);
+  }
   std::vector<TcpConnection> out;
-  for (const auto& [ours, theirs] : {std::pair{pairs_->command_address(), peer_command_address_},
-                                     std::pair{pairs_->bulk_address(), peer_bulk_address_}}) {
+  for (const auto& [mine, theirs] : ends) {
     sockaddr_storage local, remote;
-    if (!SockaddrFromBytes(ours, &local) || !SockaddrFromBytes(theirs, &remote)) return {};
+    if (!SockaddrFromBytes(mine, &local) || !SockaddrFromBytes(theirs, &remote)) return {};
     std::optional<TcpEndpoint> l = TcpEndpoint::FromSockaddr(local);
     std::optional<TcpEndpoint> r = TcpEndpoint::FromSockaddr(remote);
     if (!l || !r) return {};
@@ -341,23 +375,44 @@ std::vector<TcpConnection> ProbeSession::tcp_connections() const {
   return out;
 }
 
-absl::Status ProbeSession::SendCommand(uint8_t op) {
-  seq_ = (seq_ + 1) & kSeqMask;
-  EncodeCommand(op, seq_, pairs_->command_buf);
+std::optional<size_t> FlowOfTcpConnection(size_t index) {
+  if (index == 0) return 0;
+  if (index == 1) return std::nullopt;  // the bulk pair
+  return index - 1;
+}
+
+size_t TcpConnectionOfFlow(size_t flow) { return flow == 0 ? 0 : flow + 1; }
+
+absl::Status ProbeSession::SendOnCurrentFlow(uint8_t op, uint64_t seq) {
+  CommandFlow& f = flow();
+  EncodeCommand(op, seq, f.command_buf);
   return GuardGloo("send", [&] {
-    pairs_->command->send();
-    pairs_->command->waitSend();
+    f.command->send();
+    f.command->waitSend();
     return absl::OkStatus();
   });
 }
 
+absl::Status ProbeSession::SendCommand(uint8_t op) {
+  seq_ = (seq_ + 1) & kSeqMask;
+  return SendOnCurrentFlow(op, seq_);
+}
+
+absl::Status ProbeSession::UseFlow(size_t next) {
+  if (next >= flows()) return absl::InvalidArgumentError("no such probe flow");
+  if (next == current_) return absl::OkStatus();
+  if (absl::Status s = SendOnCurrentFlow(kOpFlow, next); !s.ok()) return s;
+  current_ = next;
+  return absl::OkStatus();
+}
+
 absl::Status ProbeSession::AwaitControl(uint8_t op, ControlReply* reply) {
   absl::Status status = GuardGloo("recv", [&] {
-    pairs_->control->waitRecv();
+    flow().control->waitRecv();
     return absl::OkStatus();
   });
   if (!status.ok()) return status;
-  std::memcpy(reply, pairs_->control_buf.data(), sizeof(*reply));
+  std::memcpy(reply, flow().control_buf.data(), sizeof(*reply));
   if (reply->op != op || reply->seq != seq_) {
     return ProtocolError(absl::StrFormat("expected reply to op %d seq %d, got op %d seq %d", op,
                                          seq_, reply->op, reply->seq));
@@ -379,12 +434,12 @@ absl::StatusOr<absl::Duration> ProbeSession::RoundTrip() {
   const absl::Duration start = clock_->Monotonic();
   if (absl::Status s = SendCommand(kOpPing); !s.ok()) return s;
   absl::Status s = GuardGloo("recv", [&] {
-    pairs_->ping->waitRecv();
+    flow().ping->waitRecv();
     return absl::OkStatus();
   });
   if (!s.ok()) return s;
   const absl::Duration rtt = clock_->Monotonic() - start;
-  if (CommandOp(pairs_->ping_buf) != kOpPing || CommandSeq(pairs_->ping_buf) != seq_) {
+  if (CommandOp(flow().ping_buf) != kOpPing || CommandSeq(flow().ping_buf) != seq_) {
     return ProtocolError("ping echo does not match the request");
   }
   return rtt;
@@ -501,15 +556,19 @@ absl::StatusOr<std::shared_ptr<ProbeResponder>> ProbeResponder::Create(
 }
 
 void ProbeResponder::Start(const std::string& peer_command_address,
-                           const std::string& peer_bulk_address) {
+                           const std::string& peer_bulk_address,
+                           const std::vector<std::string>& peer_flow_addresses) {
   // The thread keeps the responder alive until it ends.
-  std::thread([self = shared_from_this(), peer_command_address, peer_bulk_address] {
-    self->Serve(peer_command_address, peer_bulk_address);
+  std::thread([self = shared_from_this(), peer_command_address, peer_bulk_address,
+               peer_flow_addresses] {
+    self->Serve(peer_command_address, peer_bulk_address, peer_flow_addresses);
   }).detach();
 }
 
-void ProbeResponder::Serve(std::string peer_command_address, std::string peer_bulk_address) {
-  absl::Status status = pairs_->Connect(peer_command_address, peer_bulk_address);
+void ProbeResponder::Serve(std::string peer_command_address, std::string peer_bulk_address,
+                           std::vector<std::string> peer_flow_addresses) {
+  absl::Status status =
+      pairs_->Connect(peer_command_address, peer_bulk_address, peer_flow_addresses);
   while (status.ok() && !stop_.load()) status = ServeOne();
   finished_.store(true);
 }
@@ -526,31 +585,38 @@ ControlReply ProbeResponder::Reply(uint8_t op, uint64_t seq) const {
 }
 
 absl::Status ProbeResponder::SendControl(const ControlReply& reply) {
-  std::memcpy(pairs_->control_buf.data(), &reply, sizeof(reply));
+  std::memcpy(flow().control_buf.data(), &reply, sizeof(reply));
   return GuardGloo("send", [&] {
-    pairs_->control->send();
-    pairs_->control->waitSend();
+    flow().control->send();
+    flow().control->waitSend();
     return absl::OkStatus();
   });
 }
 
 absl::Status ProbeResponder::ServeOne() {
+  CommandFlow& f = flow();
   absl::Status status = GuardGloo("recv", [&] {
-    pairs_->command->waitRecv();
+    f.command->waitRecv();
     return absl::OkStatus();
   });
   if (!status.ok()) return status;
   const absl::Time t1 = clock_->Now();
-  const uint8_t op = CommandOp(pairs_->command_buf);
-  const uint64_t seq = CommandSeq(pairs_->command_buf);
+  const uint8_t op = CommandOp(f.command_buf);
+  const uint64_t seq = CommandSeq(f.command_buf);
   switch (op) {
     case kOpKeepalive:
       return absl::OkStatus();
+    case kOpFlow:
+      if (seq >= pairs_->flows.size()) {
+        return ProtocolError(absl::StrCat("no probe flow ", seq, " of ", pairs_->flows.size()));
+      }
+      current_ = static_cast<size_t>(seq);
+      return absl::OkStatus();
     case kOpPing:
-      std::memcpy(pairs_->ping_buf.data(), pairs_->command_buf.data(), pairs_->ping_buf.size());
+      std::memcpy(f.ping_buf.data(), f.command_buf.data(), f.ping_buf.size());
       return GuardGloo("send", [&] {
-        pairs_->ping->send();
-        pairs_->ping->waitSend();
+        f.ping->send();
+        f.ping->waitSend();
         return absl::OkStatus();
       });
     case kOpSync: {

@@ -106,26 +106,43 @@ struct PairEndpoint {
   gloo::transport::Pair* pair = nullptr;
 };
 
-// Both pairs of one side of a link with the command pair's bound buffers.
-// Rank 0 is the requester (sends commands, receives replies), rank 1 the
-// responder (the reverse). Buffers exist before connecting so a message that
-// arrives early has a home.
+// One flow: a command pair in sync mode with its bound buffers. The buffers
+// exist before connecting so a message that arrives early has a home; they
+// are declared after the pair, so they are released before it.
+struct CommandFlow {
+  CommandFlow();
+  ~CommandFlow();
+  PairEndpoint pair;
+  std::vector<char> command_buf, ping_buf, control_buf;
+  std::unique_ptr<gloo::transport::Buffer> command, ping, control;
+};
+
+// The pairs of one side of a link: the command flows (flows[0] is the
+// command pair, the others the extra flows of probe.flows, each its own TCP
+// connection on its own ports so that ECMP may hash it onto another path)
+// and the bulk pair. Rank 0 is the requester (sends commands, receives
+// replies), rank 1 the responder (the reverse).
 class ProbePairs {
  public:
   static absl::StatusOr<std::unique_ptr<ProbePairs>> Create(gloo::transport::Device& device,
                                                             const v1::ProbeParameters& params,
                                                             int rank);
-  ~ProbePairs();
 
   std::string command_address() const;
   std::string bulk_address() const;
-  // Connects both pairs, then puts the command pair in sync mode.
+  // The addresses of flows 1.. (empty with one flow).
+  std::vector<std::string> flow_addresses() const;
+  // Connects every pair (command, bulk, then flows 1.. in order, as the
+  // other side does), then puts the command flows in sync mode.
+  // `peer_flow_addresses` must name every flow after the first.
   absl::Status Connect(const std::string& peer_command_address,
-                       const std::string& peer_bulk_address);
+                       const std::string& peer_bulk_address,
+                       const std::vector<std::string>& peer_flow_addresses);
+  // Keeps flow 0 alone (a peer that serves one flow).
+  void DropFlowsAfterFirst() { flows.resize(1); }
 
-  PairEndpoint command_pair, bulk_pair;
-  std::vector<char> command_buf, ping_buf, control_buf;
-  std::unique_ptr<gloo::transport::Buffer> command, ping, control;
+  std::vector<std::unique_ptr<CommandFlow>> flows;
+  PairEndpoint bulk_pair;
 
  private:
   ProbePairs() = default;
@@ -194,6 +211,11 @@ struct PingBurst {
   std::vector<TimestampSample> samples;
 };
 
+// ProbeSession::tcp_connections' order: the command pair (flow 0), the bulk
+// pair (no flow), then flows 1...
+std::optional<size_t> FlowOfTcpConnection(size_t index);
+size_t TcpConnectionOfFlow(size_t flow);
+
 // The requester side of one peer link. Not thread-safe: owned and used by the
 // peer's prober thread. Every method catches Gloo exceptions and returns them
 // as a status whose message keeps Gloo's text (for ClassifyMessage); after a
@@ -209,13 +231,27 @@ class ProbeSession {
   std::string command_address() const { return pairs_->command_address(); }
   std::string bulk_address() const { return pairs_->bulk_address(); }
 
-  // Connects both pairs to the peer's addresses from OpenProbePairResponse.
-  absl::Status Connect(const std::string& peer_command_address,
-                       const std::string& peer_bulk_address);
+  // Our flows after the first, for OpenProbePair.
+  std::vector<std::string> flow_addresses() const { return pairs_->flow_addresses(); }
 
-  // The command and bulk pairs' TCP connections (in that order), for their
-  // kernel statistics; empty before Connect.
+  // Connects every pair to the peer's addresses from OpenProbePairResponse.
+  // A peer that names no flow after the first (an older version) is probed
+  // over one flow; one that names some but not all broke the protocol.
+  absl::Status Connect(const std::string& peer_command_address,
+                       const std::string& peer_bulk_address,
+                       const std::vector<std::string>& peer_flow_addresses = {});
+
+  // The command and bulk pairs' TCP connections, then those of flows 1..
+  // (TcpConnectionOfFlow), for their kernel statistics; empty before Connect.
   std::vector<TcpConnection> tcp_connections() const;
+
+  // The flows the session probes over (1 before Connect and against a peer
+  // of an older version), and the one the next command goes over.
+  size_t flows() const { return pairs_->flows.size(); }
+  size_t current_flow() const { return current_; }
+  // Moves the commands that follow to `flow`: the peer is told over the
+  // current flow (a command without a reply), then reads that flow.
+  absl::Status UseFlow(size_t flow);
 
   // Small-message round trips, one uncounted warm-up first. When the
   // latency message fits the timestamp reply (pings_carry_timestamps()), each
@@ -243,6 +279,9 @@ class ProbeSession {
  private:
   ProbeSession(const v1::ProbeParameters& params, const Clock* clock);
   absl::Status SendCommand(uint8_t op);
+  // `op` with `seq` as is over the current flow.
+  absl::Status SendOnCurrentFlow(uint8_t op, uint64_t seq);
+  CommandFlow& flow() { return *pairs_->flows[current_]; }
   // An echo of the latency message.
   absl::StatusOr<absl::Duration> RoundTrip();
   // A timestamp exchange, timed like a round trip.
@@ -254,6 +293,8 @@ class ProbeSession {
   uint64_t seq_ = 0;
   std::unique_ptr<ProbePairs> pairs_;
   std::string peer_command_address_, peer_bulk_address_;
+  std::vector<std::string> peer_flow_addresses_;
+  size_t current_ = 0;
   std::optional<PeerDaemonReport> peer_daemon_;
 };
 
@@ -269,10 +310,12 @@ class ProbeResponder : public std::enable_shared_from_this<ProbeResponder> {
       const DaemonLiveness* liveness = nullptr);
   std::string command_address() const { return pairs_->command_address(); }
   std::string bulk_address() const { return pairs_->bulk_address(); }
+  std::vector<std::string> flow_addresses() const { return pairs_->flow_addresses(); }
   const std::string& peer_name() const { return peer_name_; }
 
   // Starts the serving thread, which connects to the requester's pairs first.
-  void Start(const std::string& peer_command_address, const std::string& peer_bulk_address);
+  void Start(const std::string& peer_command_address, const std::string& peer_bulk_address,
+             const std::vector<std::string>& peer_flow_addresses = {});
   // Asks the thread to end; it does at its next command or timeout.
   void Stop() { stop_.store(true); }
   bool finished() const { return finished_.load(); }
@@ -282,7 +325,9 @@ class ProbeResponder : public std::enable_shared_from_this<ProbeResponder> {
                  std::string peer_name, const DaemonLiveness* liveness);
   // A reply to `op` `seq` with this node's daemon liveness filled in.
   struct ControlReply Reply(uint8_t op, uint64_t seq) const;
-  void Serve(std::string peer_command_address, std::string peer_bulk_address);
+  void Serve(std::string peer_command_address, std::string peer_bulk_address,
+             std::vector<std::string> peer_flow_addresses);
+  CommandFlow& flow() { return *pairs_->flows[current_]; }
   absl::Status ServeOne();
   absl::Status SendControl(const struct ControlReply& reply);
   absl::Status ServeBandwidth(BandwidthDirection requester_direction, uint64_t seq);
@@ -295,6 +340,8 @@ class ProbeResponder : public std::enable_shared_from_this<ProbeResponder> {
   std::atomic<bool> stop_{false};
   std::atomic<bool> finished_{false};
   std::unique_ptr<ProbePairs> pairs_;
+  // The flow the requester's next command comes over (its serving thread only).
+  size_t current_ = 0;
 };
 
 }  // namespace gloowatch

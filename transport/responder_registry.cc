@@ -82,13 +82,18 @@ absl::StatusOr<v1::OpenProbePairResponse> ResponderRegistry::Open(
   response.set_version(version_);
   response.set_gloo_address((*responder)->command_address());
   response.set_bulk_gloo_address((*responder)->bulk_address());
+  for (const std::string& address : (*responder)->flow_addresses()) {
+    response.add_flow_gloo_addresses(address);
+  }
   {
     absl::MutexLock lock(&mu_);
     auto& list = responders_[peer];
     if (list.size() >= kMaxRespondersPerPeer) return exhausted();
     list.push_back(*responder);
   }
-  (*responder)->Start(request.gloo_address(), request.bulk_gloo_address());
+  (*responder)
+      ->Start(request.gloo_address(), request.bulk_gloo_address(),
+              {request.flow_gloo_addresses().begin(), request.flow_gloo_addresses().end()});
   GW_LOG(kDebug, "serving probe pair for %s", peer);
   return response;
 }

@@ -172,7 +172,8 @@ std::unique_ptr<TcpStatsSource> NewSockDiagTcpStats() {
 
 TcpCounterDeltas::Delta TcpCounterDeltas::Update(size_t index, const TcpCounters& now) {
   Delta d{now.retransmitted_segments, now.sent_segments, now.spurious_retransmitted_segments};
-  std::optional<TcpCounters>& last = last_.at(index);
+  if (index >= last_.size()) last_.resize(index + 1);
+  std::optional<TcpCounters>& last = last_[index];
   // Counters that went back belong to another socket: all of them are new.
   if (last && now.sent_segments >= last->sent_segments &&
       now.retransmitted_segments >= last->retransmitted_segments &&

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -69,11 +70,12 @@ class TcpCounterDeltas {
     uint64_t sent_segments = 0;
     uint64_t spurious_retransmitted_segments = 0;
   };
-  // `index` names the connection within the session (command, bulk).
+  // `index` names the connection within the session (command, bulk, then
+  // the flows after the first).
   Delta Update(size_t index, const TcpCounters& now);
 
  private:
-  std::array<std::optional<TcpCounters>, 2> last_;
+  std::vector<std::optional<TcpCounters>> last_;
 };
 
 // The watch over one command pair's socket (PeerProber::WatchUnacknowledged):

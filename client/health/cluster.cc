@@ -121,6 +121,13 @@ LocaliseInput LinkMatrixOf(const ClusterPicture& c) {
           o.recent_loss = LossCount{p.tcp().recent_lost_segments(), p.tcp().recent_sent_segments()};
         }
       }
+      for (const v1::FlowFigures& f : p.flows()) {
+        FlowObservation flow;
+        flow.flow = f.flow();
+        flow.loss = LossCount{f.window_lost_segments(), f.window_sent_segments()};
+        flow.failures_in_window = f.failures_in_window();
+        o.flows.push_back(flow);
+      }
       in.observations.push_back(std::move(o));
     }
   }

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/health/path_faults.h"
 
 namespace gloowatch::client {
 namespace {
@@ -829,6 +830,8 @@ const char* SuspectKindName(SuspectKind k) {
       return "overloaded_host";
     case SuspectKind::kDaemon:
       return "daemon";
+    case SuspectKind::kPath:
+      return "path";
   }
   return "link";
 }
@@ -857,6 +860,15 @@ bool LossRuledOut(const LossCount& c, double ratio) {
   return cdf < 0.01;
 }
 
-std::vector<Suspect> Localise(const LocaliseInput& input) { return Localiser(input).Run(); }
+std::vector<Suspect> Localise(const LocaliseInput& input) {
+  // A path-dependent fault first: its directions' loss is one path's, so
+  // it must not count against their nodes, uplinks or links below.
+  PathFaults paths = FindPathFaults(input);
+  if (paths.suspects.empty()) return Localiser(input).Run();
+  std::vector<Suspect> out = Localiser(paths.rest).Run();
+  for (Suspect& s : paths.suspects) out.push_back(std::move(s));
+  if (out.size() > kMaxSuspects) out.resize(kMaxSuspects);
+  return out;
+}
 
 }  // namespace gloowatch::client

@@ -33,8 +33,8 @@
 
 namespace gloowatch::client {
 
-enum class SuspectKind { kNode, kGroupUplink, kLink, kOverloadedHost, kDaemon };
-// node, group_uplink, link, overloaded_host, daemon
+enum class SuspectKind { kNode, kGroupUplink, kLink, kOverloadedHost, kDaemon, kPath };
+// node, group_uplink, link, overloaded_host, daemon, path
 const char* SuspectKindName(SuspectKind k);
 
 struct LocaliseNode {
@@ -58,6 +58,14 @@ struct LossCount {
   uint64_t sent = 0;
 };
 
+// One probe flow of a direction (PeerStatus.flows): its segments over the
+// loss window and its failed probes within the failure window.
+struct FlowObservation {
+  uint32_t flow = 0;
+  LossCount loss;
+  uint64_t failures_in_window = 0;
+};
+
 // One direction of one link, as node `from` measured node `to`.
 struct LinkObservation {
   uint32_t from = 0, to = 0;  // indices into LocaliseInput::nodes
@@ -77,6 +85,9 @@ struct LinkObservation {
   // judgement (a loss ratio above the threshold over too few segments): it
   // counts in the pooled loss only.
   bool judged = true;
+  // Its probe flows (probe.flows), when the source knows them: some lossy
+  // and some clean is a path-dependent fault (path_faults.h).
+  std::vector<FlowObservation> flows = {};
 };
 
 // What a training job's own connections (its Gloo pairs, read by the

@@ -114,6 +114,18 @@ nlohmann::json ViewJson(const v1::PeerStatus* p) {
   j["unacknowledged_seconds"] = p->has_unacknowledged()
                                     ? nlohmann::json(p->unacknowledged().seconds())
                                     : nlohmann::json(nullptr);
+  // Per probe flow (probe.flows): a loss on some flows and not others is a
+  // path's (the `path` suspect).
+  nlohmann::json flows = nlohmann::json::array();
+  for (const v1::FlowFigures& f : p->flows()) {
+    flows.push_back({{"flow", f.flow()},
+                     {"loss_ratio", f.has_loss_ratio() ? nlohmann::json(f.loss_ratio())
+                                                       : nlohmann::json(nullptr)},
+                     {"window_sent_segments", f.window_sent_segments()},
+                     {"window_lost_segments", f.window_lost_segments()},
+                     {"failures_in_window", f.failures_in_window()}});
+  }
+  j["flows"] = std::move(flows);
   j["last_failure"] = p->last_failure().message();
   return j;
 }

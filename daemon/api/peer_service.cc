@@ -40,6 +40,20 @@ grpc::Status PeerService::Check(const v1::OpenProbePairRequest& request) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "gloo_address and bulk_gloo_address must be Gloo TCP addresses");
   }
+  // One address a flow after the first, as many as the parameters say.
+  if (static_cast<uint32_t>(request.flow_gloo_addresses_size()) + 1 !=
+      ProbeFlows(request.parameters())) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("flow_gloo_addresses must hold parameters.flows - 1 = ",
+                                     ProbeFlows(request.parameters()) - 1, " addresses, got ",
+                                     request.flow_gloo_addresses_size()));
+  }
+  for (const std::string& address : request.flow_gloo_addresses()) {
+    if (address.empty() || address.size() > 192) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "flow_gloo_addresses must be Gloo TCP addresses");
+    }
+  }
   {
     absl::MutexLock lock(&mu_);
     if (allowed_.count(request.from_node()) == 0) {

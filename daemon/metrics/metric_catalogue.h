@@ -227,6 +227,27 @@ inline constexpr MetricSpec kPeerTcpRttVariation{
     MetricType::Gauge,
     "Kernel's round-trip time variation of the same connection",
     {"node", "peer"}};
+// Per flow of probe.flows: `flow` is "0" .. "7" (bounded by kMaxProbeFlows).
+inline constexpr MetricSpec kPeerFlowSent{
+    "gloowatch_peer_flow_sent_segments_total",
+    MetricType::Counter,
+    "TCP data segments one probe flow's command pair sent to the peer, retransmissions included",
+    {"node", "peer", "flow"}};
+inline constexpr MetricSpec kPeerFlowLost{"gloowatch_peer_flow_lost_segments_total",
+                                          MetricType::Counter,
+                                          "Of those, retransmitted and not reported spurious "
+                                          "(DSACK) by the peer: lost on the flow's path",
+                                          {"node", "peer", "flow"}};
+inline constexpr MetricSpec kPeerFlowLossRatio{
+    "gloowatch_peer_flow_loss_ratio",
+    MetricType::Gauge,
+    "Lost over sent TCP segments of one probe flow, last 60 s",
+    {"node", "peer", "flow"}};
+inline constexpr MetricSpec kPeerFlowFailures{
+    "gloowatch_peer_flow_failures_total",
+    MetricType::Counter,
+    "Probes over one probe flow that failed (the session then ended)",
+    {"node", "peer", "flow"}};
 
 // --- training processes' reports, per (job, rank) ----------------------------
 inline constexpr MetricSpec kTrainingStepSeconds{"gloowatch_training_step_seconds_total",
@@ -373,6 +394,10 @@ inline constexpr const MetricSpec* kMetricCatalogue[] = {
     &metric::kPeerTcpLossRatio,
     &metric::kPeerTcpRtt,
     &metric::kPeerTcpRttVariation,
+    &metric::kPeerFlowSent,
+    &metric::kPeerFlowLost,
+    &metric::kPeerFlowLossRatio,
+    &metric::kPeerFlowFailures,
     &metric::kTrainingStepSeconds,
     &metric::kTrainingCommunicationSeconds,
     &metric::kTrainingSteps,

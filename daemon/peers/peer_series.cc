@@ -64,6 +64,10 @@ std::vector<MetricFamily> PeerSeries::Collect() const {
   PeerFamily tcp_loss_ratio(metric::kPeerTcpLossRatio);
   PeerFamily tcp_rtt(metric::kPeerTcpRtt);
   PeerFamily tcp_rtt_variation(metric::kPeerTcpRttVariation);
+  PeerFamily flow_sent(metric::kPeerFlowSent);
+  PeerFamily flow_lost(metric::kPeerFlowLost);
+  PeerFamily flow_loss_ratio(metric::kPeerFlowLossRatio);
+  PeerFamily flow_failures(metric::kPeerFlowFailures);
 
   for (const std::shared_ptr<const PeerTracker>& tracker : trackers_()) {
     const PeerSnapshot peer = tracker->Snapshot();
@@ -131,6 +135,14 @@ std::vector<MetricFamily> PeerSeries::Collect() const {
     if (tcp.has_loss_ratio()) add(tcp_loss_ratio, tcp.loss_ratio());
     if (tcp.has_rtt_seconds()) add(tcp_rtt, tcp.rtt_seconds());
     if (tcp.has_rtt_variation_seconds()) add(tcp_rtt_variation, tcp.rtt_variation_seconds());
+
+    for (const v1::FlowFigures& f : status.flows()) {
+      const std::string flow = std::to_string(f.flow());
+      add(flow_sent, static_cast<double>(f.sent_segments()), flow);
+      add(flow_lost, static_cast<double>(f.lost_segments()), flow);
+      if (f.has_loss_ratio()) add(flow_loss_ratio, f.loss_ratio(), flow);
+      add(flow_failures, static_cast<double>(f.failures()), flow);
+    }
   }
 
   std::vector<MetricFamily> out;
@@ -155,7 +167,11 @@ std::vector<MetricFamily> PeerSeries::Collect() const {
                         &tcp_sent,
                         &tcp_loss_ratio,
                         &tcp_rtt,
-                        &tcp_rtt_variation}) {
+                        &tcp_rtt_variation,
+                        &flow_sent,
+                        &flow_lost,
+                        &flow_loss_ratio,
+                        &flow_failures}) {
     if (!f->family.metric.empty()) out.push_back(std::move(f->family));
   }
   return out;

@@ -228,6 +228,51 @@ void PeerTracker::RecordTcp(const TcpSample& sample) {
   if (sample.rtt_variation) {
     tcp->set_rtt_variation_seconds(absl::ToDoubleSeconds(*sample.rtt_variation));
   }
+  for (const FlowTcpSample& f : sample.flows) {
+    if (f.flow >= kMaxProbeFlows) continue;  // bounded: the flow label's values
+    FlowState& flow = flows_[f.flow];
+    const uint64_t flow_lost =
+        f.retransmitted_segments -
+        std::min(f.spurious_retransmitted_segments, f.retransmitted_segments);
+    flow.sent += f.sent_segments;
+    flow.lost += flow_lost;
+    flow.window.push_back({now, flow_lost, f.sent_segments});
+    if (flow.window.size() > kMaxTcpWindowEntries) flow.window.pop_front();
+  }
+}
+
+void PeerTracker::RecordFlowFailure(uint32_t flow) {
+  if (flow >= kMaxProbeFlows) return;
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  FlowState& f = flows_[flow];
+  ++f.failures;
+  f.failure_times.push_back(now);
+  if (f.failure_times.size() > kMaxFailureTimes) f.failure_times.pop_front();
+}
+
+void PeerTracker::FlowFigures(absl::Time now, v1::PeerStatus* status) const {
+  for (auto& [index, flow] : flows_) {
+    while (!flow.window.empty() && flow.window.front().at < now - kTcpLossWindow) {
+      flow.window.pop_front();
+    }
+    TrimBefore(flow.failure_times, now - failure_window_);
+    v1::FlowFigures* out = status->add_flows();
+    out->set_flow(index);
+    out->set_sent_segments(flow.sent);
+    out->set_lost_segments(flow.lost);
+    uint64_t lost = 0, sent = 0;
+    for (const TcpWindowEntry& e : flow.window) {
+      lost += e.lost;
+      sent += e.sent;
+    }
+    out->set_window_seconds(absl::ToDoubleSeconds(kTcpLossWindow));
+    out->set_window_sent_segments(sent);
+    out->set_window_lost_segments(lost);
+    if (sent > 0) out->set_loss_ratio(static_cast<double>(lost) / static_cast<double>(sent));
+    out->set_failures(flow.failures);
+    out->set_failures_in_window(flow.failure_times.size());
+  }
 }
 
 void PeerTracker::TcpWindowFigures(absl::Time now, v1::TcpFigures* tcp) const {
@@ -275,6 +320,7 @@ PeerSnapshot PeerTracker::Snapshot() const {
     copy.status.mutable_latency()->set_recent_p50_seconds(*recent);
   }
   TcpWindowFigures(now, copy.status.mutable_tcp());
+  FlowFigures(now, &copy.status);
   if (unacknowledged_at_) {
     v1::PeerUnacknowledged* u = copy.status.mutable_unacknowledged();
     u->set_seconds(u->seconds() + absl::ToDoubleSeconds(now - *unacknowledged_at_));

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +63,7 @@ class PeerTracker final : public ProbeObserver {
   void RecordBandwidth(BandwidthDirection direction, const BandwidthSample& sample) override;
   void RecordTcp(const TcpSample& sample) override;
   void RecordLatencyProbeLost() override;
+  void RecordFlowFailure(uint32_t flow) override;
   void RecordBandwidthDue(absl::Time at) override;
   void RecordPeerDaemon(std::optional<double> silent_seconds) override;
   void RecordUnacknowledged(uint32_t retransmissions, absl::Duration at_least) override;
@@ -76,6 +78,8 @@ class PeerTracker final : public ProbeObserver {
   // `now`, from tcp_window_.
   void TcpWindowFigures(absl::Time now, v1::TcpFigures* tcp) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // PeerStatus.flows as of `now`, from flows_.
+  void FlowFigures(absl::Time now, v1::PeerStatus* status) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const PeerConfig peer_;
   const absl::Duration failure_window_;
@@ -101,6 +105,14 @@ class PeerTracker final : public ProbeObserver {
   // Expired when read, like the recent RTTs: a peer that stopped reporting
   // (down) stops showing an old loss after a minute.
   mutable std::deque<TcpWindowEntry> tcp_window_ ABSL_GUARDED_BY(mu_);
+  // Per flow (probe.flows, at most kMaxProbeFlows): totals, the loss window
+  // (expired when read, like tcp_window_) and the failures in the window.
+  struct FlowState {
+    uint64_t sent = 0, lost = 0, failures = 0;
+    std::deque<TcpWindowEntry> window;
+    std::deque<absl::Time> failure_times;
+  };
+  mutable std::map<uint32_t, FlowState> flows_ ABSL_GUARDED_BY(mu_);
   // PeerStatus.unacknowledged as last reported, and when.
   std::optional<absl::Time> unacknowledged_at_ ABSL_GUARDED_BY(mu_);
   bool ever_up_ ABSL_GUARDED_BY(mu_) = false;

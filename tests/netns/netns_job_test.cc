@@ -688,6 +688,43 @@ class NetnsJobEcmpTest : public NetnsJobTest {
     options.ecmp = true;
     return options;
   }
+
+  // `gloowatch health --json` over the four daemons, inside h1's namespace.
+  CliResult Health() {
+    std::vector<std::string> daemons;
+    for (int i = 0; i < world_; ++i) daemons.push_back(cluster_->grpc(i));
+    return Cli({"health", "--daemons", absl::StrJoin(daemons, ","), "--json", "--deadline", "5s"});
+  }
+
+  static std::vector<nlohmann::json> Suspects(const nlohmann::json& j, const std::string& kind) {
+    std::vector<nlohmann::json> out;
+    if (!j.contains("suspects")) return out;
+    for (const auto& s : j["suspects"]) {
+      if (s["kind"] == kind) out.push_back(s);
+    }
+    return out;
+  }
+
+  // Calls `f(from, to, direction)` for every measured direction of `j`.
+  static void ForEachDirection(
+      const nlohmann::json& j,
+      const std::function<void(const std::string&, const std::string&, const nlohmann::json&)>& f) {
+    if (!j.contains("links")) return;
+    for (const auto& l : j["links"]) {
+      const std::string a = l["a"], b = l["b"];
+      if (!l["a_to_b"].is_null()) f(a, b, l["a_to_b"]);
+      if (!l["b_to_a"].is_null()) f(b, a, l["b_to_a"]);
+    }
+  }
+
+  bool AcrossRacks(const std::string& a, const std::string& b) const {
+    int ia = -1, ib = -1;
+    for (int i = 0; i < world_; ++i) {
+      if (cluster_->name(i) == a) ia = i;
+      if (cluster_->name(i) == b) ib = i;
+    }
+    return ia >= 0 && ib >= 0 && cluster_->rack_of(ia) != cluster_->rack_of(ib);
+  }
 };
 
 // "10.1.2.3:4567" -> "10.1.2.3 . 4567", as nft prints a concatenation.
@@ -755,6 +792,27 @@ TEST_F(NetnsJobEcmpTest, LossyPathIsNamedByTheJobsOwnConnections) {
               << " directions across the racks via the second router\n";
     if (via_second > 0 && via_second < directions) break;
   }
+
+  // The daemons' probe flows on the healthy bed: every direction probed
+  // over probe.flows (4) flows, each with figures, and no path suspect.
+  CliResult healthy = AskUntil(
+      [&] { return Health(); },
+      [&](const nlohmann::json& j) {
+        int directions = 0;
+        bool complete = true;
+        ForEachDirection(j, [&](const std::string&, const std::string&, const nlohmann::json& d) {
+          ++directions;
+          complete &= d["state"] == "up" && d["flows"].size() == 4;
+        });
+        return directions == world_ * (world_ - 1) && complete;
+      },
+      40);
+  ASSERT_FALSE(healthy.json.is_discarded()) << healthy.output;
+  ForEachDirection(healthy.json,
+                   [&](const std::string& from, const std::string& to, const nlohmann::json& d) {
+                     EXPECT_EQ(d["flows"].size(), 4u) << from << "->" << to << ": " << d.dump();
+                   });
+  EXPECT_TRUE(Suspects(healthy.json, "path").empty()) << healthy.output;
 
   ASSERT_TRUE(cluster_
                   ->SecondRouterNft("add rule inet gwfault forward numgen random mod 100 < 10 "
@@ -829,6 +887,90 @@ TEST_F(NetnsJobEcmpTest, LossyPathIsNamedByTheJobsOwnConnections) {
   if (lossy > 0 && clean > 0) {
     EXPECT_TRUE(absl::StrContains(text.output, "path-dependent fault")) << text.output;
   }
+
+  // The daemons' own probe flows (probe.flows, 4 a peer), whatever the
+  // hash did to the job's connections: 32 flows across the racks, so some
+  // take each router. `gloowatch health` names the path between the racks,
+  // and no node, uplink or link.
+  const std::string path_name =
+      absl::StrCat(std::min(cluster_->group_of(0), cluster_->group_of(2)), " <-> ",
+                   std::max(cluster_->group_of(0), cluster_->group_of(2)));
+  CliResult health = AskUntil([&] { return Health(); },
+                              [&](const nlohmann::json& j) {
+                                const std::vector<nlohmann::json> path = Suspects(j, "path");
+                                return path.size() == 1 && path[0]["name"] == path_name;
+                              },
+                              60);
+  ASSERT_FALSE(health.json.is_discarded()) << health.output;
+  const std::vector<nlohmann::json> path_suspects = Suspects(health.json, "path");
+  ASSERT_EQ(path_suspects.size(), 1u) << health.output;
+  EXPECT_EQ(path_suspects[0]["name"], path_name) << health.output;
+  EXPECT_EQ(path_suspects[0]["groups"],
+            nlohmann::json({std::min(cluster_->group_of(0), cluster_->group_of(2)),
+                            std::max(cluster_->group_of(0), cluster_->group_of(2))}))
+      << health.output;
+  EXPECT_TRUE(
+      absl::StrContains(path_suspects[0]["evidence"][0].get<std::string>(), "probe flows between"))
+      << health.output;
+  ASSERT_FALSE(path_suspects[0]["pooled_loss_ratio"].is_null()) << health.output;
+  // The lossy flows' pooled loss: the 10% of the flows whose data takes the
+  // lossy router, diluted by flows whose replies take it (about 1%).
+  EXPECT_GE(path_suspects[0]["pooled_loss_ratio"].get<double>(), 0.02) << health.output;
+  EXPECT_LE(path_suspects[0]["pooled_loss_ratio"].get<double>(), 0.2) << health.output;
+  for (const auto& e : path_suspects[0]["evidence"]) std::cout << "path: " << e << "\n";
+  // The flows' loss is the path's alone: no other suspect (node, uplink,
+  // link) is named on pooled loss. (A veth claims 10 Gb/s, so on a loaded
+  // machine a link, a node or the uplink may be named for a low bandwidth
+  // ratio; its evidence may then quote a direction's TCP loss, which counts
+  // the bulk pair's connection too: a fifth connection, on either path.)
+  for (const auto& x : health.json["suspects"]) {
+    if (x["kind"] == "path") continue;
+    EXPECT_TRUE(x["pooled_loss_ratio"].is_null()) << x.dump();
+    std::cout << "also named: " << x["kind"] << " " << x["name"] << "\n";
+  }
+  // Each flow is one connection on one path. A flow across whose data takes
+  // the lossy router loses about the 10%; one whose data takes the other
+  // loses little, up to about 1% when its replies take the lossy one (a
+  // reply lost makes us retransmit, and the peer's DSACK for it may be
+  // lost too). Inside a rack nothing loses. Flow 0 is what one flow per
+  // peer would have measured.
+  int lossy_flows = 0, clean_flows = 0, missed_by_flow_zero = 0;
+  ForEachDirection(
+      health.json, [&](const std::string& from, const std::string& to, const nlohmann::json& d) {
+        const bool across = AcrossRacks(from, to);
+        bool flow_zero_lossy = false, other_lossy = false;
+        for (const auto& f : d["flows"]) {
+          // As many segments as the path suspect needs of a flow (100): the
+          // suspect may come before the flows have many more.
+          const uint64_t sent = f["window_sent_segments"].get<uint64_t>();
+          if (sent < 100 || f["loss_ratio"].is_null()) continue;
+          const double loss = f["loss_ratio"].get<double>();
+          std::cout << from << " -> " << to << " flow " << f["flow"] << ": " << loss << " of "
+                    << sent << " segments\n";
+          if (!across) {
+            if (sent >= 300) {
+              EXPECT_LT(loss, 0.01) << from << "->" << to << " inside a rack: " << f.dump();
+            }
+            continue;
+          }
+          // No band between the two: a session that reconnected within the
+          // window (new ports, maybe the other path) mixes both in a flow's
+          // figure.
+          EXPECT_LE(loss, 0.25) << from << "->" << to << ": " << f.dump();
+          if (loss >= 0.03) {  // 10% over 100 segments or more: under 3% about 1 in 300
+            ++lossy_flows;
+            (f["flow"] == 0 ? flow_zero_lossy : other_lossy) = true;
+          } else if (loss < 0.02) {
+            ++clean_flows;
+          }
+        }
+        if (across && other_lossy && !flow_zero_lossy) ++missed_by_flow_zero;
+      });
+  EXPECT_GT(lossy_flows, 0) << health.output;
+  EXPECT_GT(clean_flows, 0) << health.output;
+  std::cout << "probe flows across the racks: " << lossy_flows << " lossy, " << clean_flows
+            << " clean; one flow per peer (flow 0) would have missed the lossy path on "
+            << missed_by_flow_zero << " of 8 directions that have a lossy flow\n";
 }
 
 }  // namespace

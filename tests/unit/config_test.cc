@@ -103,6 +103,8 @@ TEST(ConfigTest, MinimalConfigParsesExactlyAsWritten) {
   EXPECT_EQ(c.probe.bandwidth_bytes, d.probe.bandwidth_bytes);
   EXPECT_EQ(c.probe.bandwidth_message_bytes, d.probe.bandwidth_message_bytes);
   EXPECT_EQ(c.probe.skew_burst, d.probe.skew_burst);
+  EXPECT_EQ(c.probe.flows, d.probe.flows);
+  EXPECT_EQ(c.probe.flows, 4u);
   EXPECT_EQ(c.probe.latency_window, d.probe.latency_window);
   EXPECT_EQ(c.probe.backoff_initial, d.probe.backoff_initial);
   EXPECT_EQ(c.probe.backoff_max, d.probe.backoff_max);
@@ -140,6 +142,7 @@ probe:
   bandwidth_bytes: 1GiB
   bandwidth_message_bytes: 8MiB
   skew_burst: 16
+  flows: 8
   latency_window: 10m
   backoff_initial: 250ms
   backoff_max: 1m
@@ -180,6 +183,7 @@ peers:
   EXPECT_EQ(c.probe.bandwidth_bytes, 1ull << 30);
   EXPECT_EQ(c.probe.bandwidth_message_bytes, 8ull << 20);
   EXPECT_EQ(c.probe.skew_burst, 16u);
+  EXPECT_EQ(c.probe.flows, 8u);
   EXPECT_EQ(c.probe.latency_window, absl::Minutes(10));
   EXPECT_EQ(c.probe.backoff_initial, absl::Milliseconds(250));
   EXPECT_EQ(c.probe.backoff_max, absl::Minutes(1));
@@ -236,6 +240,7 @@ TEST(ConfigTest, ExampleFileIsValidAndSetsEveryKey) {
                                 "bandwidth_bytes:",
                                 "bandwidth_message_bytes:",
                                 "skew_burst:",
+                                "flows:",
                                 "latency_window:",
                                 "backoff_initial:",
                                 "backoff_max:",
@@ -698,6 +703,11 @@ const ErrorCase kErrorCases[] = {
      "not a whole number"},
     {"BurstFraction", Probe("latency_burst", "2.5"), 5, "probe.latency_burst", "not a whole number"},
     {"BurstHex", Probe("skew_burst", "0x10"), 5, "probe.skew_burst", "not a whole number"},
+    {"FlowsZero", Probe("flows", "0"), 5, "probe.flows", "must be >= 1 and <= 8"},
+    {"FlowsTooMany", Probe("flows", "9"), 5, "probe.flows", "must be >= 1 and <= 8"},
+    {"FlowsNegative", Probe("flows", "-1"), 5, "probe.flows", "out of range"},
+    {"FlowsFraction", Probe("flows", "1.5"), 5, "probe.flows", "not a whole number"},
+    {"FlowsNotANumber", Probe("flows", "many"), 5, "probe.flows", "not a whole number"},
     {"JitterTooBig", B("schedule:\n  jitter: 0.6\n"), 5, "schedule.jitter", "must be >= 0 and <= 0.5"},
     {"JitterNegative", B("schedule:\n  jitter: -0.1\n"), 5, "schedule.jitter", "out of range"},
     {"JitterHuge", B("schedule:\n  jitter: 1e400\n"), 5, "schedule.jitter", "out of range"},

@@ -106,6 +106,7 @@ class ProbeLinkTest : public ::testing::Test {
     r.set_to_node("server");
     r.set_gloo_address(session.command_address());
     r.set_bulk_gloo_address(session.bulk_address());
+    for (const std::string& address : session.flow_addresses()) r.add_flow_gloo_addresses(address);
     *r.mutable_parameters() = session.params();
     return r;
   }
@@ -132,8 +133,9 @@ class ProbeLinkTest : public ::testing::Test {
     grpc::Status status = Open(Request(**session), &response);
     EXPECT_TRUE(status.ok()) << status.error_message();
     EXPECT_EQ(response.node(), "server");
-    absl::Status connected =
-        (*session)->Connect(response.gloo_address(), response.bulk_gloo_address());
+    absl::Status connected = (*session)->Connect(
+        response.gloo_address(), response.bulk_gloo_address(),
+        {response.flow_gloo_addresses().begin(), response.flow_gloo_addresses().end()});
     EXPECT_TRUE(connected.ok()) << connected;
     return *std::move(session);
   }
@@ -402,6 +404,101 @@ TEST_F(ProbeLinkTest, ResponderEndsWhenTheRequesterGoes) {
     absl::SleepFor(absl::Milliseconds(20));
   }
   EXPECT_EQ(registry_->active_responders(), 0u);
+}
+
+v1::ProbeParameters FlowParameters(uint32_t flows) {
+  v1::ProbeParameters p = SmallParameters();
+  p.set_flows(flows);
+  return p;
+}
+
+TEST_F(ProbeLinkTest, ProbesOverEveryFlowEachItsOwnConnection) {
+  StartServer(RealClock::Get(), &liveness_);
+  std::unique_ptr<ProbeSession> session = Connected(RealClock::Get(), FlowParameters(4));
+  ASSERT_NE(session, nullptr);
+  ASSERT_EQ(session->flows(), 4u);
+  // Command, bulk, then flows 1..3: five connections, on five local ports.
+  std::vector<TcpConnection> connections = session->tcp_connections();
+  ASSERT_EQ(connections.size(), 5u);
+  auto source = NewSockDiagTcpStats();
+  std::set<uint16_t> ports;
+  std::vector<uint64_t> before;
+  for (TcpConnection& c : connections) {
+    absl::StatusOr<TcpCounters> counters = source->Read(c);
+    ASSERT_TRUE(counters.ok()) << counters.status();
+    ports.insert(c.resolved->local.port);
+    before.push_back(counters->sent_segments);
+  }
+  EXPECT_EQ(ports.size(), 5u);
+  // Each flow in turn: its pings (and timestamps) go over its own
+  // connection, and the peer's replies come back over it.
+  for (size_t flow : {2u, 0u, 3u, 1u}) {
+    SCOPED_TRACE(absl::StrCat("flow ", flow));
+    ASSERT_TRUE(session->UseFlow(flow).ok());
+    EXPECT_EQ(session->current_flow(), flow);
+    absl::StatusOr<PingBurst> burst = session->Ping(10);
+    ASSERT_TRUE(burst.ok()) << burst.status();
+    EXPECT_EQ(burst->rtts.size(), 10u);
+    EXPECT_EQ(burst->samples.size(), 10u);
+    const size_t index = TcpConnectionOfFlow(flow);
+    EXPECT_EQ(FlowOfTcpConnection(index), std::optional<size_t>(flow));
+    absl::StatusOr<TcpCounters> counters = source->Read(connections[index]);
+    ASSERT_TRUE(counters.ok()) << counters.status();
+    // 11 round trips (one warm-up); the move command went over the flow before.
+    EXPECT_GE(counters->sent_segments, before[index] + 11);
+    EXPECT_LE(counters->sent_segments, before[index] + 13);
+    before[index] = counters->sent_segments;
+  }
+  EXPECT_EQ(FlowOfTcpConnection(1), std::nullopt);  // the bulk pair
+  // Commands keep working on whichever flow is current, a transfer too.
+  ASSERT_TRUE(session->Keepalive().ok());
+  ASSERT_TRUE(session->Bandwidth(BandwidthDirection::kTx, client_gate_).ok());
+  EXPECT_TRUE(session->TakePeerDaemon().has_value());
+  EXPECT_FALSE(session->UseFlow(4).ok());
+}
+
+TEST_F(ProbeLinkTest, APeerThatNamesNoFlowsIsProbedOverOne) {
+  StartServer(RealClock::Get());
+  auto session = ProbeSession::Create(client_device_, FlowParameters(4), RealClock::Get());
+  ASSERT_TRUE(session.ok()) << session.status();
+  // A responder of an older version: it reads neither parameters.flows nor
+  // the flow addresses, and serves the command and bulk pairs alone.
+  v1::OpenProbePairRequest request = Request(**session);
+  request.mutable_parameters()->clear_flows();
+  request.clear_flow_gloo_addresses();
+  v1::OpenProbePairResponse response;
+  ASSERT_TRUE(Open(request, &response).ok());
+  EXPECT_EQ(response.flow_gloo_addresses_size(), 0);
+  ASSERT_TRUE((*session)->Connect(response.gloo_address(), response.bulk_gloo_address(), {}).ok());
+  EXPECT_EQ((*session)->flows(), 1u);
+  EXPECT_EQ((*session)->tcp_connections().size(), 2u);
+  ASSERT_TRUE((*session)->Ping(5).ok());
+}
+
+TEST_F(ProbeLinkTest, FlowCountsThatDisagreeAreRefused) {
+  StartServer(RealClock::Get());
+  auto session = ProbeSession::Create(client_device_, FlowParameters(3), RealClock::Get());
+  ASSERT_TRUE(session.ok()) << session.status();
+  v1::OpenProbePairResponse response;
+  // Fewer addresses than parameters.flows says.
+  v1::OpenProbePairRequest short_request = Request(**session);
+  short_request.mutable_flow_gloo_addresses()->RemoveLast();
+  grpc::Status s = Open(short_request, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StrContains(s.error_message(), "flow_gloo_addresses")) << s.error_message();
+  // More flows than the protocol allows.
+  v1::OpenProbePairRequest too_many = Request(**session);
+  too_many.mutable_parameters()->set_flows(kMaxProbeFlows + 1);
+  s = Open(too_many, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StrContains(s.error_message(), "flows must be in [0, 8]")) << s.error_message();
+  // A peer that answers with some flows but not all broke the protocol.
+  ASSERT_TRUE(Open(Request(**session), &response).ok());
+  ASSERT_EQ(response.flow_gloo_addresses_size(), 2);
+  absl::Status connected = (*session)->Connect(
+      response.gloo_address(), response.bulk_gloo_address(), {response.flow_gloo_addresses(0)});
+  EXPECT_FALSE(connected.ok());
+  EXPECT_TRUE(absl::StrContains(connected.message(), "2 probe flows, expected 3")) << connected;
 }
 
 TEST_F(ProbeLinkTest, RejectsStrangersAndNonsense) {

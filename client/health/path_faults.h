@@ -1,0 +1,48 @@
+// Path-dependent faults: some probe flows of a link lossy or failing and
+// others clean. Each flow (probe.flows) is its own TCP connection on its own
+// ports, and ECMP hashes each connection onto one path; so when the flows of
+// one direction disagree, one of the paths they take is bad (a bad ECMP
+// member, or a link of one path), not a node, an uplink or the link as a
+// whole, which would make all of them lossy alike.
+//
+// The unit is the pair of groups (racks) a direction joins, or its pair of
+// nodes when it stays inside a group or the nodes have none. A unit is a
+// path fault when, over its directions' flows:
+//  - some flows are lossy (at least kPathMinSegments, kPathMinLost losses,
+//    at least the loss threshold, LossEvidence against kBaseLossRatio at
+//    least kPathEvidence) or had a probe fail within the failure window;
+//  - some are clean: kPathMinSegments, no failure, and a loss of half the
+//    lossy flows' (at least the threshold; half of everything when the
+//    lossy flows are failed ones alone) ruled out (LossRuledOut);
+//  - at least one direction has both (the flows of one connection pair
+//    disagree: no node, uplink or link explains that);
+//  - every node that sends a lossy flow in the unit also sends a clean one
+//    (there or anywhere else, inside its group too), and every node that
+//    receives one also receives a clean one (a lossy NIC loses on all its
+//    flows, whatever their path).
+// All flows equally lossy is the link's, a node's or an uplink's: no path
+// fault. A pure function over LocaliseInput, like Localise.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "client/health/localise.h"
+
+namespace gloowatch::client {
+
+inline constexpr uint64_t kPathMinSegments = 100;
+inline constexpr uint64_t kPathMinLost = 3;
+inline constexpr double kPathEvidence = 10;
+
+struct PathFaults {
+  // One `path` suspect a unit, the most lossy flows first.
+  std::vector<Suspect> suspects;
+  // The input with the lossy directions of those units set aside (not bad,
+  // no loss), for the rest of the localisation.
+  LocaliseInput rest;
+};
+
+PathFaults FindPathFaults(const LocaliseInput& input);
+
+}  // namespace gloowatch::client
