@@ -170,7 +170,10 @@ class Localiser {
     std::vector<Tally> nodes, groups;
     Tallies(nodes, groups);
     for (size_t i = 0; i < n_ && out.size() < kMaxSuspects; ++i) {
-      if (in_.nodes[i].reachable) continue;
+      if (in_.nodes[i].reachable) {
+        if (TransportDied(i, nodes[i], out)) named_[i] = true;
+        continue;
+      }
       size_t down = 0, up = 0, silent = 0, alive = 0;
       double longest_silence = 0;
       for (const auto& o : in_.observations) {
@@ -219,6 +222,27 @@ class Localiser {
       }
       named_[i] = true;
     }
+  }
+
+  // Node i answers, but peers' pairs to it are to a transport process that
+  // died (none runs, or one started after the pair came up): the node, from
+  // the first peer that shows it, not the links of the peers that noticed
+  // first.
+  bool TransportDied(size_t i, const Tally& t, std::vector<Suspect>& out) {
+    size_t broken = 0, judged = 0;
+    for (const auto& o : in_.observations) {
+      if (o.to != i || o.from == i || o.from >= n_ || !o.judged) continue;
+      ++judged;
+      if (o.peer_restarted) ++broken;
+    }
+    if (broken == 0) return false;
+    Suspect s = NodeSuspect(i, t);
+    s.confidence = 0.9;
+    s.evidence.insert(s.evidence.begin(),
+                      absl::StrCat("its transport process died: ", broken, " of the ", judged,
+                                   " peers probing it hold pairs to the old process or none"));
+    out.push_back(std::move(s));
+    return true;
   }
 
   Suspect DaemonSuspect(size_t i, size_t up, size_t silent, size_t alive, double longest_silence) {

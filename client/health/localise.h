@@ -15,7 +15,10 @@
 // that every peer probing it sees down is a dead node (confidence near 1), as
 // is one whose daemon's port refuses us (nothing listens: the daemon is gone)
 // while a peer sees it down; one whose transport still answers its peers
-// while they hear its daemon is silent is a stuck daemon, not a network fault.
+// while they hear its daemon is silent is a stuck daemon, not a network fault;
+// one whose daemon answers but whose transport died (a peer's pair to it is
+// to the dead process, or none runs) is the node, however few peers have
+// noticed yet.
 //
 // After the bad links, pooled TCP loss: at the default schedule a direction
 // carries too few segments for its own loss ratio to count (a direction
@@ -77,6 +80,9 @@ struct LinkObservation {
   // judgement (a loss ratio above the threshold over too few segments): it
   // counts in the pooled loss only.
   bool judged = true;
+  // Bad because `to`'s transport process is gone or was restarted after the
+  // pair came up (its daemon says so): `to`'s fault, not the link's.
+  bool peer_restarted = false;
 };
 
 struct LocaliseInput {

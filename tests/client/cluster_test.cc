@@ -732,6 +732,182 @@ TEST(Cluster, PairsOlderThanThePeersTransportAreBroken) {
   EXPECT_TRUE(healed.suspects.empty());
 }
 
+// Every transport started hours ago, every view up since then.
+std::vector<FetchResult> SettledRacks() {
+  auto nodes = TwoRacksAt(kModelNow);
+  for (auto& n : nodes) {
+    *n.status->mutable_transport()->mutable_started_at() =
+        ToProtoTimestamp(kModelNow - absl::Hours(5));
+    for (auto& p : *n.status->mutable_peers()) {
+      *p.mutable_up_since() = ToProtoTimestamp(kModelNow - absl::Hours(4));
+    }
+  }
+  return nodes;
+}
+
+void FailedAt(v1::PeerStatus* v, absl::Duration ago, v1::FailureReason reason) {
+  v->set_state(v1::PEER_STATE_DOWN);
+  v->set_failures_in_window(v->failures_in_window() + 1);
+  v->mutable_last_failure()->set_reason(reason);
+  *v->mutable_last_failure()->mutable_time() = ToProtoTimestamp(kModelNow - ago);
+}
+
+void RecoveredAt(v1::PeerStatus* v, absl::Duration ago) {
+  v->set_state(v1::PEER_STATE_UP);
+  v->set_failures_in_window(3);
+  *v->mutable_up_since() = ToProtoTimestamp(kModelNow - ago);
+}
+
+// h3 was killed for a minute and restarted 4 s ago: two peers are up again,
+// three wait out their reconnect backoff, their last failure (refused, by
+// the dead node) older than h3's new transport. Nobody is to blame: no
+// suspect, degraded until they are up, saying why.
+TEST(Cluster, PeersReconnectingToARestartedNodeBlameNobody) {
+  auto nodes = SettledRacks();
+  *nodes[2].status->mutable_started_at() = ToProtoTimestamp(kModelNow - absl::Seconds(5));
+  *nodes[2].status->mutable_transport()->mutable_started_at() =
+      ToProtoTimestamp(kModelNow - absl::Seconds(4));
+  for (const char* p : {"h1", "h2", "h5"}) {
+    FailedAt(View(nodes, p, "h3"), absl::Seconds(9), v1::FAILURE_REASON_REFUSED);
+  }
+  for (const char* p : {"h4", "h6"}) RecoveredAt(View(nodes, p, "h3"), absl::Seconds(3));
+  for (auto& p : *nodes[2].status->mutable_peers()) {
+    *p.mutable_up_since() = ToProtoTimestamp(kModelNow - absl::Seconds(3));
+  }
+  ClusterPicture c = BuildCluster(nodes);
+  EXPECT_THAT(c.suspects, IsEmpty());
+  EXPECT_EQ(c.verdict, Health::kDegraded);
+  EXPECT_THAT(c.reasons, Contains(HasSubstr("3 links connecting")));
+  const nlohmann::json j = HealthToJson(c);
+  EXPECT_THAT(j.dump(), HasSubstr("h1->h3: reconnecting: down since before a session of either "
+                                  "end recovered 3s ago, no failed attempt since (last: refused)"));
+  // Before any peer is back, the restart alone says so.
+  auto none_back = nodes;
+  for (const char* p : {"h4", "h6"}) {
+    FailedAt(View(none_back, p, "h3"), absl::Seconds(9), v1::FAILURE_REASON_REFUSED);
+  }
+  ClusterPicture waiting = BuildCluster(std::move(none_back));
+  EXPECT_THAT(waiting.suspects, IsEmpty());
+  EXPECT_THAT(HealthToJson(waiting).dump(),
+              HasSubstr("h4->h3: reconnecting: down since before h3's transport started 4s ago"));
+
+  // An attempt that failed after the restart is evidence again: the link.
+  FailedAt(View(nodes, "h1", "h3"), absl::Seconds(1), v1::FAILURE_REASON_TIMEOUT);
+  ClusterPicture failed = BuildCluster(nodes);
+  ASSERT_EQ(failed.suspects.size(), 1u);
+  EXPECT_EQ(failed.suspects[0].name, "h1 <-> h3");
+  EXPECT_EQ(failed.verdict, Health::kFailed);
+
+  // Every peer reconnected: healthy, the failures history.
+  auto healed = SettledRacks();
+  *healed[2].status->mutable_transport()->mutable_started_at() =
+      ToProtoTimestamp(kModelNow - absl::Seconds(40));
+  for (const char* p : {"h1", "h2", "h4", "h5", "h6"}) {
+    RecoveredAt(View(healed, p, "h3"), absl::Seconds(30));
+  }
+  ClusterPicture clear = BuildCluster(std::move(healed));
+  EXPECT_THAT(clear.suspects, IsEmpty());
+  EXPECT_EQ(clear.verdict, Health::kHealthy);
+}
+
+// The dead node itself, before it is restarted: its daemon does not answer
+// and every peer sees it down. No restart to reconnect to: the node, at once.
+TEST(Cluster, ADeadNodeIsNoReconnect) {
+  auto nodes = SettledRacks();
+  for (const char* p : {"h4", "h6"}) RecoveredAt(View(nodes, p, "h1"), absl::Seconds(20));
+  nodes.erase(nodes.begin() + 2);  // h3
+  nodes.push_back(Unreachable("h3"));
+  for (const char* p : {"h1", "h2", "h4", "h5", "h6"}) {
+    FailedAt(View(nodes, p, "h3"), absl::Seconds(30), v1::FAILURE_REASON_REFUSED);
+  }
+  ClusterPicture c = BuildCluster(std::move(nodes));
+  ASSERT_EQ(c.suspects.size(), 1u);
+  EXPECT_EQ(c.suspects[0].kind, SuspectKind::kNode);
+  EXPECT_EQ(c.suspects[0].name, "h3");
+  EXPECT_GE(c.suspects[0].confidence, 0.99);
+}
+
+// h5's transport was killed half a second ago; its daemon answers and has
+// not restarted it yet. Two peers saw their pair fail, three still hold the
+// pair to the dead process: the node, not two links.
+TEST(Cluster, TransportNotRunningIsTheNodeHoweverFewNoticed) {
+  auto nodes = SettledRacks();
+  v1::TransportStatus* t = nodes[4].status->mutable_transport();
+  t->clear_started_at();
+  t->set_restarts(1);
+  t->set_last_exit("probe transport exited: killed by signal 9");
+  *t->mutable_last_exit_time() = ToProtoTimestamp(kModelNow - absl::Milliseconds(500));
+  for (const char* p : {"h1", "h4"}) {
+    FailedAt(View(nodes, p, "h5"), absl::Milliseconds(400), v1::FAILURE_REASON_RESET);
+  }
+  ClusterPicture c = BuildCluster(std::move(nodes));
+  ASSERT_EQ(c.suspects.size(), 1u);
+  EXPECT_EQ(c.suspects[0].kind, SuspectKind::kNode);
+  EXPECT_EQ(c.suspects[0].name, "h5");
+  EXPECT_EQ(c.suspects[0].bad_links, 5u);
+  EXPECT_THAT(c.suspects[0].evidence[0], HasSubstr("its transport process died: 5 of the 5 peers"));
+  EXPECT_THAT(c.suspects[0].evidence,
+              Contains(HasSubstr("pair broken: h5's transport is not running")));
+  EXPECT_EQ(c.verdict, Health::kFailed);
+}
+
+// Restarted 2 s ago: one peer still holds a pair to the old process, the
+// four others wait to reconnect. The one stale pair is the node's restart,
+// not that peer's link.
+TEST(Cluster, OneStalePairAmongReconnectsIsTheNode) {
+  auto nodes = SettledRacks();
+  *nodes[4].status->mutable_transport()->mutable_started_at() =
+      ToProtoTimestamp(kModelNow - absl::Seconds(2));
+  for (const char* p : {"h1", "h2", "h3", "h4"}) {
+    FailedAt(View(nodes, p, "h5"), absl::Seconds(3), v1::FAILURE_REASON_RESET);
+  }
+  ClusterPicture c = BuildCluster(std::move(nodes));
+  ASSERT_EQ(c.suspects.size(), 1u);
+  EXPECT_EQ(c.suspects[0].kind, SuspectKind::kNode);
+  EXPECT_EQ(c.suspects[0].name, "h5");
+}
+
+// h1's firewall rejected its Gloo ports and was removed 6 s ago: three
+// peers are up again, h5 (and h1 towards h5) last failed before that and
+// wait out their backoff. Reconnecting, not a link; while the firewall
+// stood and every attempt failed, the node.
+TEST(Cluster, ReconnectsAfterARepairBlameNobody) {
+  auto nodes = SettledRacks();
+  for (const char* p : {"h2", "h3", "h4", "h6"}) {
+    RecoveredAt(View(nodes, p, "h1"), absl::Seconds(5));
+    RecoveredAt(View(nodes, "h1", p), absl::Seconds(5));
+  }
+  FailedAt(View(nodes, "h5", "h1"), absl::Seconds(8), v1::FAILURE_REASON_REFUSED);
+  FailedAt(View(nodes, "h1", "h5"), absl::Seconds(7), v1::FAILURE_REASON_REFUSED);
+  ClusterPicture c = BuildCluster(nodes);
+  EXPECT_THAT(c.suspects, IsEmpty());
+  EXPECT_EQ(c.verdict, Health::kDegraded);
+  EXPECT_THAT(HealthToJson(c).dump(),
+              HasSubstr("h5->h1: reconnecting: down since before a session of either end "
+                        "recovered 5s ago"));
+
+  // The firewall still up: every attempt fails, fresh failures. The node.
+  auto standing = SettledRacks();
+  for (const char* p : {"h2", "h3", "h4", "h5", "h6"}) {
+    FailedAt(View(standing, p, "h1"), absl::Seconds(1), v1::FAILURE_REASON_REFUSED);
+    FailedAt(View(standing, "h1", p), absl::Seconds(1), v1::FAILURE_REASON_REFUSED);
+  }
+  ClusterPicture firewall = BuildCluster(std::move(standing));
+  ASSERT_FALSE(firewall.suspects.empty());
+  EXPECT_EQ(firewall.suspects[0].kind, SuspectKind::kNode);
+  EXPECT_EQ(firewall.suspects[0].name, "h1");
+  EXPECT_EQ(firewall.suspects.size(), 1u);
+
+  // A partition between two hosts whose other sessions never failed: no
+  // recovery anywhere, the link at every attempt.
+  auto cut = SettledRacks();
+  FailedAt(View(cut, "h2", "h4"), absl::Seconds(20), v1::FAILURE_REASON_TIMEOUT);
+  FailedAt(View(cut, "h4", "h2"), absl::Seconds(20), v1::FAILURE_REASON_TIMEOUT);
+  ClusterPicture partition = BuildCluster(std::move(cut));
+  ASSERT_EQ(partition.suspects.size(), 1u);
+  EXPECT_EQ(partition.suspects[0].name, "h2 <-> h4");
+}
+
 // A NIC losing 2% at the default schedule: no direction has the segments to
 // count on its own, its links together do. Degraded, the node named; once
 // the recent segments rule the loss out, healthy while the window still
