@@ -1,6 +1,7 @@
 #include "daemon/peers/peer_tracker.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "common/failure.h"
 #include "common/proto_time.h"
@@ -161,15 +162,25 @@ void PeerTracker::RecordBandwidth(BandwidthDirection direction, const BandwidthS
   absl::MutexLock lock(&mu_);
   v1::PeerStatus& status = figures_.status;
   v1::BandwidthFigures* bw = status.mutable_bandwidth();
-  if (direction == BandwidthDirection::kTx) {
+  const bool tx = direction == BandwidthDirection::kTx;
+  std::optional<double>& previous = tx ? previous_tx_ : previous_rx_;
+  if (tx ? bw->has_tx_bytes_per_second() : bw->has_rx_bytes_per_second()) {
+    previous = tx ? bw->tx_bytes_per_second() : bw->rx_bytes_per_second();
+  }
+  if (tx) {
     bw->set_tx_bytes_per_second(sample.bytes_per_second);
   } else {
     bw->set_rx_bytes_per_second(sample.bytes_per_second);
   }
+  (tx ? figures_.tx_judged_bytes_per_second : figures_.rx_judged_bytes_per_second) =
+      std::max(sample.bytes_per_second, previous.value_or(0));
   if (link_speed_ && *link_speed_ > 0) {
-    double slowest = sample.bytes_per_second;
-    if (bw->has_tx_bytes_per_second()) slowest = std::min(slowest, bw->tx_bytes_per_second());
-    if (bw->has_rx_bytes_per_second()) slowest = std::min(slowest, bw->rx_bytes_per_second());
+    // The slower direction, each judged on the better of its last two.
+    double slowest = std::numeric_limits<double>::infinity();
+    for (const auto& judged :
+         {figures_.tx_judged_bytes_per_second, figures_.rx_judged_bytes_per_second}) {
+      if (judged) slowest = std::min(slowest, *judged);
+    }
     bw->set_link_ratio(slowest / *link_speed_);
   }
   *bw->mutable_measured_at() = ToProtoTimestamp(clock_->Now());

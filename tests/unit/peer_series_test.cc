@@ -171,6 +171,32 @@ TEST_F(PeerSeriesTest, ExactValuesAfterKnownEvents) {
   EXPECT_DOUBLE_EQ(*Value(families, "gloowatch_peer_tcp_rtt_variation_seconds", kB), 40e-6);
 }
 
+// One slow transfer (a busy host) is no slow link: each direction is judged
+// on the better of its last two transfers, in the status and the series
+// alike. Two slow ones in a row (a capped link) are; a fast one clears it.
+TEST_F(PeerSeriesTest, LinkRatioJudgesTheBetterOfTheLastTwoTransfers) {
+  PeerTracker& b = *AddTracker("node-b", 1e9);
+  b.SetUp("127.0.0.1:1", "test");
+  b.RecordBandwidth(BandwidthDirection::kTx, {9e8, 0, absl::ZeroDuration()});
+  b.RecordBandwidth(BandwidthDirection::kRx, {8e8, 0, absl::ZeroDuration()});
+  b.RecordBandwidth(BandwidthDirection::kTx, {2.8e8, 0, absl::ZeroDuration()});  // one slow
+  EXPECT_DOUBLE_EQ(b.Snapshot().status.bandwidth().link_ratio(), 0.8);
+  EXPECT_DOUBLE_EQ(b.Snapshot().status.bandwidth().tx_bytes_per_second(), 2.8e8);  // the latest
+  auto families = Collect();
+  EXPECT_DOUBLE_EQ(*Value(families, "gloowatch_peer_bandwidth_link_ratio", With("direction", "tx")),
+                   0.9);
+  EXPECT_DOUBLE_EQ(
+      *Value(families, "gloowatch_peer_bandwidth_bytes_per_second", With("direction", "tx")),
+      2.8e8);
+  b.RecordBandwidth(BandwidthDirection::kTx, {1e8, 0, absl::ZeroDuration()});  // slow again
+  EXPECT_DOUBLE_EQ(b.Snapshot().status.bandwidth().link_ratio(), 0.28);
+  families = Collect();
+  EXPECT_DOUBLE_EQ(*Value(families, "gloowatch_peer_bandwidth_link_ratio", With("direction", "tx")),
+                   0.28);
+  b.RecordBandwidth(BandwidthDirection::kTx, {9.5e8, 0, absl::ZeroDuration()});  // repaired
+  EXPECT_DOUBLE_EQ(b.Snapshot().status.bandwidth().link_ratio(), 0.8);
+}
+
 TEST_F(PeerSeriesTest, LabelsInNameOrderTypesAndHelp) {
   PeerTracker& b = *AddTracker("node-b", 1e9);
   b.RecordBandwidth(BandwidthDirection::kTx, {4e8, 0, absl::ZeroDuration()});
