@@ -76,9 +76,12 @@ void PeerTracker::RecordBandwidthDue(absl::Time at) {
 void PeerTracker::SetUp(const std::string& gloo_address, const std::string& peer_version) {
   absl::MutexLock lock(&mu_);
   v1::PeerStatus& status = figures_.status;
-  if (status.state() != v1::PEER_STATE_UP)
+  if (status.state() != v1::PEER_STATE_UP) {
     *status.mutable_up_since() = ToProtoTimestamp(clock_->Now());
+    status.clear_acknowledged_again_at();
+  }
   status.set_state(v1::PEER_STATE_UP);
+  status.clear_down_since();
   status.clear_unacknowledged();
   unacknowledged_at_.reset();
   ever_up_ = true;
@@ -97,9 +100,11 @@ void PeerTracker::RecordFailure(v1::FailureReason reason, const std::string& mes
     ++figures_.drops;
     drop_times_.push_back(now);
     if (drop_times_.size() > kMaxFailureTimes) drop_times_.pop_front();
+    *status.mutable_down_since() = ToProtoTimestamp(now);
   }
   status.set_state(v1::PEER_STATE_DOWN);
   status.clear_up_since();
+  status.clear_acknowledged_again_at();
   status.clear_unacknowledged();
   unacknowledged_at_.reset();
   status.clear_next_bandwidth_probe();
@@ -203,6 +208,10 @@ void PeerTracker::RecordUnacknowledged(uint32_t retransmissions, absl::Duration 
   // Only an up peer's pair can be waiting; a report that crossed a state
   // change is stale.
   if (retransmissions == 0 || status.state() != v1::PEER_STATE_UP) {
+    // Acknowledged again within the session: the path is back.
+    if (status.has_unacknowledged() && status.state() == v1::PEER_STATE_UP) {
+      *status.mutable_acknowledged_again_at() = ToProtoTimestamp(clock_->Now());
+    }
     status.clear_unacknowledged();
     unacknowledged_at_.reset();
     return;
