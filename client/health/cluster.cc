@@ -73,6 +73,18 @@ std::map<std::string, absl::Time> LastRecovered(
       note(n.name, up_since);
       note(p.name(), up_since + absl::Seconds(offset));
     }
+    // Data that had gone unacknowledged was acknowledged again: the path
+    // came back then.
+    for (const auto& p : n.status->peers()) {
+      if (p.state() != v1::PEER_STATE_UP || p.has_unacknowledged() ||
+          !p.has_acknowledged_again_at()) {
+        continue;
+      }
+      const double offset = p.clock().has_offset_seconds() ? p.clock().offset_seconds() : 0;
+      const absl::Time at = FromProtoTimestamp(p.acknowledged_again_at());
+      note(n.name, at);
+      note(p.name(), at + absl::Seconds(offset));
+    }
   }
   return out;
 }
@@ -158,6 +170,7 @@ LocaliseInput LinkMatrixOf(const ClusterPicture& c) {
       o.evidence = std::move(d.bad);
       o.down = (p.state() == v1::PEER_STATE_DOWN && !d.reconnecting) || d.cut;
       o.peer_restarted = d.peer_restarted;
+      if (d.cut_for) o.cut_seconds = absl::ToDoubleSeconds(*d.cut_for);
       if (p.state() == v1::PEER_STATE_UP && p.peer_daemon().has_silent_seconds()) {
         o.daemon_silent_seconds = p.peer_daemon().silent_seconds();
       }

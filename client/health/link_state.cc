@@ -183,6 +183,11 @@ DirectionState JudgeDirection(const std::string& from, const std::string& to,
         context.peer_transport_stopped ? absl::StrCat(", ", to, "'s transport is not running")
                                        : ""));
     d.peer_restarted = context.peer_transport_stopped;
+    if (const std::optional<absl::Time> since =
+            p.has_down_since() ? TimeOf(p.down_since()) : last_failure_at;
+        since && !d.peer_restarted) {
+      d.cut_for = now - *since;
+    }
   } else if (p.state() != v1::PEER_STATE_UP) {
     Worsen(d.health, Health::kDegraded);
     d.problems.push_back(absl::StrCat(who, PeerStateWord(p.state())));
@@ -197,6 +202,19 @@ DirectionState JudgeDirection(const std::string& from, const std::string& to,
     bad.push_back(stopped);
     d.cut = true;
     d.peer_restarted = true;
+  } else if (p.has_unacknowledged() && accepting &&
+             now - absl::Seconds(p.unacknowledged().seconds()) < *accepting - kStalePairMargin) {
+    // Unacknowledged since before a session of either end recovered (or the
+    // peer's transport started): what cut it is gone; the kernel's
+    // retransmission back-off has not tried again yet.
+    Worsen(d.health, Health::kDegraded);
+    d.reconnecting = true;
+    d.problems.push_back(absl::StrFormat(
+        "%sretransmitting: sent data unacknowledged for %.1f s, since before %s %s ago", who,
+        p.unacknowledged().seconds(),
+        recovered ? "a session of either end recovered" : absl::StrCat(to, "'s transport started"),
+        AgeText(now - *accepting)));
+    d.findings.emplace_back(Finding::kConnecting, "");
   } else if (p.has_unacknowledged()) {
     // The kernel knows before the probe times out: nothing gets through.
     Worsen(d.health, Health::kFailed);
@@ -207,6 +225,7 @@ DirectionState JudgeDirection(const std::string& from, const std::string& to,
     d.findings.emplace_back(Finding::kUnanswered, "");
     bad.push_back(unanswered);
     d.cut = true;
+    d.cut_for = absl::Seconds(p.unacknowledged().seconds());
   } else if (const std::optional<absl::Time> up_since = TimeOf(p.up_since());
              context.peer_transport_started && up_since &&
              *up_since < *context.peer_transport_started - kStalePairMargin) {

@@ -94,6 +94,11 @@ struct DirectionState {
   // transport started, or a session of either end recovered), with no
   // failed attempt since: the reconnect backoff runs. Evidence neither way.
   bool reconnecting = false;
+  // Down or cut (nothing gets through) for this long: since the drop
+  // (PeerStatus.down_since, else the last failure) or since the data went
+  // unacknowledged. Unset when the direction is not down or cut, or the
+  // cause is the peer's restart.
+  std::optional<absl::Duration> cut_for;
   // The past, "A->B: recovered 3m ago after 5 failures (last: refused)", or
   // empty.
   std::string history;

@@ -639,10 +639,45 @@ class Localiser {
     return s;
   }
 
+  // A link whose every bad direction is down or cut for less than
+  // kLoneLinkSettleSeconds: too fresh to tell a link from the start of a
+  // node's fault.
+  bool Settling(const BadLink& l) const {
+    for (int64_t k : {l.ab, l.ba}) {
+      if (k < 0) continue;
+      const LinkObservation& o = in_.observations[static_cast<size_t>(k)];
+      if (!o.cut_seconds || *o.cut_seconds >= kLoneLinkSettleSeconds) return false;
+    }
+    return true;
+  }
+
+  // A link bad but not cut (lossy, slow, below its speed: what loss does to
+  // it), one of whose ends loses on two or more of its other links too (at
+  // half the threshold or more, over their window): a node's or uplink's
+  // loss starting or clearing, which crosses the thresholds link by link,
+  // not this link's fault alone.
+  bool LossSpreadOverAnEnd(const BadLink& l) const {
+    for (int64_t k : {l.ab, l.ba}) {
+      if (k >= 0 && in_.observations[static_cast<size_t>(k)].down) return false;
+    }
+    for (uint32_t end : {l.a, l.b}) {
+      size_t lossy = 0;
+      for (const PooledLink& p : pooled_) {
+        if ((p.a != end && p.b != end) || (p.a == l.a && p.b == l.b)) continue;
+        if (p.window.lost > 0 && static_cast<double>(p.window.lost) >=
+                                     in_.loss_ratio / 2 * static_cast<double>(p.window.sent)) {
+          ++lossy;
+        }
+      }
+      if (lossy >= 2) return true;
+    }
+    return false;
+  }
+
   void AddLeftoverLinks(std::vector<Suspect>& out) {
     std::vector<Suspect> links;
     for (BadLink& l : bad_) {
-      if (l.explained) continue;
+      if (l.explained || Settling(l) || LossSpreadOverAnEnd(l)) continue;
       Suspect s;
       s.kind = SuspectKind::kLink;
       s.name = absl::StrCat(in_.nodes[l.a].name, " <-> ", in_.nodes[l.b].name);

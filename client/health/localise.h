@@ -26,6 +26,13 @@
 // node. Each node, group uplink and link is tested on the segments of all
 // its directions together against the rest of the cluster (PooledLoss
 // below); the most likely is named, its links set aside, and again.
+//
+// What is left is named link by link, but not while it may still be the
+// start or end of a wider fault: a link bad only because it is down or cut
+// for less than kLoneLinkSettleSeconds (the other peers of a failing node
+// notice within their next probe), nor a link bad but not cut while one of
+// its ends loses on two or more of its other links (a node's loss crosses
+// the thresholds link by link as it starts and clears).
 #pragma once
 
 #include <cstddef>
@@ -83,6 +90,11 @@ struct LinkObservation {
   // Bad because `to`'s transport process is gone or was restarted after the
   // pair came up (its daemon says so): `to`'s fault, not the link's.
   bool peer_restarted = false;
+  // How long `from` has seen `to` down or cut (nothing gets through), when
+  // that is why the direction is bad. A link is named on such evidence once
+  // it is kLoneLinkSettle old: at the start of a node's fault its first
+  // peers to notice see only their own link.
+  std::optional<double> cut_seconds = std::nullopt;
 };
 
 struct LocaliseInput {
@@ -117,6 +129,12 @@ struct Suspect {
 // A daemon whose transport has not heard from it for longer is stuck: the
 // daemon ticks its transport every second (PeerDaemon in the status).
 inline constexpr double kDaemonSilentSeconds = 3;
+
+// A link bad only because it is down or cut is named once one of its
+// directions has been so for this long: the other peers of a node whose
+// fault starts notice within their next probe (every 0.5-5 s); a link fault
+// stays a link.
+inline constexpr double kLoneLinkSettleSeconds = 2;
 
 // At most this many suspects are returned (the worst first).
 inline constexpr size_t kMaxSuspects = 100;

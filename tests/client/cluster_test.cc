@@ -668,23 +668,24 @@ TEST(Cluster, RefusingDaemonSeenDownByTheFirstPeersIsTheNode) {
   EXPECT_THAT(c.suspects[0].evidence[0], HasSubstr("refuses connections"));
 }
 
-// A partition, before the probe in flight times out: what both ends sent is
+// A partition, before the probe in flight times out (5 s) and once past the
+// settle time (2 s): what both ends sent is
 // unacknowledged. Failed now, the link named, nobody else.
 TEST(Cluster, UnacknowledgedBothWaysIsTheLinkAtOnce) {
   auto nodes = TwoRacksAt(kModelNow);
   for (auto [from, to] : {std::pair{"h2", "h6"}, std::pair{"h6", "h2"}}) {
     v1::PeerUnacknowledged* u = View(nodes, from, to)->mutable_unacknowledged();
     u->set_retransmissions(3);
-    u->set_seconds(1.6);
+    u->set_seconds(2.6);
   }
   ClusterPicture c = BuildCluster(std::move(nodes));
   EXPECT_EQ(c.verdict, Health::kFailed);
   ASSERT_EQ(c.suspects.size(), 1u);
   EXPECT_EQ(c.suspects[0].name, "h2 <-> h6");
   EXPECT_THAT(c.suspects[0].evidence,
-              Contains(HasSubstr("not answering: sent data unacknowledged for 1.6 s")));
+              Contains(HasSubstr("not answering: sent data unacknowledged for 2.6 s")));
   EXPECT_THAT(c.reasons, Contains(HasSubstr("1 link not answering (h2<->h6)")));
-  EXPECT_EQ(HealthToJson(c)["links"][0]["a_to_b"]["unacknowledged_seconds"], 1.6);
+  EXPECT_EQ(HealthToJson(c)["links"][0]["a_to_b"]["unacknowledged_seconds"], 2.6);
 }
 
 // h4's transport was killed and restarted 2 s ago: its peers that have not
@@ -745,7 +746,11 @@ std::vector<FetchResult> SettledRacks() {
   return nodes;
 }
 
+// A failed attempt; the first one after the view was up is the drop.
 void FailedAt(v1::PeerStatus* v, absl::Duration ago, v1::FailureReason reason) {
+  if (v->state() != v1::PEER_STATE_DOWN) {
+    *v->mutable_down_since() = ToProtoTimestamp(kModelNow - ago);
+  }
   v->set_state(v1::PEER_STATE_DOWN);
   v->set_failures_in_window(v->failures_in_window() + 1);
   v->mutable_last_failure()->set_reason(reason);
@@ -906,6 +911,117 @@ TEST(Cluster, ReconnectsAfterARepairBlameNobody) {
   ClusterPicture partition = BuildCluster(std::move(cut));
   ASSERT_EQ(partition.suspects.size(), 1u);
   EXPECT_EQ(partition.suspects[0].name, "h2 <-> h4");
+}
+
+// h1's firewall starts rejecting its Gloo ports: h6 noticed 0.3 s ago, the
+// other peers probe it within their next interval. Too fresh to tell a link
+// from the start of a node's fault: no suspect yet (failed all the same).
+// Once the others noticed, the node; a link that stays alone past the
+// settle time is the link.
+TEST(Cluster, AFreshLoneCutIsNoLinkYet) {
+  auto nodes = SettledRacks();
+  v1::PeerStatus* v = View(nodes, "h6", "h1");
+  FailedAt(v, absl::Milliseconds(300), v1::FAILURE_REASON_REFUSED);
+  *v->mutable_down_since() = ToProtoTimestamp(kModelNow - absl::Milliseconds(300));
+  ClusterPicture fresh = BuildCluster(nodes);
+  EXPECT_THAT(fresh.suspects, IsEmpty());
+  EXPECT_EQ(fresh.verdict, Health::kFailed);
+
+  for (const char* p : {"h2", "h3", "h4"}) {
+    FailedAt(View(nodes, p, "h1"), absl::Milliseconds(100), v1::FAILURE_REASON_REFUSED);
+  }
+  ClusterPicture noticed = BuildCluster(nodes);
+  ASSERT_EQ(noticed.suspects.size(), 1u);
+  EXPECT_EQ(noticed.suspects[0].name, "h1");
+  EXPECT_EQ(noticed.suspects[0].kind, SuspectKind::kNode);
+
+  // A partition: the link alone, once cut for the settle time. Retries
+  // after the drop do not make it fresh again (down_since is the drop).
+  auto cut = SettledRacks();
+  v1::PeerUnacknowledged* u = View(cut, "h2", "h4")->mutable_unacknowledged();
+  u->set_retransmissions(2);
+  u->set_seconds(1.2);
+  EXPECT_THAT(BuildCluster(cut).suspects, IsEmpty());
+  u->set_seconds(2.5);
+  ClusterPicture named = BuildCluster(cut);
+  ASSERT_EQ(named.suspects.size(), 1u);
+  EXPECT_EQ(named.suspects[0].name, "h2 <-> h4");
+  auto retried = SettledRacks();
+  v1::PeerStatus* down = View(retried, "h2", "h4");
+  FailedAt(down, absl::Milliseconds(200), v1::FAILURE_REASON_TIMEOUT);
+  *down->mutable_down_since() = ToProtoTimestamp(kModelNow - absl::Seconds(40));
+  ClusterPicture still = BuildCluster(std::move(retried));
+  ASSERT_EQ(still.suspects.size(), 1u);
+  EXPECT_EQ(still.suspects[0].name, "h2 <-> h4");
+}
+
+// h6's firewall dropped everything for 3 s and was removed half a second
+// ago: three of its directions had their data acknowledged again, two wait
+// for their kernel's next retransmission. Those are no evidence against the
+// links: nobody to blame.
+TEST(Cluster, RetransmissionsAfterARepairBlameNobody) {
+  auto nodes = SettledRacks();
+  for (const char* p : {"h1", "h2", "h3"}) {
+    *View(nodes, p, "h6")->mutable_acknowledged_again_at() =
+        ToProtoTimestamp(kModelNow - absl::Milliseconds(500));
+  }
+  for (const char* p : {"h4", "h5"}) {
+    v1::PeerUnacknowledged* u = View(nodes, p, "h6")->mutable_unacknowledged();
+    u->set_retransmissions(4);
+    u->set_seconds(3.1);
+  }
+  ClusterPicture c = BuildCluster(nodes);
+  EXPECT_THAT(c.suspects, IsEmpty());
+  EXPECT_EQ(c.verdict, Health::kDegraded);
+  EXPECT_THAT(HealthToJson(c).dump(),
+              HasSubstr("h4->h6: retransmitting: sent data unacknowledged for 3.1 s, since before "
+                        "a session of either end recovered"));
+  // Cut since after the others came back: evidence again (a new fault).
+  for (const char* p : {"h4", "h5"}) {
+    View(nodes, p, "h6")->mutable_unacknowledged()->set_seconds(0.2);
+  }
+  for (const char* p : {"h1", "h2", "h3"}) {
+    *View(nodes, p, "h6")->mutable_acknowledged_again_at() =
+        ToProtoTimestamp(kModelNow - absl::Seconds(10));
+  }
+  for (const char* p : {"h4", "h5"}) {
+    View(nodes, p, "h6")->mutable_unacknowledged()->set_seconds(2.5);
+  }
+  ClusterPicture again = BuildCluster(std::move(nodes));
+  std::vector<std::string> names;
+  for (const Suspect& x : again.suspects) names.push_back(x.name);
+  EXPECT_THAT(names, ElementsAre("h4 <-> h6", "h5 <-> h6"));
+}
+
+// h2's NIC started losing 5% twenty seconds ago: the 60 s windows cross
+// the 1% threshold link by link. h2 -> h6 did first; h2's other links lose
+// at 0.8% so far, and h5's transfers from h2 crawl. That is h2's loss in the
+// making, not the links h2 <-> h6 and h2 <-> h5:
+// no link is named (the node is, once its pooled loss is clear). A link
+// whose ends lose nowhere else is the link.
+TEST(Cluster, LossSpreadOverANodesLinksIsNoLinkOfIt) {
+  auto nodes = SettledRacks();
+  for (const char* p : {"h1", "h3", "h4", "h5", "h6"}) {
+    for (auto [from, to] : {std::pair{"h2", p}, std::pair{p, "h2"}}) {
+      v1::TcpFigures* t = View(nodes, from, to)->mutable_tcp();
+      t->set_loss_ratio(0.008);
+      t->set_window_sent_segments(2000);
+    }
+  }
+  View(nodes, "h2", "h6")->mutable_tcp()->set_loss_ratio(0.015);
+  // Its transfers crawl through the retransmissions too.
+  View(nodes, "h5", "h2")->mutable_bandwidth()->set_link_ratio(0.4);
+  ClusterPicture c = BuildCluster(nodes);
+  EXPECT_THAT(c.suspects, IsEmpty());
+  EXPECT_EQ(c.verdict, Health::kDegraded);
+
+  auto lone = SettledRacks();
+  v1::TcpFigures* t = View(lone, "h4", "h3")->mutable_tcp();
+  t->set_loss_ratio(0.05);
+  t->set_window_sent_segments(3000);
+  ClusterPicture link = BuildCluster(std::move(lone));
+  ASSERT_EQ(link.suspects.size(), 1u);
+  EXPECT_EQ(link.suspects[0].name, "h3 <-> h4");
 }
 
 // A NIC losing 2% at the default schedule: no direction has the segments to
