@@ -653,7 +653,8 @@ class Localiser {
 
   // A link bad but not cut (lossy, slow, below its speed: what loss does to
   // it), one of whose ends loses on two or more of its other links too (at
-  // half the threshold or more, over their window): a node's or uplink's
+  // half the threshold or more, over their window or its recent part): a
+  // node's or uplink's
   // loss starting or clearing, which crosses the thresholds link by link,
   // not this link's fault alone.
   bool LossSpreadOverAnEnd(const BadLink& l) const {
@@ -664,10 +665,14 @@ class Localiser {
       size_t lossy = 0;
       for (const PooledLink& p : pooled_) {
         if ((p.a != end && p.b != end) || (p.a == l.a && p.b == l.b)) continue;
-        if (p.window.lost > 0 && static_cast<double>(p.window.lost) >=
-                                     in_.loss_ratio / 2 * static_cast<double>(p.window.sent)) {
-          ++lossy;
-        }
+        // Over the window (a loss clearing), or over its recent part (a
+        // loss starting: a lossy link's transfers crawl, so the window is
+        // mostly the clean segments from before).
+        auto losing = [&](const LossCount& c) {
+          return c.lost > 0 &&
+                 static_cast<double>(c.lost) >= in_.loss_ratio / 2 * static_cast<double>(c.sent);
+        };
+        if (losing(p.window) || (p.has_recent && losing(p.recent))) ++lossy;
       }
       if (lossy >= 2) return true;
     }
