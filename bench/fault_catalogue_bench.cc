@@ -113,15 +113,16 @@ int Main(int argc, char** argv) {
       << "| --- | --- | --- | --- | --- | --- |\n";
   for (const RowResult& r : results) {
     const bool healthy = r.row == "healthy";
+    // Suspects on the clean bed before the fault count too.
+    std::vector<std::string> blamed = r.false_blame;
+    for (const std::string& b : r.baseline_blame) blamed.push_back("before the fault, " + b);
     const std::string blame =
-        r.false_blame.empty()
+        blamed.empty()
             ? "0 (met)"
-            : absl::StrCat(
-                  r.false_blame.size(), " (SHORT: ",
-                  absl::StrJoin(r.false_blame.begin(),
-                                r.false_blame.begin() + std::min<size_t>(3, r.false_blame.size()),
-                                "; "),
-                  ")");
+            : absl::StrCat(blamed.size(), " (SHORT: ",
+                           absl::StrJoin(blamed.begin(),
+                                         blamed.begin() + std::min<size_t>(3, blamed.size()), "; "),
+                           ")");
     std::cout << "| " << r.row << " | " << r.fault
               << (r.error.empty() ? "" : absl::StrCat(" (ERROR: ", r.error, ")")) << " | "
               << (healthy ? "-" : Figure(r.culprit_seconds, CulpritTarget(r.row))) << " | "

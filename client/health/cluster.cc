@@ -28,19 +28,6 @@ absl::Time NowOf(const v1::NodeStatus& s) {
   return s.has_now() ? FromProtoTimestamp(s.now()) : absl::Now();
 }
 
-// What the direction toward `peer` is judged with: the peer's own word on its
-// transport, when it answered (on the reporting node's clock, by the offset
-// the view measured).
-DirectionContext ContextOf(const v1::PeerStatus& p, const v1::NodeStatus* peer) {
-  DirectionContext context;
-  if (peer != nullptr && peer->transport().has_started_at()) {
-    const double offset = p.clock().has_offset_seconds() ? p.clock().offset_seconds() : 0;
-    context.peer_transport_started =
-        FromProtoTimestamp(peer->transport().started_at()) - absl::Seconds(offset);
-  }
-  return context;
-}
-
 // Node name -> its status, for the nodes that answered.
 std::map<std::string, const v1::NodeStatus*> StatusByName(const std::vector<NodeReport>& reports) {
   std::map<std::string, const v1::NodeStatus*> out;
@@ -54,6 +41,79 @@ const v1::NodeStatus* Find(const std::map<std::string, const v1::NodeStatus*>& b
                            const std::string& name) {
   auto it = by_name.find(name);
   return it == by_name.end() ? nullptr : it->second;
+}
+
+// When each node last had a session come up again after a failure, on its
+// own clock (a peer's view moved by the offset it measured): proof that its
+// side accepts pairs again after a fault. Views that are not sound now
+// (unacknowledged data, a pair older than the peer's transport) prove
+// nothing, nor do sessions that never failed (a sampled mesh's new pairs).
+std::map<std::string, absl::Time> LastRecovered(
+    const std::vector<NodeReport>& reports,
+    const std::map<std::string, const v1::NodeStatus*>& by_name) {
+  std::map<std::string, absl::Time> out;
+  auto note = [&](const std::string& node, absl::Time t) {
+    auto [it, added] = out.emplace(node, t);
+    if (!added && t > it->second) it->second = t;
+  };
+  for (const auto& n : reports) {
+    if (!n.status) continue;
+    for (const auto& p : n.status->peers()) {
+      if (p.state() != v1::PEER_STATE_UP || p.has_unacknowledged() || !p.has_up_since() ||
+          p.failures_in_window() == 0) {
+        continue;
+      }
+      const double offset = p.clock().has_offset_seconds() ? p.clock().offset_seconds() : 0;
+      const absl::Time up_since = FromProtoTimestamp(p.up_since());
+      const v1::NodeStatus* peer = Find(by_name, p.name());
+      if (peer != nullptr && peer->transport().has_started_at() &&
+          up_since + absl::Seconds(offset) <
+              FromProtoTimestamp(peer->transport().started_at()) - kStalePairMargin) {
+        continue;
+      }
+      note(n.name, up_since);
+      note(p.name(), up_since + absl::Seconds(offset));
+    }
+    // Data that had gone unacknowledged was acknowledged again: the path
+    // came back then.
+    for (const auto& p : n.status->peers()) {
+      if (p.state() != v1::PEER_STATE_UP || p.has_unacknowledged() ||
+          !p.has_acknowledged_again_at()) {
+        continue;
+      }
+      const double offset = p.clock().has_offset_seconds() ? p.clock().offset_seconds() : 0;
+      const absl::Time at = FromProtoTimestamp(p.acknowledged_again_at());
+      note(n.name, at);
+      note(p.name(), at + absl::Seconds(offset));
+    }
+  }
+  return out;
+}
+
+// What the direction from `from` toward `peer` is judged with: the peer's own
+// word on its transport, when it answered, and when either end last had a
+// session recover (on the reporting node's clock, by the offset the view
+// measured).
+DirectionContext ContextOf(const std::string& from, const v1::PeerStatus& p,
+                           const v1::NodeStatus* peer,
+                           const std::map<std::string, absl::Time>& recovered) {
+  DirectionContext context;
+  const double offset = p.clock().has_offset_seconds() ? p.clock().offset_seconds() : 0;
+  if (peer != nullptr && peer->transport().has_started_at()) {
+    context.peer_transport_started =
+        FromProtoTimestamp(peer->transport().started_at()) - absl::Seconds(offset);
+  } else if (peer != nullptr && peer->has_transport()) {
+    context.peer_transport_stopped = true;
+  }
+  std::optional<absl::Time> latest;
+  if (auto it = recovered.find(p.name()); it != recovered.end()) {
+    latest = it->second - absl::Seconds(offset);
+  }
+  if (auto it = recovered.find(from); it != recovered.end() && (!latest || it->second > *latest)) {
+    latest = it->second;
+  }
+  context.recovered_since = latest;
+  return context;
 }
 
 // Why an unreachable daemon did not answer: a refused connection means
@@ -85,6 +145,7 @@ LocaliseInput LinkMatrixOf(const ClusterPicture& c) {
     in.nodes[i].overload = OverloadOf(*n.status, ThresholdsOf(*n.status));
   }
   const std::map<std::string, const v1::NodeStatus*> by_name = StatusByName(c.node_reports);
+  const auto recovered = LastRecovered(c.node_reports, by_name);
   for (const auto& n : c.node_reports) {
     if (!n.status) continue;
     const uint32_t from = index_of(n.name);
@@ -98,16 +159,19 @@ LocaliseInput LinkMatrixOf(const ClusterPicture& c) {
         continue;
       }
       DirectionState d = JudgeDirection(n.name, p.name(), p, t, NowOf(*n.status),
-                                        ContextOf(p, Find(by_name, p.name())));
+                                        ContextOf(n.name, p, Find(by_name, p.name()), recovered));
       LinkObservation o;
       o.from = from;
       o.to = to;
       o.bad = !d.bad.empty();
       // A loss ratio over too few segments is evidence for the pooled loss
       // alone.
-      o.judged = !(d.bad.empty() && d.inconclusive);
+      // A direction still reconnecting is none either.
+      o.judged = !(d.bad.empty() && d.inconclusive) && !d.reconnecting;
       o.evidence = std::move(d.bad);
-      o.down = p.state() == v1::PEER_STATE_DOWN || d.cut;
+      o.down = (p.state() == v1::PEER_STATE_DOWN && !d.reconnecting) || d.cut;
+      o.peer_restarted = d.peer_restarted;
+      if (d.cut_for) o.cut_seconds = absl::ToDoubleSeconds(*d.cut_for);
       if (p.state() == v1::PEER_STATE_UP && p.peer_daemon().has_silent_seconds()) {
         o.daemon_silent_seconds = p.peer_daemon().silent_seconds();
       }
@@ -271,6 +335,7 @@ std::map<std::pair<std::string, std::string>, LinkReport> LinksFromBothEnds(
     const std::vector<NodeReport>& reports) {
   std::map<std::pair<std::string, std::string>, LinkReport> links;
   const std::map<std::string, const v1::NodeStatus*> by_name = StatusByName(reports);
+  const auto recovered = LastRecovered(reports, by_name);
   for (const auto& n : reports) {
     if (!n.status) continue;
     const EffectiveThresholds t = ThresholdsOf(*n.status);
@@ -282,7 +347,7 @@ std::map<std::pair<std::string, std::string>, LinkReport> LinksFromBothEnds(
       l.b = key.second;
       (forward ? l.ab : l.ba) = &p;
       DirectionState d = JudgeDirection(n.name, p.name(), p, t, NowOf(*n.status),
-                                        ContextOf(p, Find(by_name, p.name())));
+                                        ContextOf(n.name, p, Find(by_name, p.name()), recovered));
       Worsen(l.health, d.health);
       for (auto& problem : d.problems) l.problems.push_back(std::move(problem));
       for (auto& finding : d.findings) l.findings.push_back(std::move(finding));

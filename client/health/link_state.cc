@@ -147,7 +147,29 @@ DirectionState JudgeDirection(const std::string& from, const std::string& to,
       last == v1::FAILURE_REASON_UNSPECIFIED ? "" : absl::StrCat(" (last: ", ReasonName(last), ")");
   const std::optional<absl::Time> last_failure_at = TimeOf(p.last_failure().time());
 
-  if (p.state() == v1::PEER_STATE_DOWN) {
+  // When the ends were last shown to accept pairs: the peer's transport's
+  // start or a recovered session of either end, whichever is later.
+  std::optional<absl::Time> accepting = context.peer_transport_started;
+  bool recovered = false;
+  if (context.recovered_since && (!accepting || *context.recovered_since > *accepting)) {
+    accepting = context.recovered_since;
+    recovered = true;
+  }
+
+  if (p.state() == v1::PEER_STATE_DOWN && !context.peer_transport_stopped && accepting &&
+      last_failure_at && *last_failure_at < *accepting - kStalePairMargin) {
+    // Its last failure was to what the peer was before (a process that
+    // died, a firewall since removed): whatever its reason says is about
+    // that. It has not tried since; its backoff runs.
+    Worsen(d.health, Health::kDegraded);
+    d.reconnecting = true;
+    d.problems.push_back(absl::StrCat(who, "reconnecting: down since before ",
+                                      recovered ? std::string("a session of either end recovered ")
+                                                : absl::StrCat(to, "'s transport started "),
+                                      AgeText(now - *accepting), " ago, no failed attempt since",
+                                      reason));
+    d.findings.emplace_back(Finding::kConnecting, "");
+  } else if (p.state() == v1::PEER_STATE_DOWN) {
     Worsen(d.health, Health::kFailed);
     d.problems.push_back(absl::StrCat(who, "down",
                                       p.last_failure().message().empty()
@@ -156,11 +178,42 @@ DirectionState JudgeDirection(const std::string& from, const std::string& to,
     d.findings.emplace_back(Finding::kDown, last == v1::FAILURE_REASON_UNSPECIFIED
                                                 ? ""
                                                 : std::string(ReasonName(last)));
-    bad.push_back(
-        absl::StrCat("down", reason, p.failures_in_window() > 0 ? ", " + FailuresText(p) : ""));
+    bad.push_back(absl::StrCat(
+        "down", reason, p.failures_in_window() > 0 ? ", " + FailuresText(p) : "",
+        context.peer_transport_stopped ? absl::StrCat(", ", to, "'s transport is not running")
+                                       : ""));
+    d.peer_restarted = context.peer_transport_stopped;
+    if (const std::optional<absl::Time> since =
+            p.has_down_since() ? TimeOf(p.down_since()) : last_failure_at;
+        since && !d.peer_restarted) {
+      d.cut_for = now - *since;
+    }
   } else if (p.state() != v1::PEER_STATE_UP) {
     Worsen(d.health, Health::kDegraded);
     d.problems.push_back(absl::StrCat(who, PeerStateWord(p.state())));
+    d.findings.emplace_back(Finding::kConnecting, "");
+  } else if (context.peer_transport_stopped) {
+    // Its daemon says no transport runs: the pair is to a process that died.
+    Worsen(d.health, Health::kFailed);
+    const std::string stopped =
+        absl::StrCat("pair broken: ", to, "'s transport is not running (its daemon restarts it)");
+    d.problems.push_back(who + stopped);
+    d.findings.emplace_back(Finding::kDown, "restart");
+    bad.push_back(stopped);
+    d.cut = true;
+    d.peer_restarted = true;
+  } else if (p.has_unacknowledged() && accepting &&
+             now - absl::Seconds(p.unacknowledged().seconds()) < *accepting - kStalePairMargin) {
+    // Unacknowledged since before a session of either end recovered (or the
+    // peer's transport started): what cut it is gone; the kernel's
+    // retransmission back-off has not tried again yet.
+    Worsen(d.health, Health::kDegraded);
+    d.reconnecting = true;
+    d.problems.push_back(absl::StrFormat(
+        "%sretransmitting: sent data unacknowledged for %.1f s, since before %s %s ago", who,
+        p.unacknowledged().seconds(),
+        recovered ? "a session of either end recovered" : absl::StrCat(to, "'s transport started"),
+        AgeText(now - *accepting)));
     d.findings.emplace_back(Finding::kConnecting, "");
   } else if (p.has_unacknowledged()) {
     // The kernel knows before the probe times out: nothing gets through.
@@ -172,6 +225,7 @@ DirectionState JudgeDirection(const std::string& from, const std::string& to,
     d.findings.emplace_back(Finding::kUnanswered, "");
     bad.push_back(unanswered);
     d.cut = true;
+    d.cut_for = absl::Seconds(p.unacknowledged().seconds());
   } else if (const std::optional<absl::Time> up_since = TimeOf(p.up_since());
              context.peer_transport_started && up_since &&
              *up_since < *context.peer_transport_started - kStalePairMargin) {
@@ -185,6 +239,7 @@ DirectionState JudgeDirection(const std::string& from, const std::string& to,
     d.findings.emplace_back(Finding::kDown, "restart");
     bad.push_back(stale);
     d.cut = true;
+    d.peer_restarted = true;
   } else if (p.drops_in_window() >= kFlappingDrops && last_failure_at &&
              now - *last_failure_at <= kFlappingRecent) {
     // Up now, but it keeps dropping: that is present, not past.

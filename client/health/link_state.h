@@ -87,6 +87,18 @@ struct DirectionState {
   // pair is to a transport process that is gone (DirectionContext). Down,
   // for localisation.
   bool cut = false;
+  // Bad because the peer's transport process is gone or was restarted after
+  // this pair came up: the peer node's fault, not the link's.
+  bool peer_restarted = false;
+  // Down since before the peer was shown to accept pairs again (its
+  // transport started, or a session of either end recovered), with no
+  // failed attempt since: the reconnect backoff runs. Evidence neither way.
+  bool reconnecting = false;
+  // Down or cut (nothing gets through) for this long: since the drop
+  // (PeerStatus.down_since, else the last failure) or since the data went
+  // unacknowledged. Unset when the direction is not down or cut, or the
+  // cause is the peer's restart.
+  std::optional<absl::Duration> cut_for;
   // The past, "A->B: recovered 3m ago after 5 failures (last: refused)", or
   // empty.
   std::string history;
@@ -100,10 +112,19 @@ struct DirectionContext {
   // then is to the process that died: broken now, though the prober has not
   // sent over it since.
   std::optional<absl::Time> peer_transport_started;
+  // The peer's daemon answered and says no transport process runs now (it
+  // died; the daemon restarts it): every pair to the peer is broken.
+  bool peer_transport_stopped = false;
+  // When a session of either end last came up again after a failure (on
+  // this node's clock): whatever broke it was gone by then. A direction
+  // down since before, with no failed attempt since, has not retried yet.
+  std::optional<absl::Time> recovered_since;
 };
 
 // A pair up since at least this long before the peer's transport started
-// is to the old process (a margin for the two clocks).
+// is to the old process (a margin for the two clocks); a direction whose
+// last failure is this long before the peer accepted pairs again is
+// reconnecting.
 inline constexpr absl::Duration kStalePairMargin = absl::Seconds(1);
 
 // `now`: the reporting daemon's clock (NodeStatus.now).

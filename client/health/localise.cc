@@ -172,7 +172,10 @@ class Localiser {
     std::vector<Tally> nodes, groups;
     Tallies(nodes, groups);
     for (size_t i = 0; i < n_ && out.size() < kMaxSuspects; ++i) {
-      if (in_.nodes[i].reachable) continue;
+      if (in_.nodes[i].reachable) {
+        if (TransportDied(i, nodes[i], out)) named_[i] = true;
+        continue;
+      }
       size_t down = 0, up = 0, silent = 0, alive = 0;
       double longest_silence = 0;
       for (const auto& o : in_.observations) {
@@ -221,6 +224,27 @@ class Localiser {
       }
       named_[i] = true;
     }
+  }
+
+  // Node i answers, but peers' pairs to it are to a transport process that
+  // died (none runs, or one started after the pair came up): the node, from
+  // the first peer that shows it, not the links of the peers that noticed
+  // first.
+  bool TransportDied(size_t i, const Tally& t, std::vector<Suspect>& out) {
+    size_t broken = 0, judged = 0;
+    for (const auto& o : in_.observations) {
+      if (o.to != i || o.from == i || o.from >= n_ || !o.judged) continue;
+      ++judged;
+      if (o.peer_restarted) ++broken;
+    }
+    if (broken == 0) return false;
+    Suspect s = NodeSuspect(i, t);
+    s.confidence = 0.9;
+    s.evidence.insert(s.evidence.begin(),
+                      absl::StrCat("its transport process died: ", broken, " of the ", judged,
+                                   " peers probing it hold pairs to the old process or none"));
+    out.push_back(std::move(s));
+    return true;
   }
 
   Suspect DaemonSuspect(size_t i, size_t up, size_t silent, size_t alive, double longest_silence) {
@@ -760,10 +784,50 @@ class Localiser {
     QuoteJobLinks(h, self, s);
   }
 
+  // A link whose every bad direction is down or cut for less than
+  // kLoneLinkSettleSeconds: too fresh to tell a link from the start of a
+  // node's fault.
+  bool Settling(const BadLink& l) const {
+    for (int64_t k : {l.ab, l.ba}) {
+      if (k < 0) continue;
+      const LinkObservation& o = in_.observations[static_cast<size_t>(k)];
+      if (!o.cut_seconds || *o.cut_seconds >= kLoneLinkSettleSeconds) return false;
+    }
+    return true;
+  }
+
+  // A link bad but not cut (lossy, slow, below its speed: what loss does to
+  // it), one of whose ends loses on two or more of its other links too (at
+  // half the threshold or more, over their window or its recent part): a
+  // node's or uplink's
+  // loss starting or clearing, which crosses the thresholds link by link,
+  // not this link's fault alone.
+  bool LossSpreadOverAnEnd(const BadLink& l) const {
+    for (int64_t k : {l.ab, l.ba}) {
+      if (k >= 0 && in_.observations[static_cast<size_t>(k)].down) return false;
+    }
+    for (uint32_t end : {l.a, l.b}) {
+      size_t lossy = 0;
+      for (const PooledLink& p : pooled_) {
+        if ((p.a != end && p.b != end) || (p.a == l.a && p.b == l.b)) continue;
+        // Over the window (a loss clearing), or over its recent part (a
+        // loss starting: a lossy link's transfers crawl, so the window is
+        // mostly the clean segments from before).
+        auto losing = [&](const LossCount& c) {
+          return c.lost > 0 &&
+                 static_cast<double>(c.lost) >= in_.loss_ratio / 2 * static_cast<double>(c.sent);
+        };
+        if (losing(p.window) || (p.has_recent && losing(p.recent))) ++lossy;
+      }
+      if (lossy >= 2) return true;
+    }
+    return false;
+  }
+
   void AddLeftoverLinks(std::vector<Suspect>& out) {
     std::vector<Suspect> links;
     for (BadLink& l : bad_) {
-      if (l.explained) continue;
+      if (l.explained || Settling(l) || LossSpreadOverAnEnd(l)) continue;
       Suspect s;
       s.kind = SuspectKind::kLink;
       s.name = absl::StrCat(in_.nodes[l.a].name, " <-> ", in_.nodes[l.b].name);

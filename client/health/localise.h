@@ -15,7 +15,10 @@
 // that every peer probing it sees down is a dead node (confidence near 1), as
 // is one whose daemon's port refuses us (nothing listens: the daemon is gone)
 // while a peer sees it down; one whose transport still answers its peers
-// while they hear its daemon is silent is a stuck daemon, not a network fault.
+// while they hear its daemon is silent is a stuck daemon, not a network fault;
+// one whose daemon answers but whose transport died (a peer's pair to it is
+// to the dead process, or none runs) is the node, however few peers have
+// noticed yet.
 //
 // After the bad links, pooled TCP loss: at the default schedule a direction
 // carries too few segments for its own loss ratio to count (a direction
@@ -23,6 +26,13 @@
 // node. Each node, group uplink and link is tested on the segments of all
 // its directions together against the rest of the cluster (PooledLoss
 // below); the most likely is named, its links set aside, and again.
+//
+// What is left is named link by link, but not while it may still be the
+// start or end of a wider fault: a link bad only because it is down or cut
+// for less than kLoneLinkSettleSeconds (the other peers of a failing node
+// notice within their next probe), nor a link bad but not cut while one of
+// its ends loses on two or more of its other links (a node's loss crosses
+// the thresholds link by link as it starts and clears).
 #pragma once
 
 #include <cstddef>
@@ -88,6 +98,14 @@ struct LinkObservation {
   // Its probe flows (probe.flows), when the source knows them: some lossy
   // and some clean is a path-dependent fault (path_faults.h).
   std::vector<FlowObservation> flows = {};
+  // Bad because `to`'s transport process is gone or was restarted after the
+  // pair came up (its daemon says so): `to`'s fault, not the link's.
+  bool peer_restarted = false;
+  // How long `from` has seen `to` down or cut (nothing gets through), when
+  // that is why the direction is bad. A link is named on such evidence once
+  // it is kLoneLinkSettle old: at the start of a node's fault its first
+  // peers to notice see only their own link.
+  std::optional<double> cut_seconds = std::nullopt;
 };
 
 // What a training job's own connections (its Gloo pairs, read by the
@@ -136,6 +154,12 @@ struct Suspect {
 // A daemon whose transport has not heard from it for longer is stuck: the
 // daemon ticks its transport every second (PeerDaemon in the status).
 inline constexpr double kDaemonSilentSeconds = 3;
+
+// A link bad only because it is down or cut is named once one of its
+// directions has been so for this long: the other peers of a node whose
+// fault starts notice within their next probe (every 0.5-5 s); a link fault
+// stays a link.
+inline constexpr double kLoneLinkSettleSeconds = 2;
 
 // At most this many suspects are returned (the worst first).
 inline constexpr size_t kMaxSuspects = 100;

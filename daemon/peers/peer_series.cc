@@ -98,17 +98,20 @@ std::vector<MetricFamily> PeerSeries::Collect() const {
       add(daemon_silent, status.peer_daemon().silent_seconds());
     }
 
-    // Each direction's own ratio; the status' link_ratio is the slower one's.
+    // Each direction's own ratio, on the better of its last two transfers;
+    // the status' link_ratio is the slower one's.
     const v1::BandwidthFigures& bw = status.bandwidth();
     const std::optional<double> speed = peer.link_speed_bytes_per_second;
     const bool with_ratio = speed && *speed > 0;
     if (bw.has_tx_bytes_per_second()) {
       add(bandwidth, bw.tx_bytes_per_second(), "tx");
-      if (with_ratio) add(link_ratio, bw.tx_bytes_per_second() / *speed, "tx");
+      const double judged = peer.tx_judged_bytes_per_second.value_or(bw.tx_bytes_per_second());
+      if (with_ratio) add(link_ratio, judged / *speed, "tx");
     }
     if (bw.has_rx_bytes_per_second()) {
       add(bandwidth, bw.rx_bytes_per_second(), "rx");
-      if (with_ratio) add(link_ratio, bw.rx_bytes_per_second() / *speed, "rx");
+      const double judged = peer.rx_judged_bytes_per_second.value_or(bw.rx_bytes_per_second());
+      if (with_ratio) add(link_ratio, judged / *speed, "rx");
     }
 
     // No offset before the first measurement: 0 would read as healthy.

@@ -1,6 +1,7 @@
 #include "daemon/peers/peer_tracker.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "common/failure.h"
 #include "common/proto_time.h"
@@ -75,9 +76,12 @@ void PeerTracker::RecordBandwidthDue(absl::Time at) {
 void PeerTracker::SetUp(const std::string& gloo_address, const std::string& peer_version) {
   absl::MutexLock lock(&mu_);
   v1::PeerStatus& status = figures_.status;
-  if (status.state() != v1::PEER_STATE_UP)
+  if (status.state() != v1::PEER_STATE_UP) {
     *status.mutable_up_since() = ToProtoTimestamp(clock_->Now());
+    status.clear_acknowledged_again_at();
+  }
   status.set_state(v1::PEER_STATE_UP);
+  status.clear_down_since();
   status.clear_unacknowledged();
   unacknowledged_at_.reset();
   ever_up_ = true;
@@ -96,9 +100,11 @@ void PeerTracker::RecordFailure(v1::FailureReason reason, const std::string& mes
     ++figures_.drops;
     drop_times_.push_back(now);
     if (drop_times_.size() > kMaxFailureTimes) drop_times_.pop_front();
+    *status.mutable_down_since() = ToProtoTimestamp(now);
   }
   status.set_state(v1::PEER_STATE_DOWN);
   status.clear_up_since();
+  status.clear_acknowledged_again_at();
   status.clear_unacknowledged();
   unacknowledged_at_.reset();
   status.clear_next_bandwidth_probe();
@@ -161,15 +167,25 @@ void PeerTracker::RecordBandwidth(BandwidthDirection direction, const BandwidthS
   absl::MutexLock lock(&mu_);
   v1::PeerStatus& status = figures_.status;
   v1::BandwidthFigures* bw = status.mutable_bandwidth();
-  if (direction == BandwidthDirection::kTx) {
+  const bool tx = direction == BandwidthDirection::kTx;
+  std::optional<double>& previous = tx ? previous_tx_ : previous_rx_;
+  if (tx ? bw->has_tx_bytes_per_second() : bw->has_rx_bytes_per_second()) {
+    previous = tx ? bw->tx_bytes_per_second() : bw->rx_bytes_per_second();
+  }
+  if (tx) {
     bw->set_tx_bytes_per_second(sample.bytes_per_second);
   } else {
     bw->set_rx_bytes_per_second(sample.bytes_per_second);
   }
+  (tx ? figures_.tx_judged_bytes_per_second : figures_.rx_judged_bytes_per_second) =
+      std::max(sample.bytes_per_second, previous.value_or(0));
   if (link_speed_ && *link_speed_ > 0) {
-    double slowest = sample.bytes_per_second;
-    if (bw->has_tx_bytes_per_second()) slowest = std::min(slowest, bw->tx_bytes_per_second());
-    if (bw->has_rx_bytes_per_second()) slowest = std::min(slowest, bw->rx_bytes_per_second());
+    // The slower direction, each judged on the better of its last two.
+    double slowest = std::numeric_limits<double>::infinity();
+    for (const auto& judged :
+         {figures_.tx_judged_bytes_per_second, figures_.rx_judged_bytes_per_second}) {
+      if (judged) slowest = std::min(slowest, *judged);
+    }
     bw->set_link_ratio(slowest / *link_speed_);
   }
   *bw->mutable_measured_at() = ToProtoTimestamp(clock_->Now());
@@ -192,6 +208,10 @@ void PeerTracker::RecordUnacknowledged(uint32_t retransmissions, absl::Duration 
   // Only an up peer's pair can be waiting; a report that crossed a state
   // change is stale.
   if (retransmissions == 0 || status.state() != v1::PEER_STATE_UP) {
+    // Acknowledged again within the session: the path is back.
+    if (status.has_unacknowledged() && status.state() == v1::PEER_STATE_UP) {
+      *status.mutable_acknowledged_again_at() = ToProtoTimestamp(clock_->Now());
+    }
     status.clear_unacknowledged();
     unacknowledged_at_.reset();
     return;

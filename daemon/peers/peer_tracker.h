@@ -46,6 +46,10 @@ struct PeerSnapshot {
   double rtt_sum_seconds = 0;
   // What the bandwidth is compared to (link ratio), when known.
   std::optional<double> link_speed_bytes_per_second;
+  // Each direction's better of its last two transfers: what the link ratio
+  // judges, so that one transfer slowed by a busy host is no slow link
+  // while a capped link (every transfer slow) still is.
+  std::optional<double> tx_judged_bytes_per_second, rx_judged_bytes_per_second;
 };
 
 class PeerTracker final : public ProbeObserver {
@@ -113,6 +117,9 @@ class PeerTracker final : public ProbeObserver {
     std::deque<absl::Time> failure_times;
   };
   mutable std::map<uint32_t, FlowState> flows_ ABSL_GUARDED_BY(mu_);
+  // The transfer before the latest, per direction (PeerSnapshot's judged
+  // rates).
+  std::optional<double> previous_tx_ ABSL_GUARDED_BY(mu_), previous_rx_ ABSL_GUARDED_BY(mu_);
   // PeerStatus.unacknowledged as last reported, and when.
   std::optional<absl::Time> unacknowledged_at_ ABSL_GUARDED_BY(mu_);
   bool ever_up_ ABSL_GUARDED_BY(mu_) = false;

@@ -668,23 +668,24 @@ TEST(Cluster, RefusingDaemonSeenDownByTheFirstPeersIsTheNode) {
   EXPECT_THAT(c.suspects[0].evidence[0], HasSubstr("refuses connections"));
 }
 
-// A partition, before the probe in flight times out: what both ends sent is
+// A partition, before the probe in flight times out (5 s) and once past the
+// settle time (2 s): what both ends sent is
 // unacknowledged. Failed now, the link named, nobody else.
 TEST(Cluster, UnacknowledgedBothWaysIsTheLinkAtOnce) {
   auto nodes = TwoRacksAt(kModelNow);
   for (auto [from, to] : {std::pair{"h2", "h6"}, std::pair{"h6", "h2"}}) {
     v1::PeerUnacknowledged* u = View(nodes, from, to)->mutable_unacknowledged();
     u->set_retransmissions(3);
-    u->set_seconds(1.6);
+    u->set_seconds(2.6);
   }
   ClusterPicture c = BuildCluster(std::move(nodes));
   EXPECT_EQ(c.verdict, Health::kFailed);
   ASSERT_EQ(c.suspects.size(), 1u);
   EXPECT_EQ(c.suspects[0].name, "h2 <-> h6");
   EXPECT_THAT(c.suspects[0].evidence,
-              Contains(HasSubstr("not answering: sent data unacknowledged for 1.6 s")));
+              Contains(HasSubstr("not answering: sent data unacknowledged for 2.6 s")));
   EXPECT_THAT(c.reasons, Contains(HasSubstr("1 link not answering (h2<->h6)")));
-  EXPECT_EQ(HealthToJson(c)["links"][0]["a_to_b"]["unacknowledged_seconds"], 1.6);
+  EXPECT_EQ(HealthToJson(c)["links"][0]["a_to_b"]["unacknowledged_seconds"], 2.6);
 }
 
 // h4's transport was killed and restarted 2 s ago: its peers that have not
@@ -730,6 +731,310 @@ TEST(Cluster, PairsOlderThanThePeersTransportAreBroken) {
   ClusterPicture healed = BuildCluster(std::move(again));
   EXPECT_EQ(healed.verdict, Health::kHealthy);
   EXPECT_TRUE(healed.suspects.empty());
+}
+
+// Every transport started hours ago, every view up since then.
+std::vector<FetchResult> SettledRacks() {
+  auto nodes = TwoRacksAt(kModelNow);
+  for (auto& n : nodes) {
+    *n.status->mutable_transport()->mutable_started_at() =
+        ToProtoTimestamp(kModelNow - absl::Hours(5));
+    for (auto& p : *n.status->mutable_peers()) {
+      *p.mutable_up_since() = ToProtoTimestamp(kModelNow - absl::Hours(4));
+    }
+  }
+  return nodes;
+}
+
+// A failed attempt; the first one after the view was up is the drop.
+void FailedAt(v1::PeerStatus* v, absl::Duration ago, v1::FailureReason reason) {
+  if (v->state() != v1::PEER_STATE_DOWN) {
+    *v->mutable_down_since() = ToProtoTimestamp(kModelNow - ago);
+  }
+  v->set_state(v1::PEER_STATE_DOWN);
+  v->set_failures_in_window(v->failures_in_window() + 1);
+  v->mutable_last_failure()->set_reason(reason);
+  *v->mutable_last_failure()->mutable_time() = ToProtoTimestamp(kModelNow - ago);
+}
+
+void RecoveredAt(v1::PeerStatus* v, absl::Duration ago) {
+  v->set_state(v1::PEER_STATE_UP);
+  v->set_failures_in_window(3);
+  *v->mutable_up_since() = ToProtoTimestamp(kModelNow - ago);
+}
+
+// h3 was killed for a minute and restarted 4 s ago: two peers are up again,
+// three wait out their reconnect backoff, their last failure (refused, by
+// the dead node) older than h3's new transport. Nobody is to blame: no
+// suspect, degraded until they are up, saying why.
+TEST(Cluster, PeersReconnectingToARestartedNodeBlameNobody) {
+  auto nodes = SettledRacks();
+  *nodes[2].status->mutable_started_at() = ToProtoTimestamp(kModelNow - absl::Seconds(5));
+  *nodes[2].status->mutable_transport()->mutable_started_at() =
+      ToProtoTimestamp(kModelNow - absl::Seconds(4));
+  for (const char* p : {"h1", "h2", "h5"}) {
+    FailedAt(View(nodes, p, "h3"), absl::Seconds(9), v1::FAILURE_REASON_REFUSED);
+  }
+  for (const char* p : {"h4", "h6"}) RecoveredAt(View(nodes, p, "h3"), absl::Seconds(3));
+  for (auto& p : *nodes[2].status->mutable_peers()) {
+    *p.mutable_up_since() = ToProtoTimestamp(kModelNow - absl::Seconds(3));
+  }
+  ClusterPicture c = BuildCluster(nodes);
+  EXPECT_THAT(c.suspects, IsEmpty());
+  EXPECT_EQ(c.verdict, Health::kDegraded);
+  EXPECT_THAT(c.reasons, Contains(HasSubstr("3 links connecting")));
+  const nlohmann::json j = HealthToJson(c);
+  EXPECT_THAT(j.dump(), HasSubstr("h1->h3: reconnecting: down since before a session of either "
+                                  "end recovered 3s ago, no failed attempt since (last: refused)"));
+  // Before any peer is back, the restart alone says so.
+  auto none_back = nodes;
+  for (const char* p : {"h4", "h6"}) {
+    FailedAt(View(none_back, p, "h3"), absl::Seconds(9), v1::FAILURE_REASON_REFUSED);
+  }
+  ClusterPicture waiting = BuildCluster(std::move(none_back));
+  EXPECT_THAT(waiting.suspects, IsEmpty());
+  EXPECT_THAT(HealthToJson(waiting).dump(),
+              HasSubstr("h4->h3: reconnecting: down since before h3's transport started 4s ago"));
+
+  // An attempt that failed after the restart is evidence again: the link.
+  FailedAt(View(nodes, "h1", "h3"), absl::Seconds(1), v1::FAILURE_REASON_TIMEOUT);
+  ClusterPicture failed = BuildCluster(nodes);
+  ASSERT_EQ(failed.suspects.size(), 1u);
+  EXPECT_EQ(failed.suspects[0].name, "h1 <-> h3");
+  EXPECT_EQ(failed.verdict, Health::kFailed);
+
+  // Every peer reconnected: healthy, the failures history.
+  auto healed = SettledRacks();
+  *healed[2].status->mutable_transport()->mutable_started_at() =
+      ToProtoTimestamp(kModelNow - absl::Seconds(40));
+  for (const char* p : {"h1", "h2", "h4", "h5", "h6"}) {
+    RecoveredAt(View(healed, p, "h3"), absl::Seconds(30));
+  }
+  ClusterPicture clear = BuildCluster(std::move(healed));
+  EXPECT_THAT(clear.suspects, IsEmpty());
+  EXPECT_EQ(clear.verdict, Health::kHealthy);
+}
+
+// The dead node itself, before it is restarted: its daemon does not answer
+// and every peer sees it down. No restart to reconnect to: the node, at once.
+TEST(Cluster, ADeadNodeIsNoReconnect) {
+  auto nodes = SettledRacks();
+  for (const char* p : {"h4", "h6"}) RecoveredAt(View(nodes, p, "h1"), absl::Seconds(20));
+  nodes.erase(nodes.begin() + 2);  // h3
+  nodes.push_back(Unreachable("h3"));
+  for (const char* p : {"h1", "h2", "h4", "h5", "h6"}) {
+    FailedAt(View(nodes, p, "h3"), absl::Seconds(30), v1::FAILURE_REASON_REFUSED);
+  }
+  ClusterPicture c = BuildCluster(std::move(nodes));
+  ASSERT_EQ(c.suspects.size(), 1u);
+  EXPECT_EQ(c.suspects[0].kind, SuspectKind::kNode);
+  EXPECT_EQ(c.suspects[0].name, "h3");
+  EXPECT_GE(c.suspects[0].confidence, 0.99);
+}
+
+// h5's transport was killed half a second ago; its daemon answers and has
+// not restarted it yet. Two peers saw their pair fail, three still hold the
+// pair to the dead process: the node, not two links.
+TEST(Cluster, TransportNotRunningIsTheNodeHoweverFewNoticed) {
+  auto nodes = SettledRacks();
+  v1::TransportStatus* t = nodes[4].status->mutable_transport();
+  t->clear_started_at();
+  t->set_restarts(1);
+  t->set_last_exit("probe transport exited: killed by signal 9");
+  *t->mutable_last_exit_time() = ToProtoTimestamp(kModelNow - absl::Milliseconds(500));
+  for (const char* p : {"h1", "h4"}) {
+    FailedAt(View(nodes, p, "h5"), absl::Milliseconds(400), v1::FAILURE_REASON_RESET);
+  }
+  ClusterPicture c = BuildCluster(std::move(nodes));
+  ASSERT_EQ(c.suspects.size(), 1u);
+  EXPECT_EQ(c.suspects[0].kind, SuspectKind::kNode);
+  EXPECT_EQ(c.suspects[0].name, "h5");
+  EXPECT_EQ(c.suspects[0].bad_links, 5u);
+  EXPECT_THAT(c.suspects[0].evidence[0], HasSubstr("its transport process died: 5 of the 5 peers"));
+  EXPECT_THAT(c.suspects[0].evidence,
+              Contains(HasSubstr("pair broken: h5's transport is not running")));
+  EXPECT_EQ(c.verdict, Health::kFailed);
+}
+
+// Restarted 2 s ago: one peer still holds a pair to the old process, the
+// four others wait to reconnect. The one stale pair is the node's restart,
+// not that peer's link.
+TEST(Cluster, OneStalePairAmongReconnectsIsTheNode) {
+  auto nodes = SettledRacks();
+  *nodes[4].status->mutable_transport()->mutable_started_at() =
+      ToProtoTimestamp(kModelNow - absl::Seconds(2));
+  for (const char* p : {"h1", "h2", "h3", "h4"}) {
+    FailedAt(View(nodes, p, "h5"), absl::Seconds(3), v1::FAILURE_REASON_RESET);
+  }
+  ClusterPicture c = BuildCluster(std::move(nodes));
+  ASSERT_EQ(c.suspects.size(), 1u);
+  EXPECT_EQ(c.suspects[0].kind, SuspectKind::kNode);
+  EXPECT_EQ(c.suspects[0].name, "h5");
+}
+
+// h1's firewall rejected its Gloo ports and was removed 6 s ago: three
+// peers are up again, h5 (and h1 towards h5) last failed before that and
+// wait out their backoff. Reconnecting, not a link; while the firewall
+// stood and every attempt failed, the node.
+TEST(Cluster, ReconnectsAfterARepairBlameNobody) {
+  auto nodes = SettledRacks();
+  for (const char* p : {"h2", "h3", "h4", "h6"}) {
+    RecoveredAt(View(nodes, p, "h1"), absl::Seconds(5));
+    RecoveredAt(View(nodes, "h1", p), absl::Seconds(5));
+  }
+  FailedAt(View(nodes, "h5", "h1"), absl::Seconds(8), v1::FAILURE_REASON_REFUSED);
+  FailedAt(View(nodes, "h1", "h5"), absl::Seconds(7), v1::FAILURE_REASON_REFUSED);
+  ClusterPicture c = BuildCluster(nodes);
+  EXPECT_THAT(c.suspects, IsEmpty());
+  EXPECT_EQ(c.verdict, Health::kDegraded);
+  EXPECT_THAT(HealthToJson(c).dump(),
+              HasSubstr("h5->h1: reconnecting: down since before a session of either end "
+                        "recovered 5s ago"));
+
+  // The firewall still up: every attempt fails, fresh failures. The node.
+  auto standing = SettledRacks();
+  for (const char* p : {"h2", "h3", "h4", "h5", "h6"}) {
+    FailedAt(View(standing, p, "h1"), absl::Seconds(1), v1::FAILURE_REASON_REFUSED);
+    FailedAt(View(standing, "h1", p), absl::Seconds(1), v1::FAILURE_REASON_REFUSED);
+  }
+  ClusterPicture firewall = BuildCluster(std::move(standing));
+  ASSERT_FALSE(firewall.suspects.empty());
+  EXPECT_EQ(firewall.suspects[0].kind, SuspectKind::kNode);
+  EXPECT_EQ(firewall.suspects[0].name, "h1");
+  EXPECT_EQ(firewall.suspects.size(), 1u);
+
+  // A partition between two hosts whose other sessions never failed: no
+  // recovery anywhere, the link at every attempt.
+  auto cut = SettledRacks();
+  FailedAt(View(cut, "h2", "h4"), absl::Seconds(20), v1::FAILURE_REASON_TIMEOUT);
+  FailedAt(View(cut, "h4", "h2"), absl::Seconds(20), v1::FAILURE_REASON_TIMEOUT);
+  ClusterPicture partition = BuildCluster(std::move(cut));
+  ASSERT_EQ(partition.suspects.size(), 1u);
+  EXPECT_EQ(partition.suspects[0].name, "h2 <-> h4");
+}
+
+// h1's firewall starts rejecting its Gloo ports: h6 noticed 0.3 s ago, the
+// other peers probe it within their next interval. Too fresh to tell a link
+// from the start of a node's fault: no suspect yet (failed all the same).
+// Once the others noticed, the node; a link that stays alone past the
+// settle time is the link.
+TEST(Cluster, AFreshLoneCutIsNoLinkYet) {
+  auto nodes = SettledRacks();
+  v1::PeerStatus* v = View(nodes, "h6", "h1");
+  FailedAt(v, absl::Milliseconds(300), v1::FAILURE_REASON_REFUSED);
+  *v->mutable_down_since() = ToProtoTimestamp(kModelNow - absl::Milliseconds(300));
+  ClusterPicture fresh = BuildCluster(nodes);
+  EXPECT_THAT(fresh.suspects, IsEmpty());
+  EXPECT_EQ(fresh.verdict, Health::kFailed);
+
+  for (const char* p : {"h2", "h3", "h4"}) {
+    FailedAt(View(nodes, p, "h1"), absl::Milliseconds(100), v1::FAILURE_REASON_REFUSED);
+  }
+  ClusterPicture noticed = BuildCluster(nodes);
+  ASSERT_EQ(noticed.suspects.size(), 1u);
+  EXPECT_EQ(noticed.suspects[0].name, "h1");
+  EXPECT_EQ(noticed.suspects[0].kind, SuspectKind::kNode);
+
+  // A partition: the link alone, once cut for the settle time. Retries
+  // after the drop do not make it fresh again (down_since is the drop).
+  auto cut = SettledRacks();
+  v1::PeerUnacknowledged* u = View(cut, "h2", "h4")->mutable_unacknowledged();
+  u->set_retransmissions(2);
+  u->set_seconds(1.2);
+  EXPECT_THAT(BuildCluster(cut).suspects, IsEmpty());
+  u->set_seconds(2.5);
+  ClusterPicture named = BuildCluster(cut);
+  ASSERT_EQ(named.suspects.size(), 1u);
+  EXPECT_EQ(named.suspects[0].name, "h2 <-> h4");
+  auto retried = SettledRacks();
+  v1::PeerStatus* down = View(retried, "h2", "h4");
+  FailedAt(down, absl::Milliseconds(200), v1::FAILURE_REASON_TIMEOUT);
+  *down->mutable_down_since() = ToProtoTimestamp(kModelNow - absl::Seconds(40));
+  ClusterPicture still = BuildCluster(std::move(retried));
+  ASSERT_EQ(still.suspects.size(), 1u);
+  EXPECT_EQ(still.suspects[0].name, "h2 <-> h4");
+}
+
+// h6's firewall dropped everything for 3 s and was removed half a second
+// ago: three of its directions had their data acknowledged again, two wait
+// for their kernel's next retransmission. Those are no evidence against the
+// links: nobody to blame.
+TEST(Cluster, RetransmissionsAfterARepairBlameNobody) {
+  auto nodes = SettledRacks();
+  for (const char* p : {"h1", "h2", "h3"}) {
+    *View(nodes, p, "h6")->mutable_acknowledged_again_at() =
+        ToProtoTimestamp(kModelNow - absl::Milliseconds(500));
+  }
+  for (const char* p : {"h4", "h5"}) {
+    v1::PeerUnacknowledged* u = View(nodes, p, "h6")->mutable_unacknowledged();
+    u->set_retransmissions(4);
+    u->set_seconds(3.1);
+  }
+  ClusterPicture c = BuildCluster(nodes);
+  EXPECT_THAT(c.suspects, IsEmpty());
+  EXPECT_EQ(c.verdict, Health::kDegraded);
+  EXPECT_THAT(HealthToJson(c).dump(),
+              HasSubstr("h4->h6: retransmitting: sent data unacknowledged for 3.1 s, since before "
+                        "a session of either end recovered"));
+  // Cut since after the others came back: evidence again (a new fault).
+  for (const char* p : {"h4", "h5"}) {
+    View(nodes, p, "h6")->mutable_unacknowledged()->set_seconds(0.2);
+  }
+  for (const char* p : {"h1", "h2", "h3"}) {
+    *View(nodes, p, "h6")->mutable_acknowledged_again_at() =
+        ToProtoTimestamp(kModelNow - absl::Seconds(10));
+  }
+  for (const char* p : {"h4", "h5"}) {
+    View(nodes, p, "h6")->mutable_unacknowledged()->set_seconds(2.5);
+  }
+  ClusterPicture again = BuildCluster(std::move(nodes));
+  std::vector<std::string> names;
+  for (const Suspect& x : again.suspects) names.push_back(x.name);
+  EXPECT_THAT(names, ElementsAre("h4 <-> h6", "h5 <-> h6"));
+}
+
+// h2's NIC started losing 5% twenty seconds ago: the 60 s windows cross
+// the 1% threshold link by link. h2 -> h6 did first; h2's other links lose
+// at 0.8% so far, and h5's transfers from h2 crawl. That is h2's loss in the
+// making, not the links h2 <-> h6 and h2 <-> h5:
+// no link is named (the node is, once its pooled loss is clear). A link
+// whose ends lose nowhere else is the link.
+TEST(Cluster, LossSpreadOverANodesLinksIsNoLinkOfIt) {
+  auto nodes = SettledRacks();
+  for (const char* p : {"h1", "h3", "h4", "h5", "h6"}) {
+    for (auto [from, to] : {std::pair{"h2", p}, std::pair{p, "h2"}}) {
+      v1::TcpFigures* t = View(nodes, from, to)->mutable_tcp();
+      t->set_loss_ratio(0.008);
+      t->set_window_sent_segments(2000);
+    }
+  }
+  View(nodes, "h2", "h6")->mutable_tcp()->set_loss_ratio(0.015);
+  // Its transfers crawl through the retransmissions too.
+  View(nodes, "h5", "h2")->mutable_bandwidth()->set_link_ratio(0.4);
+  ClusterPicture c = BuildCluster(nodes);
+  EXPECT_THAT(c.suspects, IsEmpty());
+  EXPECT_EQ(c.verdict, Health::kDegraded);
+  // The same when the other links' windows are still mostly the clean
+  // segments from before (their transfers crawl since): their recent part
+  // shows it.
+  for (const char* p : {"h1", "h3", "h4", "h5"}) {
+    for (auto [from, to] : {std::pair{"h2", p}, std::pair{p, "h2"}}) {
+      v1::TcpFigures* t = View(nodes, from, to)->mutable_tcp();
+      t->set_loss_ratio(0.003);
+      t->set_window_sent_segments(20000);
+      t->set_recent_sent_segments(600);
+      t->set_recent_lost_segments(30);
+    }
+  }
+  EXPECT_THAT(BuildCluster(nodes).suspects, IsEmpty());
+
+  auto lone = SettledRacks();
+  v1::TcpFigures* t = View(lone, "h4", "h3")->mutable_tcp();
+  t->set_loss_ratio(0.05);
+  t->set_window_sent_segments(3000);
+  ClusterPicture link = BuildCluster(std::move(lone));
+  ASSERT_EQ(link.suspects.size(), 1u);
+  EXPECT_EQ(link.suspects[0].name, "h3 <-> h4");
 }
 
 // A NIC losing 2% at the default schedule: no direction has the segments to

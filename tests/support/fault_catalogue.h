@@ -66,6 +66,16 @@ std::vector<std::string> RankSuspectsOf(const nlohmann::json& job);
 void ForEachLossView(
     const nlohmann::json& health,
     const std::function<void(const std::string&, const std::string&, double, double)>& visit);
+// The same over the recent part of the window (the last 30 s:
+// `tcp_recent_lost_segments` of `tcp_recent_sent_segments`): what a fault
+// older than that shows without the clean segments from before it.
+void ForEachRecentLossView(
+    const nlohmann::json& health,
+    const std::function<void(const std::string&, const std::string&, double, double)>& visit);
+
+// A fault must be this old before the recent part of the loss window holds
+// only its segments (the recent part is 30 s; a margin for the answer).
+inline constexpr absl::Duration kRecentLossWindow = absl::Seconds(32);
 
 class FaultBed {
  public:
@@ -158,6 +168,10 @@ struct RowResult {
   // else (or, for the healthy row, anyone; for job rows, any cluster suspect):
   // "12.3 s: link:h1 <-> h2".
   std::vector<std::string> false_blame;
+  // Every suspect named while the row waited for a clean bed before its
+  // fault: after the previous row's all-clear nothing is injected, so any
+  // suspect there is false blame too ("3.0 s: link:h1 <-> h2").
+  std::vector<std::string> baseline_blame;
   // Job rows: every job verdict seen after the fault, in order, without
   // repeats ("running", "hung", "degraded").
   std::vector<std::string> job_verdicts;

@@ -171,6 +171,61 @@ TEST_F(PeerSeriesTest, ExactValuesAfterKnownEvents) {
   EXPECT_DOUBLE_EQ(*Value(families, "gloowatch_peer_tcp_rtt_variation_seconds", kB), 40e-6);
 }
 
+// One slow transfer (a busy host) is no slow link: each direction is judged
+// on the better of its last two transfers, in the status and the series
+// alike. Two slow ones in a row (a capped link) are; a fast one clears it.
+TEST_F(PeerSeriesTest, LinkRatioJudgesTheBetterOfTheLastTwoTransfers) {
+  PeerTracker& b = *AddTracker("node-b", 1e9);
+  b.SetUp("127.0.0.1:1", "test");
+  b.RecordBandwidth(BandwidthDirection::kTx, {9e8, 0, absl::ZeroDuration()});
+  b.RecordBandwidth(BandwidthDirection::kRx, {8e8, 0, absl::ZeroDuration()});
+  b.RecordBandwidth(BandwidthDirection::kTx, {2.8e8, 0, absl::ZeroDuration()});  // one slow
+  EXPECT_DOUBLE_EQ(b.Snapshot().status.bandwidth().link_ratio(), 0.8);
+  EXPECT_DOUBLE_EQ(b.Snapshot().status.bandwidth().tx_bytes_per_second(), 2.8e8);  // the latest
+  auto families = Collect();
+  EXPECT_DOUBLE_EQ(*Value(families, "gloowatch_peer_bandwidth_link_ratio", With("direction", "tx")),
+                   0.9);
+  EXPECT_DOUBLE_EQ(
+      *Value(families, "gloowatch_peer_bandwidth_bytes_per_second", With("direction", "tx")),
+      2.8e8);
+  b.RecordBandwidth(BandwidthDirection::kTx, {1e8, 0, absl::ZeroDuration()});  // slow again
+  EXPECT_DOUBLE_EQ(b.Snapshot().status.bandwidth().link_ratio(), 0.28);
+  families = Collect();
+  EXPECT_DOUBLE_EQ(*Value(families, "gloowatch_peer_bandwidth_link_ratio", With("direction", "tx")),
+                   0.28);
+  b.RecordBandwidth(BandwidthDirection::kTx, {9.5e8, 0, absl::ZeroDuration()});  // repaired
+  EXPECT_DOUBLE_EQ(b.Snapshot().status.bandwidth().link_ratio(), 0.8);
+}
+
+// How long a peer has been down is from the drop, not the last failed
+// reconnect; data acknowledged again within a session says when the path
+// came back. Both are what the client tells a fault's start and end with.
+TEST_F(PeerSeriesTest, DownSinceTheDropAndAcknowledgedAgain) {
+  PeerTracker& b = *AddTracker("node-b", 1e9);
+  b.SetUp("127.0.0.1:1", "test");
+  EXPECT_FALSE(b.Snapshot().status.has_down_since());
+  const absl::Time drop = clock_.Now();
+  b.RecordFailure(v1::FAILURE_REASON_TIMEOUT, "no answer");
+  clock_.Advance(absl::Seconds(30));
+  b.RecordFailure(v1::FAILURE_REASON_REFUSED, "nothing listens");
+  v1::PeerStatus s = b.Snapshot().status;
+  EXPECT_EQ(FromProtoTimestamp(s.down_since()), drop);
+  EXPECT_EQ(FromProtoTimestamp(s.last_failure().time()), drop + absl::Seconds(30));
+  b.SetUp("127.0.0.1:1", "test");
+  EXPECT_FALSE(b.Snapshot().status.has_down_since());
+  b.RecordUnacknowledged(3, absl::Seconds(1.5));
+  EXPECT_FALSE(b.Snapshot().status.has_acknowledged_again_at());
+  clock_.Advance(absl::Seconds(2));
+  b.RecordUnacknowledged(0, absl::ZeroDuration());
+  s = b.Snapshot().status;
+  EXPECT_FALSE(s.has_unacknowledged());
+  EXPECT_EQ(FromProtoTimestamp(s.acknowledged_again_at()), clock_.Now());
+  // A new session starts without it.
+  b.RecordFailure(v1::FAILURE_REASON_RESET, "closed");
+  b.SetUp("127.0.0.1:1", "test");
+  EXPECT_FALSE(b.Snapshot().status.has_acknowledged_again_at());
+}
+
 TEST_F(PeerSeriesTest, LabelsInNameOrderTypesAndHelp) {
   PeerTracker& b = *AddTracker("node-b", 1e9);
   b.RecordBandwidth(BandwidthDirection::kTx, {4e8, 0, absl::ZeroDuration()});
