@@ -82,13 +82,17 @@ class Localiser {
   }
 
  private:
-  // Per node: distinct measured neighbours; per group: measured links leaving it.
+  // Per node: distinct measured neighbours and what its peers see of it
+  // (incoming_); per group: measured links leaving it. One pass over the
+  // observations: a full mesh's are many.
   void CountMeasured() {
     std::vector<std::vector<uint32_t>> neighbours(n_);
+    incoming_.assign(n_, Incoming{});
     for (const auto& o : in_.observations) {
       if (o.from >= n_ || o.to >= n_ || o.from == o.to || !o.judged) continue;
       neighbours[o.from].push_back(o.to);
       neighbours[o.to].push_back(o.from);
+      CountIncoming(o, incoming_[o.to]);
     }
     std::map<std::string, size_t> group_index;
     group_of_.resize(n_);
@@ -172,41 +176,29 @@ class Localiser {
     std::vector<Tally> nodes, groups;
     Tallies(nodes, groups);
     for (size_t i = 0; i < n_ && out.size() < kMaxSuspects; ++i) {
+      const Incoming& t = incoming_[i];
       if (in_.nodes[i].reachable) {
-        if (TransportDied(i, nodes[i], out)) named_[i] = true;
+        if (t.restarted > 0) {
+          out.push_back(TransportDiedSuspect(i, nodes[i], t));
+          named_[i] = true;
+        }
         continue;
       }
-      size_t down = 0, up = 0, silent = 0, alive = 0;
-      double longest_silence = 0;
-      for (const auto& o : in_.observations) {
-        if (o.to != i || o.from == i || o.from >= n_ || !o.judged) continue;
-        if (o.down) {
-          ++down;
-          continue;
-        }
-        ++up;
-        if (o.daemon_silent_seconds && *o.daemon_silent_seconds > kDaemonSilentSeconds) {
-          ++silent;
-          longest_silence = std::max(longest_silence, *o.daemon_silent_seconds);
-        } else if (o.daemon_silent_seconds) {
-          ++alive;
-        }
-      }
-      if (down == 0 && up > 0 && (alive == 0 || silent > 0)) {
+      if (t.down == 0 && t.up > 0 && (t.alive == 0 || t.silent > 0)) {
         // Its own transport says the daemon is silent: a peer whose last
         // reply still said alive heard it before (the replies come every
         // latency probe).
-        out.push_back(DaemonSuspect(i, up, silent, alive, longest_silence));
-      } else if (down > 0 && up == 0) {
+        out.push_back(DaemonSuspect(i, t.up, t.silent, t.alive, t.longest_silence));
+      } else if (t.down > 0 && t.up == 0) {
         Suspect s = NodeSuspect(i, nodes[i]);
-        s.confidence = down >= 2 ? 0.99 : 0.95;
+        s.confidence = t.down >= 2 ? 0.99 : 0.95;
         s.evidence.insert(
             s.evidence.begin(),
             absl::StrCat("its daemon does not answer and ",
-                         down == 1 ? "the 1 peer" : absl::StrCat("all ", down, " peers"),
+                         t.down == 1 ? "the 1 peer" : absl::StrCat("all ", t.down, " peers"),
                          " probing it see it down"));
         out.push_back(std::move(s));
-      } else if (down > 0 && in_.nodes[i].refused) {
+      } else if (t.down > 0 && in_.nodes[i].refused) {
         // Its host refuses our connection (nothing listens: the daemon is
         // gone) and a peer sees its pairs broken: the node died; the peers
         // that still see it up have not probed it since (their next probe
@@ -215,7 +207,7 @@ class Localiser {
         s.confidence = 0.9;
         s.evidence.insert(s.evidence.begin(),
                           absl::StrCat("its daemon refuses connections (no process listens) and ",
-                                       down, " of the ", down + up,
+                                       t.down, " of the ", t.down + t.up,
                                        " peers probing it see it down (the others have not "
                                        "probed it since)"));
         out.push_back(std::move(s));
@@ -226,25 +218,40 @@ class Localiser {
     }
   }
 
+  // What a node's peers see of it, over their judged directions to it.
+  struct Incoming {
+    size_t judged = 0, down = 0, up = 0, silent = 0, alive = 0;
+    size_t restarted = 0;  // pairs to a transport process that died
+    double longest_silence = 0;
+  };
+
+  static void CountIncoming(const LinkObservation& o, Incoming& t) {
+    ++t.judged;
+    if (o.peer_restarted) ++t.restarted;
+    if (o.down) {
+      ++t.down;
+      return;
+    }
+    ++t.up;
+    if (o.daemon_silent_seconds && *o.daemon_silent_seconds > kDaemonSilentSeconds) {
+      ++t.silent;
+      t.longest_silence = std::max(t.longest_silence, *o.daemon_silent_seconds);
+    } else if (o.daemon_silent_seconds) {
+      ++t.alive;
+    }
+  }
+
   // Node i answers, but peers' pairs to it are to a transport process that
   // died (none runs, or one started after the pair came up): the node, from
   // the first peer that shows it, not the links of the peers that noticed
   // first.
-  bool TransportDied(size_t i, const Tally& t, std::vector<Suspect>& out) {
-    size_t broken = 0, judged = 0;
-    for (const auto& o : in_.observations) {
-      if (o.to != i || o.from == i || o.from >= n_ || !o.judged) continue;
-      ++judged;
-      if (o.peer_restarted) ++broken;
-    }
-    if (broken == 0) return false;
-    Suspect s = NodeSuspect(i, t);
+  Suspect TransportDiedSuspect(size_t i, const Tally& tally, const Incoming& t) {
+    Suspect s = NodeSuspect(i, tally);
     s.confidence = 0.9;
     s.evidence.insert(s.evidence.begin(),
-                      absl::StrCat("its transport process died: ", broken, " of the ", judged,
-                                   " peers probing it hold pairs to the old process or none"));
-    out.push_back(std::move(s));
-    return true;
+                      absl::StrCat("its transport process died: ", t.restarted, " of the ",
+                                   t.judged, " peers probing it hold pairs to the old process or none"));
+    return s;
   }
 
   Suspect DaemonSuspect(size_t i, size_t up, size_t silent, size_t alive, double longest_silence) {
@@ -796,38 +803,45 @@ class Localiser {
     return true;
   }
 
+  // Loses at half the threshold or more over its window (a loss clearing)
+  // or over its recent part (a loss starting: a lossy link's transfers
+  // crawl, so the window is mostly the clean segments from before).
+  bool HalfLosing(const PooledLink& p) const {
+    auto losing = [&](const LossCount& c) {
+      return c.lost > 0 &&
+             static_cast<double>(c.lost) >= in_.loss_ratio / 2 * static_cast<double>(c.sent);
+    };
+    return losing(p.window) || (p.has_recent && losing(p.recent));
+  }
+
   // A link bad but not cut (lossy, slow, below its speed: what loss does to
-  // it), one of whose ends loses on two or more of its other links too (at
-  // half the threshold or more, over their window or its recent part): a
-  // node's or uplink's
-  // loss starting or clearing, which crosses the thresholds link by link,
-  // not this link's fault alone.
-  bool LossSpreadOverAnEnd(const BadLink& l) const {
+  // it), one of whose ends loses on two or more of its other links too
+  // (HalfLosing): a node's or uplink's loss starting or clearing, which
+  // crosses the thresholds link by link, not this link's fault alone.
+  // `half_losing[x]` counts node x's HalfLosing links.
+  bool LossSpreadOverAnEnd(const BadLink& l, const std::vector<size_t>& half_losing) const {
     for (int64_t k : {l.ab, l.ba}) {
       if (k >= 0 && in_.observations[static_cast<size_t>(k)].down) return false;
     }
-    for (uint32_t end : {l.a, l.b}) {
-      size_t lossy = 0;
-      for (const PooledLink& p : pooled_) {
-        if ((p.a != end && p.b != end) || (p.a == l.a && p.b == l.b)) continue;
-        // Over the window (a loss clearing), or over its recent part (a
-        // loss starting: a lossy link's transfers crawl, so the window is
-        // mostly the clean segments from before).
-        auto losing = [&](const LossCount& c) {
-          return c.lost > 0 &&
-                 static_cast<double>(c.lost) >= in_.loss_ratio / 2 * static_cast<double>(c.sent);
-        };
-        if (losing(p.window) || (p.has_recent && losing(p.recent))) ++lossy;
-      }
-      if (lossy >= 2) return true;
-    }
-    return false;
+    // pooled_ is sorted by Key.
+    auto it = std::lower_bound(
+        pooled_.begin(), pooled_.end(), Key(l.a, l.b),
+        [](const PooledLink& p, uint64_t key) { return Key(p.a, p.b) < key; });
+    const size_t itself =
+        it != pooled_.end() && it->a == l.a && it->b == l.b && HalfLosing(*it) ? 1 : 0;
+    return half_losing[l.a] - itself >= 2 || half_losing[l.b] - itself >= 2;
   }
 
   void AddLeftoverLinks(std::vector<Suspect>& out) {
+    std::vector<size_t> half_losing(n_, 0);
+    for (const PooledLink& p : pooled_) {
+      if (!HalfLosing(p)) continue;
+      ++half_losing[p.a];
+      ++half_losing[p.b];
+    }
     std::vector<Suspect> links;
     for (BadLink& l : bad_) {
-      if (l.explained || Settling(l) || LossSpreadOverAnEnd(l)) continue;
+      if (l.explained || Settling(l) || LossSpreadOverAnEnd(l, half_losing)) continue;
       Suspect s;
       s.kind = SuspectKind::kLink;
       s.name = absl::StrCat(in_.nodes[l.a].name, " <-> ", in_.nodes[l.b].name);
@@ -874,6 +888,7 @@ class Localiser {
   std::vector<bool> named_;           // nodes already named as a suspect
   std::vector<size_t> named_groups_;  // groups whose uplink is named
   std::vector<PooledLink> pooled_;
+  std::vector<Incoming> incoming_;  // per node (CountMeasured)
   std::unordered_set<uint64_t> pooled_links_named_;
   std::unordered_set<uint64_t> bad_index_;  // the links in bad_
   double evidence_needed_ = kPooledEvidence;

@@ -53,7 +53,6 @@ class PathFinder {
 
   PathFaults Run() {
     PathFaults out;
-    out.rest = in_;
     std::map<std::tuple<bool, std::string, std::string>, Unit> units;
     const size_t n = in_.nodes.size();
     for (size_t k = 0; k < in_.observations.size(); ++k) {
@@ -74,20 +73,31 @@ class PathFinder {
     std::vector<std::pair<size_t, Suspect>> found;  // lossy flows, suspect
     for (const auto& [key, unit] : units) {
       size_t lossy_flows = 0;
-      if (std::optional<Suspect> s = Judge(unit, out.rest, &lossy_flows)) {
+      if (std::optional<Suspect> s = Judge(unit, &lossy_flows)) {
         found.emplace_back(lossy_flows, *std::move(s));
       }
     }
     std::stable_sort(found.begin(), found.end(),
                      [](const auto& x, const auto& y) { return x.first > y.first; });
     for (auto& [count, s] : found) out.suspects.push_back(std::move(s));
+    // Copied only then: a full mesh's directions are many.
+    if (!out.suspects.empty()) {
+      out.rest = in_;
+      for (size_t k : set_aside_) {
+        LinkObservation& r = out.rest.observations[k];
+        r.bad = false;
+        r.evidence.clear();
+        r.loss.reset();
+        r.recent_loss.reset();
+      }
+    }
     return out;
   }
 
  private:
   // The unit's path suspect, if it is one; its lossy directions are then
-  // set aside in `rest`.
-  std::optional<Suspect> Judge(const Unit& unit, LocaliseInput& rest, size_t* lossy_flows) {
+  // set aside (set_aside_).
+  std::optional<Suspect> Judge(const Unit& unit, size_t* lossy_flows) {
     const double threshold = in_.loss_ratio;
     // Lossy flows first: their pooled loss says what a clean one must rule out.
     std::vector<std::vector<FlowClass>> classes(unit.observations.size());
@@ -205,13 +215,7 @@ class PathFinder {
                                              absl::StrJoin(clean_ids, ", "), " clean")));
       }
       // Its loss is the path's: no node, uplink or link is blamed for it.
-      if (!o.down) {
-        LinkObservation& r = rest.observations[k];
-        r.bad = false;
-        r.evidence.clear();
-        r.loss.reset();
-        r.recent_loss.reset();
-      }
+      if (!o.down) set_aside_.push_back(k);
     }
     for (const auto& link : bad_links) {
       fine_links.erase(link);
@@ -232,6 +236,7 @@ class PathFinder {
   }
 
   const LocaliseInput& in_;
+  std::vector<size_t> set_aside_;  // observations whose loss is a path's
 };
 
 }  // namespace

@@ -39,7 +39,7 @@ struct PathFaults {
   // One `path` suspect a unit, the most lossy flows first.
   std::vector<Suspect> suspects;
   // The input with the lossy directions of those units set aside (not bad,
-  // no loss), for the rest of the localisation.
+  // no loss), for the rest of the localisation; set only with suspects.
   LocaliseInput rest;
 };
 
