@@ -248,9 +248,10 @@ class Localiser {
   Suspect TransportDiedSuspect(size_t i, const Tally& tally, const Incoming& t) {
     Suspect s = NodeSuspect(i, tally);
     s.confidence = 0.9;
-    s.evidence.insert(s.evidence.begin(),
-                      absl::StrCat("its transport process died: ", t.restarted, " of the ",
-                                   t.judged, " peers probing it hold pairs to the old process or none"));
+    s.evidence.insert(
+        s.evidence.begin(),
+        absl::StrCat("its transport process died: ", t.restarted, " of the ", t.judged,
+                     " peers probing it hold pairs to the old process or none"));
     return s;
   }
 
@@ -824,9 +825,9 @@ class Localiser {
       if (k >= 0 && in_.observations[static_cast<size_t>(k)].down) return false;
     }
     // pooled_ is sorted by Key.
-    auto it = std::lower_bound(
-        pooled_.begin(), pooled_.end(), Key(l.a, l.b),
-        [](const PooledLink& p, uint64_t key) { return Key(p.a, p.b) < key; });
+    auto it =
+        std::lower_bound(pooled_.begin(), pooled_.end(), Key(l.a, l.b),
+                         [](const PooledLink& p, uint64_t key) { return Key(p.a, p.b) < key; });
     const size_t itself =
         it != pooled_.end() && it->a == l.a && it->b == l.b && HalfLosing(*it) ? 1 : 0;
     return half_losing[l.a] - itself >= 2 || half_losing[l.b] - itself >= 2;
