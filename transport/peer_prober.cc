@@ -634,8 +634,10 @@ std::optional<absl::Status> PeerProber::ProbeSessionLoop(
     }
     if (!status.ok()) {
       // The flow the failed command went over (a transfer's data goes over
-      // the bulk pair, no flow's).
-      if (kind != ProbeSchedule::Kind::kBandwidth) {
+      // the bulk pair, no flow's), when it timed out: a path drops, it never
+      // resets or refuses (that is the peer's process going or restarting).
+      if (kind != ProbeSchedule::Kind::kBandwidth &&
+          FailureReasonOf(status) == v1::FAILURE_REASON_TIMEOUT) {
         observer_->RecordFlowFailure(static_cast<uint32_t>(session.current_flow()));
       }
       // A ping that timed out is a lost latency probe; the failure (reason

@@ -69,7 +69,7 @@ struct LossCount {
 };
 
 // One probe flow of a direction (PeerStatus.flows): its segments over the
-// loss window and its failed probes within the failure window.
+// loss window and its probes that timed out within the same window.
 struct FlowObservation {
   uint32_t flow = 0;
   LossCount loss;

@@ -21,8 +21,19 @@ constexpr size_t kMaxLinksListed = 20;
 
 enum class FlowClass { kUnknown, kLossy, kClean };
 
-bool Lossy(const FlowObservation& f, double threshold) {
-  if (f.failures_in_window > 0) return true;
+// A flow's failures are path evidence when its direction's recur: a path
+// that drops fails the flows hashed onto it session after session (each
+// reconnect rehashes), while a node's outage or a partition fails each
+// direction once.
+bool Failing(const LinkObservation& o, const FlowObservation& f) {
+  if (f.failures_in_window == 0) return false;
+  uint64_t failures = 0;
+  for (const FlowObservation& g : o.flows) failures += g.failures_in_window;
+  return failures >= kPathMinFailures;
+}
+
+bool Lossy(const LinkObservation& o, const FlowObservation& f, double threshold) {
+  if (Failing(o, f)) return true;
   const LossCount& c = f.loss;
   return c.sent >= kPathMinSegments && c.lost >= kPathMinLost &&
          static_cast<double>(c.lost) >= threshold * static_cast<double>(c.sent) &&
@@ -107,10 +118,10 @@ class PathFinder {
       const LinkObservation& o = in_.observations[unit.observations[i]];
       classes[i].assign(o.flows.size(), FlowClass::kUnknown);
       for (size_t f = 0; f < o.flows.size(); ++f) {
-        if (!Lossy(o.flows[f], threshold)) continue;
+        if (!Lossy(o, o.flows[f], threshold)) continue;
         classes[i][f] = FlowClass::kLossy;
         ++lossy;
-        if (o.flows[f].failures_in_window > 0 && o.flows[f].loss.lost == 0) continue;
+        if (Failing(o, o.flows[f]) && o.flows[f].loss.lost == 0) continue;
         lossy_pool.lost += std::min(o.flows[f].loss.lost, o.flows[f].loss.sent);
         lossy_pool.sent += o.flows[f].loss.sent;
       }
@@ -122,9 +133,8 @@ class PathFinder {
     // A failed probe lost everything while it lasted.
     bool failed = false;
     for (size_t i = 0; i < unit.observations.size(); ++i) {
-      for (const FlowObservation& f : in_.observations[unit.observations[i]].flows) {
-        failed |= f.failures_in_window > 0;
-      }
+      const LinkObservation& o = in_.observations[unit.observations[i]];
+      for (const FlowObservation& f : o.flows) failed |= Failing(o, f);
     }
     const double ruled_out =
         std::max(threshold, (failed && lossy_pool.sent == 0 ? 1.0 : lossy_ratio) / 2);
@@ -156,7 +166,7 @@ class PathFinder {
     for (const LinkObservation& o : in_.observations) {
       if (!sends.count(o.from) && !receives.count(o.to)) continue;
       for (const FlowObservation& f : o.flows) {
-        if (Lossy(f, threshold) || !Clean(f, ruled_out)) continue;
+        if (Lossy(o, f, threshold) || !Clean(f, ruled_out)) continue;
         if (auto it = sends.find(o.from); it != sends.end()) it->second.second = true;
         if (auto it = receives.find(o.to); it != receives.end()) it->second.second = true;
       }
@@ -190,7 +200,7 @@ class PathFinder {
         const FlowObservation& flow = o.flows[f];
         if (classes[i][f] == FlowClass::kLossy) {
           lossy_text.push_back(
-              flow.failures_in_window > 0
+              Failing(o, flow)
                   ? absl::StrCat("flow ", flow.flow, " failed ", flow.failures_in_window, "x")
                   : absl::StrCat("flow ", flow.flow, " loses ", Percent(flow.loss), " (",
                                  flow.loss.lost, " of ", flow.loss.sent, ")"));

@@ -10,7 +10,8 @@
 // path fault when, over its directions' flows:
 //  - some flows are lossy (at least kPathMinSegments, kPathMinLost losses,
 //    at least the loss threshold, LossEvidence against kBaseLossRatio at
-//    least kPathEvidence) or had a probe fail within the failure window;
+//    least kPathEvidence) or had a probe time out within the loss window,
+//    its direction's flows at least kPathMinFailures times (recurring);
 //  - some are clean: kPathMinSegments, no failure, and a loss of half the
 //    lossy flows' (at least the threshold; half of everything when the
 //    lossy flows are failed ones alone) ruled out (LossRuledOut);
@@ -34,6 +35,9 @@ namespace gloowatch::client {
 inline constexpr uint64_t kPathMinSegments = 100;
 inline constexpr uint64_t kPathMinLost = 3;
 inline constexpr double kPathEvidence = 10;
+// Failed probes of one direction's flows within their window that make
+// them path evidence (Failing in path_faults.cc).
+inline constexpr uint64_t kPathMinFailures = 2;
 
 struct PathFaults {
   // One `path` suspect a unit, the most lossy flows first.

@@ -246,7 +246,7 @@ inline constexpr MetricSpec kPeerFlowLossRatio{
 inline constexpr MetricSpec kPeerFlowFailures{
     "gloowatch_peer_flow_failures_total",
     MetricType::Counter,
-    "Probes over one probe flow that failed (the session then ended)",
+    "Probes over one probe flow that timed out (the session then ended)",
     {"node", "peer", "flow"}};
 
 // --- training processes' reports, per (job, rank) ----------------------------

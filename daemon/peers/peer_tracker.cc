@@ -276,7 +276,7 @@ void PeerTracker::FlowFigures(absl::Time now, v1::PeerStatus* status) const {
     while (!flow.window.empty() && flow.window.front().at < now - kTcpLossWindow) {
       flow.window.pop_front();
     }
-    TrimBefore(flow.failure_times, now - failure_window_);
+    TrimBefore(flow.failure_times, now - kTcpLossWindow);
     v1::FlowFigures* out = status->add_flows();
     out->set_flow(index);
     out->set_sent_segments(flow.sent);

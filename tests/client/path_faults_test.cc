@@ -203,6 +203,24 @@ TEST(PathFaults, FailingFlowOfALinkWithoutGroups) {
   EXPECT_FALSE(s[0].pooled_loss_ratio.has_value());
 }
 
+TEST(PathFaults, OneTimeoutPerDirectionIsAnOutageNotAPath) {
+  // A partition between the racks, repaired: each direction across timed
+  // out once, on whichever flow its probe in flight took; every flow is
+  // clean since. The path is not blamed after it.
+  Bed bed(2, 2);
+  bed.failures = [&](uint32_t a, uint32_t b, uint32_t f) -> uint64_t {
+    return bed.Across(a, b) && f == (a + b) % 4 ? 1 : 0;
+  };
+  EXPECT_TRUE(FindPathFaults(bed.Input()).suspects.empty());
+  EXPECT_TRUE(Localise(bed.Input()).empty());
+  // The same flows timing out again (a dead path, session after session)
+  // is one.
+  bed.failures = [&](uint32_t a, uint32_t b, uint32_t f) -> uint64_t {
+    return bed.Across(a, b) && f == (a + b) % 4 ? 2 : 0;
+  };
+  EXPECT_EQ(Names(Localise(bed.Input())), std::vector<std::string>{"path:rack0 <-> rack1"});
+}
+
 TEST(PathFaults, SenderWhoseEveryFlowIsLossyIsNotAPath) {
   // r0n0 loses on all it sends, inside its rack too (its NIC), while r0n1
   // loses on one flow across: r0n0's NIC explains its lossy flows.

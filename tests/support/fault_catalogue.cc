@@ -634,44 +634,49 @@ std::vector<std::string> RankSuspectsOf(const nlohmann::json& job) {
   return out;
 }
 
-void ForEachLossView(
-    const nlohmann::json& j,
-    const std::function<void(const std::string&, const std::string&, double, double)>& visit) {
+namespace {
+
+// Each direction of each link of `health -o json`, with its view.
+void ForEachDirectionView(const nlohmann::json& j,
+                          const std::function<void(const std::string&, const std::string&,
+                                                   const nlohmann::json&)>& visit) {
   if (!j.contains("links") || !j["links"].is_array()) return;
   for (const auto& l : j["links"]) {
     for (const auto& [key, from, to] : {std::tuple{"a_to_b", l.value("a", ""), l.value("b", "")},
                                         std::tuple{"b_to_a", l.value("b", ""), l.value("a", "")}}) {
-      if (!l.contains(key)) continue;
-      const auto& v = l[key];
-      if (v.is_null() || !v.contains("tcp_loss_ratio") || v["tcp_loss_ratio"].is_null() ||
-          !v.contains("tcp_window_sent_segments") || v["tcp_window_sent_segments"].is_null()) {
-        continue;
-      }
-      visit(from, to, v["tcp_loss_ratio"].get<double>(),
-            v["tcp_window_sent_segments"].get<double>());
+      if (l.contains(key) && !l[key].is_null()) visit(from, to, l[key]);
     }
   }
+}
+
+bool HasNumber(const nlohmann::json& v, const char* key) {
+  return v.contains(key) && v[key].is_number();
+}
+
+}  // namespace
+
+void ForEachLossView(
+    const nlohmann::json& j,
+    const std::function<void(const std::string&, const std::string&, double, double)>& visit) {
+  ForEachDirectionView(j, [&](const std::string& from, const std::string& to,
+                              const nlohmann::json& v) {
+    if (!HasNumber(v, "tcp_loss_ratio") || !HasNumber(v, "tcp_window_sent_segments")) return;
+    visit(from, to, v["tcp_loss_ratio"].get<double>(), v["tcp_window_sent_segments"].get<double>());
+  });
 }
 
 void ForEachRecentLossView(
     const nlohmann::json& j,
     const std::function<void(const std::string&, const std::string&, double, double)>& visit) {
-  if (!j.contains("links") || !j["links"].is_array()) return;
-  for (const auto& l : j["links"]) {
-    for (const auto& [key, from, to] : {std::tuple{"a_to_b", l.value("a", ""), l.value("b", "")},
-                                        std::tuple{"b_to_a", l.value("b", ""), l.value("a", "")}}) {
-      if (!l.contains(key)) continue;
-      const auto& v = l[key];
-      if (v.is_null() || !v.contains("tcp_recent_sent_segments") ||
-          !v["tcp_recent_sent_segments"].is_number() || !v.contains("tcp_recent_lost_segments") ||
-          !v["tcp_recent_lost_segments"].is_number()) {
-        continue;
-      }
-      const double sent = v["tcp_recent_sent_segments"].get<double>();
-      const double lost = v["tcp_recent_lost_segments"].get<double>();
-      visit(from, to, sent > 0 ? lost / sent : 0, sent);
+  ForEachDirectionView(j, [&](const std::string& from, const std::string& to,
+                              const nlohmann::json& v) {
+    if (!HasNumber(v, "tcp_recent_sent_segments") || !HasNumber(v, "tcp_recent_lost_segments")) {
+      return;
     }
-  }
+    const double sent = v["tcp_recent_sent_segments"].get<double>();
+    const double lost = v["tcp_recent_lost_segments"].get<double>();
+    visit(from, to, sent > 0 ? lost / sent : 0, sent);
+  });
 }
 
 std::vector<std::string> CatalogueRows(CatalogueBed bed) {
