@@ -183,11 +183,12 @@ DirectionState JudgeDirection(const std::string& from, const std::string& to,
         context.peer_transport_stopped ? absl::StrCat(", ", to, "'s transport is not running")
                                        : ""));
     d.peer_restarted = context.peer_transport_stopped;
-    if (const std::optional<absl::Time> since =
-            p.has_down_since() ? TimeOf(p.down_since()) : last_failure_at;
-        since && !d.peer_restarted) {
-      d.cut_for = now - *since;
-    }
+    std::optional<absl::Time> since = p.has_down_since() ? TimeOf(p.down_since()) : last_failure_at;
+    // Down since before the ends were shown to accept pairs again (the peer
+    // back from a restart): the link has been cut only since then, and may
+    // still be settling (a peer's attempt during the peer's start-up).
+    if (since && accepting && *accepting > *since) since = accepting;
+    if (since && !d.peer_restarted) d.cut_for = now - *since;
   } else if (p.state() != v1::PEER_STATE_UP) {
     Worsen(d.health, Health::kDegraded);
     d.problems.push_back(absl::StrCat(who, PeerStateWord(p.state())));

@@ -40,6 +40,20 @@ bool Lossy(const LinkObservation& o, const FlowObservation& f, double threshold)
          LossEvidence(c, kBaseLossRatio) >= kPathEvidence;
 }
 
+// Whether a direction's loss holds still over its window: its recent part
+// (TcpFigures.recent_*, the last 30 s) loses neither much more (a loss
+// starting) nor much less (clearing) than the whole. While it changes, its
+// flows split by when each last carried data, not by path: no evidence
+// either way.
+bool Steady(const LinkObservation& o, double threshold) {
+  if (!o.loss || !o.recent_loss || o.loss->sent == 0 || o.recent_loss->sent == 0) return true;
+  const double window = static_cast<double>(o.loss->lost) / static_cast<double>(o.loss->sent);
+  const double recent =
+      static_cast<double>(o.recent_loss->lost) / static_cast<double>(o.recent_loss->sent);
+  const double high = std::max(window, recent), low = std::min(window, recent);
+  return high < threshold || high <= kPathSteadyFactor * low;
+}
+
 bool Clean(const FlowObservation& f, double ruled_out) {
   return f.failures_in_window == 0 && f.loss.sent >= kPathMinSegments &&
          LossRuledOut(f.loss, ruled_out);
@@ -64,21 +78,19 @@ class PathFinder {
 
   PathFaults Run() {
     PathFaults out;
-    std::map<std::tuple<bool, std::string, std::string>, Unit> units;
+    std::map<UnitKey, Unit> units;
     const size_t n = in_.nodes.size();
     for (size_t k = 0; k < in_.observations.size(); ++k) {
       const LinkObservation& o = in_.observations[k];
-      if (o.flows.empty() || o.from >= n || o.to >= n || o.from == o.to) continue;
-      const std::string& ga = in_.nodes[o.from].group;
-      const std::string& gb = in_.nodes[o.to].group;
-      const bool by_group = !ga.empty() && !gb.empty() && ga != gb;
-      std::string a = by_group ? ga : in_.nodes[o.from].name;
-      std::string b = by_group ? gb : in_.nodes[o.to].name;
-      if (b < a) std::swap(a, b);
-      Unit& u = units[{by_group, a, b}];
-      u.by_group = by_group;
-      u.a = a;
-      u.b = b;
+      if (o.from >= n || o.to >= n || o.from == o.to) continue;
+      if (HalfLosing(o)) {
+        losing_peers_[o.from].insert(o.to);
+        losing_peers_[o.to].insert(o.from);
+      }
+      if (o.flows.empty()) continue;
+      const UnitKey key = KeyOf(o.from, o.to);
+      Unit& u = units[key];
+      std::tie(u.by_group, u.a, u.b) = key;
       u.observations.push_back(k);
     }
     std::vector<std::pair<size_t, Suspect>> found;  // lossy flows, suspect
@@ -106,6 +118,43 @@ class PathFinder {
   }
 
  private:
+  using UnitKey = std::tuple<bool, std::string, std::string>;  // by group, a < b
+
+  // The unit a direction belongs to: its pair of groups, or of nodes.
+  UnitKey KeyOf(uint32_t from, uint32_t to) const {
+    const std::string& ga = in_.nodes[from].group;
+    const std::string& gb = in_.nodes[to].group;
+    const bool by_group = !ga.empty() && !gb.empty() && ga != gb;
+    std::string a = by_group ? ga : in_.nodes[from].name;
+    std::string b = by_group ? gb : in_.nodes[to].name;
+    if (b < a) std::swap(a, b);
+    return {by_group, std::move(a), std::move(b)};
+  }
+
+  // Loses at half the threshold or more over its window or its recent part
+  // (a loss starting shows there first).
+  bool HalfLosing(const LinkObservation& o) const {
+    auto losing = [&](const std::optional<LossCount>& c) {
+      return c && c->lost > 0 &&
+             static_cast<double>(c->lost) >= in_.loss_ratio / 2 * static_cast<double>(c->sent);
+    };
+    return losing(o.loss) || losing(o.recent_loss);
+  }
+
+  // A node that loses with two or more peers outside the unit: its loss
+  // (a lossy NIC) spreads over its links, and its flows in the unit split
+  // into lossy and clean by chance and by windows that straddle the start.
+  bool LossSpreadOutside(uint32_t node, const Unit& unit) const {
+    auto it = losing_peers_.find(node);
+    if (it == losing_peers_.end()) return false;
+    const UnitKey key{unit.by_group, unit.a, unit.b};
+    size_t outside = 0;
+    for (uint32_t peer : it->second) {
+      if (KeyOf(node, peer) != key) ++outside;
+    }
+    return outside >= 2;
+  }
+
   // The unit's path suspect, if it is one; its lossy directions are then
   // set aside (set_aside_).
   std::optional<Suspect> Judge(const Unit& unit, size_t* lossy_flows) {
@@ -117,6 +166,7 @@ class PathFinder {
     for (size_t i = 0; i < unit.observations.size(); ++i) {
       const LinkObservation& o = in_.observations[unit.observations[i]];
       classes[i].assign(o.flows.size(), FlowClass::kUnknown);
+      if (!Steady(o, threshold)) continue;
       for (size_t f = 0; f < o.flows.size(); ++f) {
         if (!Lossy(o, o.flows[f], threshold)) continue;
         classes[i][f] = FlowClass::kLossy;
@@ -145,9 +195,10 @@ class PathFinder {
     for (size_t i = 0; i < unit.observations.size(); ++i) {
       const LinkObservation& o = in_.observations[unit.observations[i]];
       bool has_lossy = false, has_clean = false;
+      const bool steady = Steady(o, threshold);
       for (size_t f = 0; f < o.flows.size(); ++f) {
         ++total;
-        if (classes[i][f] == FlowClass::kUnknown && Clean(o.flows[f], ruled_out)) {
+        if (steady && classes[i][f] == FlowClass::kUnknown && Clean(o.flows[f], ruled_out)) {
           classes[i][f] = FlowClass::kClean;
           ++clean;
         }
@@ -165,6 +216,7 @@ class PathFinder {
     // its host, inside its group as well as across.
     for (const LinkObservation& o : in_.observations) {
       if (!sends.count(o.from) && !receives.count(o.to)) continue;
+      if (!Steady(o, threshold)) continue;
       for (const FlowObservation& f : o.flows) {
         if (Lossy(o, f, threshold) || !Clean(f, ruled_out)) continue;
         if (auto it = sends.find(o.from); it != sends.end()) it->second.second = true;
@@ -174,6 +226,7 @@ class PathFinder {
     for (const auto* side : {&sends, &receives}) {
       for (const auto& [node, seen] : *side) {
         if (seen.first && !seen.second) return std::nullopt;  // all its flows lossy: a NIC
+        if (seen.first && LossSpreadOutside(node, unit)) return std::nullopt;
       }
     }
 
@@ -246,7 +299,8 @@ class PathFinder {
   }
 
   const LocaliseInput& in_;
-  std::vector<size_t> set_aside_;  // observations whose loss is a path's
+  std::map<uint32_t, std::set<uint32_t>> losing_peers_;  // HalfLosing, per node
+  std::vector<size_t> set_aside_;                        // observations whose loss is a path's
 };
 
 }  // namespace

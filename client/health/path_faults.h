@@ -21,6 +21,13 @@
 //    (there or anywhere else, inside its group too), and every node that
 //    receives one also receives a clean one (a lossy NIC loses on all its
 //    flows, whatever their path).
+// - no node with a lossy flow in the unit loses (at half the threshold,
+//   over a direction's window or its recent part) with two or more peers
+//   outside it: a lossy NIC's flows split into lossy and clean by chance
+//   and by windows that straddle the loss's start.
+// - only directions whose loss holds still count: one whose recent part
+//   loses much more or much less than its whole window (a loss starting or
+//   clearing) splits its flows by when each last carried data.
 // All flows equally lossy is the link's, a node's or an uplink's: no path
 // fault. A pure function over LocaliseInput, like Localise.
 #pragma once
@@ -38,6 +45,9 @@ inline constexpr double kPathEvidence = 10;
 // Failed probes of one direction's flows within their window that make
 // them path evidence (Failing in path_faults.cc).
 inline constexpr uint64_t kPathMinFailures = 2;
+// How much more one part of a direction's loss window may lose than the
+// other for its flows to count (Steady in path_faults.cc).
+inline constexpr double kPathSteadyFactor = 1.5;
 
 struct PathFaults {
   // One `path` suspect a unit, the most lossy flows first.

@@ -815,6 +815,40 @@ TEST(Cluster, PeersReconnectingToARestartedNodeBlameNobody) {
   EXPECT_EQ(clear.verdict, Health::kHealthy);
 }
 
+// h3 restarted a second ago and h1's first attempt after it failed (h3's
+// daemon was not accepting pairs yet): h1->h3 has been cut only since h3
+// came back, too short to tell from the restart; the link once it lasts.
+TEST(Cluster, AnAttemptDuringARestartIsNoLinkUntilItLasts) {
+  auto nodes = SettledRacks();
+  *nodes[2].status->mutable_started_at() = ToProtoTimestamp(kModelNow - absl::Seconds(2));
+  *nodes[2].status->mutable_transport()->mutable_started_at() =
+      ToProtoTimestamp(kModelNow - absl::Seconds(1));
+  for (const char* p : {"h1", "h2", "h4", "h5", "h6"}) {
+    FailedAt(View(nodes, p, "h3"), absl::Seconds(30), v1::FAILURE_REASON_REFUSED);
+  }
+  for (const char* p : {"h2", "h4", "h5", "h6"}) {
+    RecoveredAt(View(nodes, p, "h3"), absl::Milliseconds(800));
+  }
+  FailedAt(View(nodes, "h1", "h3"), absl::Milliseconds(900), v1::FAILURE_REASON_REFUSED);
+  for (auto& p : *nodes[2].status->mutable_peers()) {
+    *p.mutable_up_since() = ToProtoTimestamp(kModelNow - absl::Milliseconds(800));
+  }
+  EXPECT_THAT(BuildCluster(nodes).suspects, IsEmpty());
+
+  // Still down 5 s after h3 came back, with a failed attempt since: the link.
+  auto later = SettledRacks();
+  *later[2].status->mutable_transport()->mutable_started_at() =
+      ToProtoTimestamp(kModelNow - absl::Seconds(6));
+  for (const char* p : {"h2", "h4", "h5", "h6"}) {
+    RecoveredAt(View(later, p, "h3"), absl::Seconds(5));
+  }
+  FailedAt(View(later, "h1", "h3"), absl::Seconds(30), v1::FAILURE_REASON_REFUSED);
+  FailedAt(View(later, "h1", "h3"), absl::Seconds(1), v1::FAILURE_REASON_REFUSED);
+  ClusterPicture c = BuildCluster(std::move(later));
+  ASSERT_EQ(c.suspects.size(), 1u);
+  EXPECT_EQ(c.suspects[0].name, "h1 <-> h3");
+}
+
 // The dead node itself, before it is restarted: its daemon does not answer
 // and every peer sees it down. No restart to reconnect to: the node, at once.
 TEST(Cluster, ADeadNodeIsNoReconnect) {

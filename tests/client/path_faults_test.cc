@@ -221,6 +221,43 @@ TEST(PathFaults, OneTimeoutPerDirectionIsAnOutageNotAPath) {
   EXPECT_EQ(Names(Localise(bed.Input())), std::vector<std::string>{"path:rack0 <-> rack1"});
 }
 
+TEST(PathFaults, NodeLosingWithManyPeersIsNotAPathHoweverItsFlowsSplit) {
+  // r0n1's NIC loses 5% both ways, but over the window half its flows show
+  // it (the others' windows mostly from before the loss started): its loss
+  // spreads over its links inside its rack and across, so the node, not a
+  // path in each unit it touches.
+  Bed bed(2, 3);
+  bed.lost = [&](uint32_t a, uint32_t b, uint32_t f) -> uint64_t {
+    return (a == 1 || b == 1) && f < 2 ? 15 : 0;
+  };
+  EXPECT_TRUE(FindPathFaults(bed.Input()).suspects.empty());
+  const std::vector<Suspect> s = Localise(bed.Input());
+  ASSERT_FALSE(s.empty());
+  EXPECT_EQ(Names(s)[0], "node:r0n1");
+}
+
+TEST(PathFaults, DirectionsWhoseLossStartsOrClearsAreNoEvidence) {
+  // Half the flows across lossy, the others clean: a path fault while the
+  // loss holds still over the window...
+  Bed bed(2, 2);
+  bed.lost = [&](uint32_t a, uint32_t b, uint32_t f) -> uint64_t {
+    return bed.Across(a, b) && OnBadMember(a, b, f) ? 30 : 0;
+  };
+  ASSERT_EQ(Names(Localise(bed.Input())), std::vector<std::string>{"path:rack0 <-> rack1"});
+  // ... but not while it starts (the recent part loses twice the window's
+  // ratio: the clean flows have not carried data since) or clears.
+  for (const double recent_share : {1.0, 0.1}) {
+    LocaliseInput in = bed.Input();
+    for (LinkObservation& o : in.observations) {
+      if (o.loss->lost == 0) continue;
+      o.recent_loss =
+          LossCount{static_cast<uint64_t>(static_cast<double>(o.loss->lost) * recent_share),
+                    o.loss->sent / 2};
+    }
+    EXPECT_TRUE(FindPathFaults(in).suspects.empty()) << recent_share;
+  }
+}
+
 TEST(PathFaults, SenderWhoseEveryFlowIsLossyIsNotAPath) {
   // r0n0 loses on all it sends, inside its rack too (its NIC), while r0n1
   // loses on one flow across: r0n0's NIC explains its lossy flows.
