@@ -492,6 +492,12 @@ class Localiser {
     std::sort(pooled_.begin(), pooled_.end(), [](const PooledLink& x, const PooledLink& y) {
       return Key(x.a, x.b) < Key(y.a, y.b);
     });
+    half_losing_.assign(n_, 0);
+    for (const PooledLink& p : pooled_) {
+      if (!HalfLosing(p)) continue;
+      ++half_losing_[p.a];
+      ++half_losing_[p.b];
+    }
   }
 
   // A hypothesis of pooled loss: which links it predicts lossy.
@@ -600,8 +606,12 @@ class Localiser {
       });
     }
     for (size_t k = 0; k < pooled_.size(); ++k) {
-      // A link bad on its own is named as such (AddLeftoverLinks).
-      if (bad_index_.count(Key(pooled_[k].a, pooled_[k].b))) continue;
+      // A link bad on its own is named as such (AddLeftoverLinks); one whose
+      // loss spreads over an end is not named alone either.
+      if (bad_index_.count(Key(pooled_[k].a, pooled_[k].b)) ||
+          LossSpreadOverAnEnd(pooled_[k].a, pooled_[k].b)) {
+        continue;
+      }
       consider(SuspectKind::kLink, k, [k](size_t j) { return j == k; });
     }
     if (candidates.empty()) {
@@ -815,34 +825,32 @@ class Localiser {
     return losing(p.window) || (p.has_recent && losing(p.recent));
   }
 
-  // A link bad but not cut (lossy, slow, below its speed: what loss does to
-  // it), one of whose ends loses on two or more of its other links too
+  // One of the link's ends loses on two or more of its other links too
   // (HalfLosing): a node's or uplink's loss starting or clearing, which
   // crosses the thresholds link by link, not this link's fault alone.
-  // `half_losing[x]` counts node x's HalfLosing links.
-  bool LossSpreadOverAnEnd(const BadLink& l, const std::vector<size_t>& half_losing) const {
+  bool LossSpreadOverAnEnd(uint32_t a, uint32_t b) const {
+    // pooled_ is sorted by Key.
+    auto it =
+        std::lower_bound(pooled_.begin(), pooled_.end(), Key(a, b),
+                         [](const PooledLink& p, uint64_t key) { return Key(p.a, p.b) < key; });
+    const size_t itself =
+        it != pooled_.end() && it->a == a && it->b == b && HalfLosing(*it) ? 1 : 0;
+    return half_losing_[a] - itself >= 2 || half_losing_[b] - itself >= 2;
+  }
+
+  // A link bad but not cut (lossy, slow, below its speed: what loss does to
+  // it) whose loss spreads over an end.
+  bool LossSpreadOverAnEnd(const BadLink& l) const {
     for (int64_t k : {l.ab, l.ba}) {
       if (k >= 0 && in_.observations[static_cast<size_t>(k)].down) return false;
     }
-    // pooled_ is sorted by Key.
-    auto it =
-        std::lower_bound(pooled_.begin(), pooled_.end(), Key(l.a, l.b),
-                         [](const PooledLink& p, uint64_t key) { return Key(p.a, p.b) < key; });
-    const size_t itself =
-        it != pooled_.end() && it->a == l.a && it->b == l.b && HalfLosing(*it) ? 1 : 0;
-    return half_losing[l.a] - itself >= 2 || half_losing[l.b] - itself >= 2;
+    return LossSpreadOverAnEnd(l.a, l.b);
   }
 
   void AddLeftoverLinks(std::vector<Suspect>& out) {
-    std::vector<size_t> half_losing(n_, 0);
-    for (const PooledLink& p : pooled_) {
-      if (!HalfLosing(p)) continue;
-      ++half_losing[p.a];
-      ++half_losing[p.b];
-    }
     std::vector<Suspect> links;
     for (BadLink& l : bad_) {
-      if (l.explained || Settling(l) || LossSpreadOverAnEnd(l, half_losing)) continue;
+      if (l.explained || Settling(l) || LossSpreadOverAnEnd(l)) continue;
       Suspect s;
       s.kind = SuspectKind::kLink;
       s.name = absl::StrCat(in_.nodes[l.a].name, " <-> ", in_.nodes[l.b].name);
@@ -889,7 +897,8 @@ class Localiser {
   std::vector<bool> named_;           // nodes already named as a suspect
   std::vector<size_t> named_groups_;  // groups whose uplink is named
   std::vector<PooledLink> pooled_;
-  std::vector<Incoming> incoming_;  // per node (CountMeasured)
+  std::vector<Incoming> incoming_;   // per node (CountMeasured)
+  std::vector<size_t> half_losing_;  // per node, its HalfLosing links (CollectPooled)
   std::unordered_set<uint64_t> pooled_links_named_;
   std::unordered_set<uint64_t> bad_index_;  // the links in bad_
   double evidence_needed_ = kPooledEvidence;

@@ -121,7 +121,9 @@ TEST_F(NetnsRacksShapedTest, TbfCapOnOneRackUplinkNamesTheUplink) {
   EXPECT_EQ(j["suspects"][0]["fine_links"], 0) << j["suspects"][0];
   // Between the racks the measured bandwidth stays near the cap (a 1 MiB
   // transfer may read up to 1.33x of it: tbf lets its 256 KB burst through
-  // at once), inside them above the threshold.
+  // at once), inside them well above it. (Whether inside links are fine is
+  // the product's judgement, asserted above, on the better of two transfers;
+  // the latest alone dips on a loaded machine.)
   int across = 0, inside = 0;
   for (const auto& l : j["links"]) {
     const bool crosses = (l["a"].get<std::string>() < "h4") != (l["b"].get<std::string>() < "h4");
@@ -134,7 +136,7 @@ TEST_F(NetnsRacksShapedTest, TbfCapOnOneRackUplinkNamesTheUplink) {
         EXPECT_LT(rate, 5e6 * 1.4) << l;
         ++across;
       } else {
-        EXPECT_GT(rate, 50e6 * 0.3) << l;
+        EXPECT_GT(rate, 5e6 * 2) << l;
         ++inside;
       }
     }
