@@ -825,9 +825,10 @@ class Localiser {
     return losing(p.window) || (p.has_recent && losing(p.recent));
   }
 
-  // One of the link's ends loses on two or more of its other links too
-  // (HalfLosing): a node's or uplink's loss starting or clearing, which
-  // crosses the thresholds link by link, not this link's fault alone.
+  // One of the link's ends loses on another of its links too (HalfLosing):
+  // a node's or uplink's loss starting or clearing, which crosses the
+  // thresholds link by link (and, dropping a probe, takes a link down for a
+  // while), not this link's fault alone.
   bool LossSpreadOverAnEnd(uint32_t a, uint32_t b) const {
     // pooled_ is sorted by Key.
     auto it =
@@ -835,22 +836,13 @@ class Localiser {
                          [](const PooledLink& p, uint64_t key) { return Key(p.a, p.b) < key; });
     const size_t itself =
         it != pooled_.end() && it->a == a && it->b == b && HalfLosing(*it) ? 1 : 0;
-    return half_losing_[a] - itself >= 2 || half_losing_[b] - itself >= 2;
-  }
-
-  // A link bad but not cut (lossy, slow, below its speed: what loss does to
-  // it) whose loss spreads over an end.
-  bool LossSpreadOverAnEnd(const BadLink& l) const {
-    for (int64_t k : {l.ab, l.ba}) {
-      if (k >= 0 && in_.observations[static_cast<size_t>(k)].down) return false;
-    }
-    return LossSpreadOverAnEnd(l.a, l.b);
+    return half_losing_[a] - itself >= 1 || half_losing_[b] - itself >= 1;
   }
 
   void AddLeftoverLinks(std::vector<Suspect>& out) {
     std::vector<Suspect> links;
     for (BadLink& l : bad_) {
-      if (l.explained || Settling(l) || LossSpreadOverAnEnd(l)) continue;
+      if (l.explained || Settling(l) || LossSpreadOverAnEnd(l.a, l.b)) continue;
       Suspect s;
       s.kind = SuspectKind::kLink;
       s.name = absl::StrCat(in_.nodes[l.a].name, " <-> ", in_.nodes[l.b].name);

@@ -30,9 +30,10 @@
 // What is left is named link by link, but not while it may still be the
 // start or end of a wider fault: a link bad only because it is down or cut
 // for less than kLoneLinkSettleSeconds (the other peers of a failing node
-// notice within their next probe), nor a link bad but not cut while one of
-// its ends loses on two or more of its other links (a node's loss crosses
-// the thresholds link by link as it starts and clears).
+// notice within their next probe), nor a link (bad, or lossy when pooled)
+// while one of its ends loses on another of its links too (a node's or an
+// uplink's loss crosses the thresholds link by link as it starts and
+// clears, and a probe it drops takes a link down for a while).
 #pragma once
 
 #include <cstddef>

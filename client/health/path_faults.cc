@@ -50,8 +50,11 @@ bool Steady(const LinkObservation& o, double threshold) {
   const double window = static_cast<double>(o.loss->lost) / static_cast<double>(o.loss->sent);
   const double recent =
       static_cast<double>(o.recent_loss->lost) / static_cast<double>(o.recent_loss->sent);
+  // Below a quarter of the threshold both parts are clean alike; above it
+  // a flow may be lossy on a direction whose pooled loss is under the
+  // threshold, so the parts must agree there too.
   const double high = std::max(window, recent), low = std::min(window, recent);
-  return high < threshold || high <= kPathSteadyFactor * low;
+  return high <= kPathSteadyFactor * low + threshold / 4;
 }
 
 bool Clean(const FlowObservation& f, double ruled_out) {
