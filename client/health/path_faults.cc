@@ -97,10 +97,12 @@ class PathFinder {
       u.observations.push_back(k);
     }
     std::vector<std::pair<size_t, Suspect>> found;  // lossy flows, suspect
+    std::set<UnitKey> path_units;
     for (const auto& [key, unit] : units) {
       size_t lossy_flows = 0;
       if (std::optional<Suspect> s = Judge(unit, &lossy_flows)) {
         found.emplace_back(lossy_flows, *std::move(s));
+        path_units.insert(key);
       }
     }
     std::stable_sort(found.begin(), found.end(),
@@ -116,6 +118,15 @@ class PathFinder {
         r.loss.reset();
         r.recent_loss.reset();
       }
+      // The jobs' own connections over those units take the same paths:
+      // their loss is the path's too.
+      std::vector<JobLinkLoss>& jobs = out.rest.job_links;
+      jobs.erase(std::remove_if(jobs.begin(), jobs.end(),
+                                [&](const JobLinkLoss& j) {
+                                  return j.from < n && j.to < n && j.from != j.to &&
+                                         path_units.count(KeyOf(j.from, j.to)) > 0;
+                                }),
+                 jobs.end());
     }
     return out;
   }

@@ -258,6 +258,26 @@ TEST(PathFaults, DirectionsWhoseLossStartsOrClearsAreNoEvidence) {
   }
 }
 
+TEST(PathFaults, TheJobsConnectionsOverAPathAreThePaths) {
+  // A job's connections across the racks lose 10% where they take the bad
+  // member: their loss is the path's, not the uplink's, once the path is
+  // named on the probe flows.
+  Bed bed(2, 2);
+  bed.lost = [&](uint32_t a, uint32_t b, uint32_t f) -> uint64_t {
+    return bed.Across(a, b) && OnBadMember(a, b, f) ? 30 : 0;
+  };
+  LocaliseInput in = bed.Input();
+  for (uint32_t a = 0; a < 4; ++a) {
+    for (uint32_t b = 0; b < 4; ++b) {
+      if (a != b && bed.Across(a, b)) in.job_links.push_back({a, b, LossCount{240, 2400}});
+    }
+  }
+  const PathFaults paths = FindPathFaults(in);
+  ASSERT_EQ(paths.suspects.size(), 1u);
+  EXPECT_TRUE(paths.rest.job_links.empty());
+  EXPECT_EQ(Names(Localise(in)), std::vector<std::string>{"path:rack0 <-> rack1"});
+}
+
 TEST(PathFaults, SenderWhoseEveryFlowIsLossyIsNotAPath) {
   // r0n0 loses on all it sends, inside its rack too (its NIC), while r0n1
   // loses on one flow across: r0n0's NIC explains its lossy flows.
