@@ -67,7 +67,9 @@ Daemon::Daemon(Config config, const Clock* clock)
     : config_(std::move(config)),
       clock_(clock),
       started_at_(clock->Now()),
-      host_load_(std::make_shared<HostLoad>("/proc", getpid(), clock)) {}
+      host_load_(std::make_shared<HostLoad>("/proc", getpid(), clock)) {
+  host_load_->SetStarvedThreshold(config_.thresholds.scheduling_delay);
+}
 
 Daemon::~Daemon() {
   Shutdown(absl::Seconds(1));
@@ -354,6 +356,7 @@ absl::Status Daemon::Reload(Config next) {
     }
     config_ = next;
     metrics_->SetThresholds(ThresholdsProto(next.thresholds));
+    host_load_->SetStarvedThreshold(next.thresholds.scheduling_delay);
     metrics_->SetPlacement(next.group, next.labels);
     for (const PeerConfig& peer : next.peers) names.insert(peer.name);
     topology_ = std::make_unique<Topology>(Topology::FromConfig(next));

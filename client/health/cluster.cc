@@ -94,11 +94,19 @@ std::map<std::string, absl::Time> LastRecovered(
 // word on its transport, when it answered, and when either end last had a
 // session recover (on the reporting node's clock, by the offset the view
 // measured).
-DirectionContext ContextOf(const std::string& from, const v1::PeerStatus& p,
-                           const v1::NodeStatus* peer,
+DirectionContext ContextOf(const std::string& from, const v1::NodeStatus& self,
+                           const v1::PeerStatus& p, const v1::NodeStatus* peer,
                            const std::map<std::string, absl::Time>& recovered) {
   DirectionContext context;
   const double offset = p.clock().has_offset_seconds() ? p.clock().offset_seconds() : 0;
+  if (self.host_load().has_starved_until()) {
+    context.starved_until = FromProtoTimestamp(self.host_load().starved_until());
+  }
+  if (peer != nullptr && peer->host_load().has_starved_until()) {
+    const absl::Time until =
+        FromProtoTimestamp(peer->host_load().starved_until()) - absl::Seconds(offset);
+    if (!context.starved_until || until > *context.starved_until) context.starved_until = until;
+  }
   if (peer != nullptr && peer->transport().has_started_at()) {
     context.peer_transport_started =
         FromProtoTimestamp(peer->transport().started_at()) - absl::Seconds(offset);
@@ -142,7 +150,11 @@ LocaliseInput LinkMatrixOf(const ClusterPicture& c) {
     if (!n.status) continue;
     in.nodes[i].group = n.status->topology().group();
     group_known[i] = true;
-    in.nodes[i].overload = OverloadOf(*n.status, ThresholdsOf(*n.status));
+    const EffectiveThresholds t = ThresholdsOf(*n.status);
+    in.nodes[i].overload = OverloadOf(*n.status, t);
+    const v1::HostLoad& load = n.status->host_load();
+    in.nodes[i].starved_now = load.has_recent_scheduling_delay_seconds() &&
+                              load.recent_scheduling_delay_seconds() >= t.scheduling_delay_seconds;
   }
   const std::map<std::string, const v1::NodeStatus*> by_name = StatusByName(c.node_reports);
   const auto recovered = LastRecovered(c.node_reports, by_name);
@@ -158,8 +170,9 @@ LocaliseInput LinkMatrixOf(const ClusterPicture& c) {
       if (p.state() == v1::PEER_STATE_CONNECTING || p.state() == v1::PEER_STATE_UNSPECIFIED) {
         continue;
       }
-      DirectionState d = JudgeDirection(n.name, p.name(), p, t, NowOf(*n.status),
-                                        ContextOf(n.name, p, Find(by_name, p.name()), recovered));
+      DirectionState d =
+          JudgeDirection(n.name, p.name(), p, t, NowOf(*n.status),
+                         ContextOf(n.name, *n.status, p, Find(by_name, p.name()), recovered));
       LinkObservation o;
       o.from = from;
       o.to = to;
@@ -181,15 +194,17 @@ LocaliseInput LinkMatrixOf(const ClusterPicture& c) {
         o.loss = LossCount{
             static_cast<uint64_t>(std::llround(p.tcp().loss_ratio() * static_cast<double>(sent))),
             sent};
-        if (p.tcp().has_recent_sent_segments()) {
-          o.recent_loss = LossCount{p.tcp().recent_lost_segments(), p.tcp().recent_sent_segments()};
-        }
+        o.recent_loss = RecentLoss(p.tcp());
       }
       for (const v1::FlowFigures& f : p.flows()) {
         FlowObservation flow;
         flow.flow = f.flow();
         flow.loss = LossCount{f.window_lost_segments(), f.window_sent_segments()};
         flow.failures_in_window = f.failures_in_window();
+        if (f.has_sent_since_loss_began()) {
+          flow.since_loss_began = LossCount{f.lost_since_loss_began(), f.sent_since_loss_began()};
+        }
+        if (f.has_sent_since_last_loss()) flow.sent_since_last_loss = f.sent_since_last_loss();
         o.flows.push_back(flow);
       }
       in.observations.push_back(std::move(o));
@@ -346,8 +361,9 @@ std::map<std::pair<std::string, std::string>, LinkReport> LinksFromBothEnds(
       l.a = key.first;
       l.b = key.second;
       (forward ? l.ab : l.ba) = &p;
-      DirectionState d = JudgeDirection(n.name, p.name(), p, t, NowOf(*n.status),
-                                        ContextOf(n.name, p, Find(by_name, p.name()), recovered));
+      DirectionState d =
+          JudgeDirection(n.name, p.name(), p, t, NowOf(*n.status),
+                         ContextOf(n.name, *n.status, p, Find(by_name, p.name()), recovered));
       Worsen(l.health, d.health);
       for (auto& problem : d.problems) l.problems.push_back(std::move(problem));
       for (auto& finding : d.findings) l.findings.push_back(std::move(finding));

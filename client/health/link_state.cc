@@ -122,10 +122,21 @@ std::string AgeText(absl::Duration d) {
                       s % 86400 / 3600 > 0 ? absl::StrCat(s % 86400 / 3600, "h") : "");
 }
 
+std::optional<LossCount> RecentLoss(const v1::TcpFigures& tcp) {
+  if (!tcp.has_recent_sent_segments()) return std::nullopt;
+  const LossCount recent{tcp.recent_lost_segments(), tcp.recent_sent_segments()};
+  // The last loss is older than the recent part only when the recent part
+  // lost nothing: then everything since it is clean.
+  if (tcp.has_sent_since_last_loss() && recent.lost == 0 &&
+      tcp.sent_since_last_loss() > recent.sent) {
+    return LossCount{0, tcp.sent_since_last_loss()};
+  }
+  return recent;
+}
+
 bool LossPast(const v1::PeerStatus& p, const EffectiveThresholds& t) {
-  if (!p.tcp().has_recent_sent_segments()) return false;
-  return LossRuledOut({p.tcp().recent_lost_segments(), p.tcp().recent_sent_segments()},
-                      t.loss_ratio);
+  const std::optional<LossCount> recent = RecentLoss(p.tcp());
+  return recent && LossRuledOut(*recent, t.loss_ratio);
 }
 
 double PeerDaemonSilence(const v1::PeerStatus& p) {
@@ -259,7 +270,13 @@ DirectionState JudgeDirection(const std::string& from, const std::string& to,
     bad.push_back(absl::StrFormat("latency p50 %.3f ms", p50 * 1e3));
     d.findings.emplace_back(Finding::kSlow, absl::StrFormat("%.2f ms", p50 * 1e3));
   }
-  if (p.bandwidth().has_link_ratio() && p.bandwidth().link_ratio() < t.link_ratio) {
+  // A transfer measured while an end was short of CPU crawled for that
+  // host's reason (named overloaded_host while it lasts), not the link's.
+  const bool starved_transfer =
+      context.starved_until && p.bandwidth().has_measured_at() &&
+      FromProtoTimestamp(p.bandwidth().measured_at()) <= *context.starved_until + kStalePairMargin;
+  if (p.bandwidth().has_link_ratio() && p.bandwidth().link_ratio() < t.link_ratio &&
+      !starved_transfer) {
     Worsen(d.health, Health::kDegraded);
     d.problems.push_back(
         absl::StrFormat("%slink ratio %.2f < %.2f", who, p.bandwidth().link_ratio(), t.link_ratio));

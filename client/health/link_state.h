@@ -119,6 +119,9 @@ struct DirectionContext {
   // this node's clock): whatever broke it was gone by then. A direction
   // down since before, with no failed attempt since, has not retried yet.
   std::optional<absl::Time> recovered_since;
+  // The later of the two ends' HostLoad.starved_until (on this node's
+  // clock): a transfer measured by then was slowed by a host short of CPU.
+  std::optional<absl::Time> starved_until;
 };
 
 // A pair up since at least this long before the peer's transport started
@@ -132,8 +135,13 @@ DirectionState JudgeDirection(const std::string& from, const std::string& to,
                               const v1::PeerStatus& p, const EffectiveThresholds& t, absl::Time now,
                               const DirectionContext& context = {});
 
-// A loss ratio over the window that the recent segments rule out
-// (TcpFigures.recent_*): the fault is past.
+// What a direction sent and lost lately: its window's recent part
+// (TcpFigures.recent_*), reaching back to its last loss when that is older
+// (sent_since_last_loss, all clean). Absent before the first TCP report.
+std::optional<LossCount> RecentLoss(const v1::TcpFigures& tcp);
+
+// A loss ratio over the window that the recent segments (RecentLoss) rule
+// out: the fault is past.
 bool LossPast(const v1::PeerStatus& p, const EffectiveThresholds& t);
 
 // Whether the peer's daemon is silent while its transport answers, as `p`

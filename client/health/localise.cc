@@ -842,7 +842,10 @@ class Localiser {
   void AddLeftoverLinks(std::vector<Suspect>& out) {
     std::vector<Suspect> links;
     for (BadLink& l : bad_) {
-      if (l.explained || Settling(l) || LossSpreadOverAnEnd(l.a, l.b)) continue;
+      if (l.explained || Settling(l) || LossSpreadOverAnEnd(l.a, l.b) ||
+          in_.nodes[l.a].starved_now || in_.nodes[l.b].starved_now) {
+        continue;
+      }
       Suspect s;
       s.kind = SuspectKind::kLink;
       s.name = absl::StrCat(in_.nodes[l.a].name, " <-> ", in_.nodes[l.b].name);

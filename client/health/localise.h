@@ -30,7 +30,8 @@
 // What is left is named link by link, but not while it may still be the
 // start or end of a wider fault: a link bad only because it is down or cut
 // for less than kLoneLinkSettleSeconds (the other peers of a failing node
-// notice within their next probe), nor a link (bad, or lossy when pooled)
+// notice within their next probe), nor one with an end starved of CPU now
+// (an overload starting), nor a link (bad, or lossy when pooled)
 // while one of its ends loses on another of its links too (a node's or an
 // uplink's loss crosses the thresholds link by link as it starts and
 // clears, and a probe it drops takes a link down for a while).
@@ -56,6 +57,12 @@ struct LocaliseNode {
   // Non-empty when the host itself is too busy (scheduling delay, steal, run
   // queue): what says so. Its bad links are then blamed on the host.
   std::string overload;
+  // Its main threads waited for a CPU at least the threshold over the last
+  // seconds (HostLoad.recent_scheduling_delay_seconds): an overload may be
+  // starting, which its peers feel (a slow transfer) before its mean over
+  // every thread says so. Few runs, so no evidence against the host: its
+  // links alone are not named meanwhile.
+  bool starved_now = false;
   // Unreachable because its daemon's port refused us: the host answers, no
   // process listens (the daemon is dead or restarting). A path problem
   // between us and it would time out instead.
@@ -75,6 +82,11 @@ struct FlowObservation {
   uint32_t flow = 0;
   LossCount loss;
   uint64_t failures_in_window = 0;
+  // Of the window, since the direction's loss began (its earliest lost
+  // segment on any flow), when it lost any; and what the flow carried after
+  // its own last loss, when it lost any (FlowFigures).
+  std::optional<LossCount> since_loss_began = std::nullopt;
+  std::optional<uint64_t> sent_since_last_loss = std::nullopt;
 };
 
 // One direction of one link, as node `from` measured node `to`.
@@ -89,8 +101,9 @@ struct LinkObservation {
   // What `from` sent `to` over the loss window and lost, when the source
   // knows (GetStatus does; Prometheus has no segment count): pooled evidence.
   std::optional<LossCount> loss = std::nullopt;
-  // The same over the recent part of the window (TcpFigures.recent_*): a
-  // pooled loss its recent segments rule out is past.
+  // The same over the recent part of the window (RecentLoss in
+  // link_state.h: back to the last loss when that is older): a pooled loss
+  // its recent segments rule out is past.
   std::optional<LossCount> recent_loss = std::nullopt;
   // False for a direction that is no evidence either way for the bad-link
   // judgement (a loss ratio above the threshold over too few segments): it

@@ -32,12 +32,21 @@ bool Failing(const LinkObservation& o, const FlowObservation& f) {
   return failures >= kPathMinFailures;
 }
 
+// A flow whose loss stopped: what it carried after its last loss rules out
+// half its loss ratio over the window.
+bool LossStopped(const FlowObservation& f) {
+  if (!f.sent_since_last_loss || f.loss.sent == 0) return false;
+  const double ratio = static_cast<double>(f.loss.lost) / static_cast<double>(f.loss.sent);
+  return *f.sent_since_last_loss >= kPathMinSegments &&
+         LossRuledOut(LossCount{0, *f.sent_since_last_loss}, ratio / 2);
+}
+
 bool Lossy(const LinkObservation& o, const FlowObservation& f, double threshold) {
   if (Failing(o, f)) return true;
   const LossCount& c = f.loss;
   return c.sent >= kPathMinSegments && c.lost >= kPathMinLost &&
          static_cast<double>(c.lost) >= threshold * static_cast<double>(c.sent) &&
-         LossEvidence(c, kBaseLossRatio) >= kPathEvidence;
+         LossEvidence(c, kBaseLossRatio) >= kPathEvidence && !LossStopped(f);
 }
 
 // Whether a direction's loss holds still over its window: its recent part
@@ -57,9 +66,11 @@ bool Steady(const LinkObservation& o, double threshold) {
   return high <= kPathSteadyFactor * low + threshold / 4;
 }
 
+// Clean since its direction's loss began (over the window when the source
+// does not say): a flow that went quiet before it is no evidence.
 bool Clean(const FlowObservation& f, double ruled_out) {
-  return f.failures_in_window == 0 && f.loss.sent >= kPathMinSegments &&
-         LossRuledOut(f.loss, ruled_out);
+  const LossCount& c = f.since_loss_began ? *f.since_loss_began : f.loss;
+  return f.failures_in_window == 0 && c.sent >= kPathMinSegments && LossRuledOut(c, ruled_out);
 }
 
 std::string Percent(const LossCount& c) {

@@ -10,10 +10,13 @@
 // path fault when, over its directions' flows:
 //  - some flows are lossy (at least kPathMinSegments, kPathMinLost losses,
 //    at least the loss threshold, LossEvidence against kBaseLossRatio at
-//    least kPathEvidence) or had a probe time out within the loss window,
-//    its direction's flows at least kPathMinFailures times (recurring);
-//  - some are clean: kPathMinSegments, no failure, and a loss of half the
-//    lossy flows' (at least the threshold; half of everything when the
+//    least kPathEvidence, and a loss that goes on: what it carried after
+//    its last loss does not rule out half its ratio) or had a probe time
+//    out within the loss window, its direction's flows at least
+//    kPathMinFailures times (recurring);
+//  - some are clean: kPathMinSegments since their direction's loss began
+//    (a flow quiet since is no evidence), no failure, and a loss of half
+//    the lossy flows' (at least the threshold; half of everything when the
 //    lossy flows are failed ones alone) ruled out (LossRuledOut);
 //  - at least one direction has both (the flows of one connection pair
 //    disagree: no node, uplink or link explains that);

@@ -340,6 +340,8 @@ nlohmann::json NodeJson(const NodeReport& n) {
   x["host_load"] = {
       {"scheduling_delay_seconds",
        figure(h.has_scheduling_delay_seconds(), h.scheduling_delay_seconds())},
+      {"recent_scheduling_delay_seconds",
+       figure(h.has_recent_scheduling_delay_seconds(), h.recent_scheduling_delay_seconds())},
       {"cpu_steal_ratio", figure(h.has_cpu_steal_ratio(), h.cpu_steal_ratio())},
       {"cpu_pressure_ratio", figure(h.has_cpu_pressure_ratio(), h.cpu_pressure_ratio())}};
   return x;

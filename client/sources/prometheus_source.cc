@@ -108,6 +108,9 @@ void SetThreshold(v1::Thresholds& t, const std::string& name, double v) {
 
 void SetHostLoad(v1::HostLoad& h, const std::string& name, double v) {
   if (name == "gloowatch_host_scheduling_delay_seconds") h.set_scheduling_delay_seconds(v);
+  if (name == "gloowatch_host_recent_scheduling_delay_seconds") {
+    h.set_recent_scheduling_delay_seconds(v);
+  }
   if (name == "gloowatch_host_cpu_steal_ratio") h.set_cpu_steal_ratio(v);
   if (name == "gloowatch_host_cpu_pressure_ratio") h.set_cpu_pressure_ratio(v);
 }

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/proto_time.h"
 #include "daemon/metrics/metric_catalogue.h"
 #include "daemon/metrics/metric_families.h"
 #include "daemon/system/proc_fs.h"
@@ -64,33 +65,56 @@ HostLoad::HostLoad(std::string proc_root, pid_t self, const Clock* clock, absl::
       window_(window),
       interval_(interval) {}
 
+void HostLoad::SampleThread(pid_t pid, pid_t tid, const std::map<pid_t, ThreadSchedStat>& last,
+                            std::map<pid_t, ThreadSchedStat>& now, Sum& sum) const {
+  absl::StatusOr<std::string> text =
+      ReadProcFile(absl::StrCat(proc_root_, "/", pid, "/task/", tid, "/schedstat"));
+  if (!text.ok()) return;
+  std::optional<ThreadSchedStat> s = ParseSchedStat(*text);
+  if (!s) return;
+  now[tid] = *s;
+  // Only what a thread did since we last saw it counts: a new thread's
+  // history (or a reused id's) is its baseline.
+  auto before = last.find(tid);
+  if (before == last.end() || s->runs < before->second.runs ||
+      s->run_delay_ns < before->second.run_delay_ns) {
+    return;
+  }
+  sum.delay_ns += s->run_delay_ns - before->second.run_delay_ns;
+  sum.runs += s->runs - before->second.runs;
+}
+
 void HostLoad::SampleThreads(pid_t pid, std::map<pid_t, ThreadSchedStat>& now) {
-  const std::string tasks = absl::StrCat(proc_root_, "/", pid, "/task");
-  absl::StatusOr<std::vector<std::string>> tids = ListProcDir(tasks);
+  absl::StatusOr<std::vector<std::string>> tids =
+      ListProcDir(absl::StrCat(proc_root_, "/", pid, "/task"));
   if (!tids.ok()) return;  // e.g. the transport just exited
   for (const std::string& name : *tids) {
     pid_t tid = 0;
-    if (!absl::SimpleAtoi(name, &tid)) continue;
-    absl::StatusOr<std::string> text = ReadProcFile(absl::StrCat(tasks, "/", name, "/schedstat"));
-    if (!text.ok()) continue;
-    std::optional<ThreadSchedStat> s = ParseSchedStat(*text);
-    if (!s) continue;
-    now[tid] = *s;
-    // Only what a thread did since we last saw it counts: a new thread's
-    // history (or a reused id's) is its baseline.
-    auto last = last_.find(tid);
-    if (last == last_.end() || s->runs < last->second.runs ||
-        s->run_delay_ns < last->second.run_delay_ns) {
-      continue;
-    }
-    delay_ns_ += s->run_delay_ns - last->second.run_delay_ns;
-    runs_ += s->runs - last->second.runs;
+    if (absl::SimpleAtoi(name, &tid)) SampleThread(pid, tid, last_, now, all_);
   }
+}
+
+void HostLoad::SampleMainThreads(absl::Time now) {
+  std::map<pid_t, ThreadSchedStat> threads;
+  SampleThread(self_, self_, last_main_, threads, main_);
+  if (const pid_t transport = transport_pid_.load(); transport > 0) {
+    SampleThread(transport, transport, last_main_, threads, main_);
+  }
+  last_main_ = std::move(threads);
+  recent_.push_back({now, main_});
+  while (recent_.size() > 2 && recent_[1].at <= now - kRecentWindow) recent_.pop_front();
 }
 
 void HostLoad::Sample() {
   absl::MutexLock lock(&mu_);
   const absl::Time now = clock_->Now();
+  SampleMainThreads(now);
+  // Either figure at the threshold: what peers measure to us now is slowed
+  // by this host.
+  const double threshold = static_cast<double>(starved_threshold_ns_.load()) / 1e9;
+  for (const std::optional<double>& delay : {RecentDelay(), WindowDelay()}) {
+    if (delay && *delay >= threshold) starved_until_ = now;
+  }
   if (!points_.empty() && now - points_.back().at < interval_) return;
   std::map<pid_t, ThreadSchedStat> threads;
   SampleThreads(self_, threads);
@@ -99,7 +123,7 @@ void HostLoad::Sample() {
   }
   last_ = std::move(threads);
 
-  Point p{now, delay_ns_, runs_, std::nullopt};
+  Point p{now, all_, std::nullopt};
   if (absl::StatusOr<std::string> stat = ReadProcFile(proc_root_ + "/stat"); stat.ok()) {
     p.cpu = ParseProcStatCpu(*stat);
   }
@@ -112,17 +136,35 @@ void HostLoad::Sample() {
   }
 }
 
+std::optional<double> HostLoad::MeanDelay(const Sum& first, const Sum& last) {
+  if (last.runs <= first.runs) return std::nullopt;
+  return static_cast<double>(last.delay_ns - first.delay_ns) / 1e9 /
+         static_cast<double>(last.runs - first.runs);
+}
+
+std::optional<double> HostLoad::RecentDelay() const {
+  if (recent_.size() < 2) return std::nullopt;
+  return MeanDelay(recent_.front().sum, recent_.back().sum);
+}
+
+std::optional<double> HostLoad::WindowDelay() const {
+  if (points_.size() < 2) return std::nullopt;
+  return MeanDelay(points_.front().sum, points_.back().sum);
+}
+
 v1::HostLoad HostLoad::Figures() const {
   absl::MutexLock lock(&mu_);
   v1::HostLoad out;
   if (pressure_) out.set_cpu_pressure_ratio(*pressure_);
+  if (std::optional<double> recent = RecentDelay()) {
+    out.set_recent_scheduling_delay_seconds(*recent);
+    out.set_recent_window_seconds(absl::ToDoubleSeconds(recent_.back().at - recent_.front().at));
+  }
+  if (starved_until_) *out.mutable_starved_until() = ToProtoTimestamp(*starved_until_);
   if (points_.size() < 2) return out;
   const Point &first = points_.front(), &last = points_.back();
   out.set_window_seconds(absl::ToDoubleSeconds(last.at - first.at));
-  if (last.runs > first.runs) {
-    out.set_scheduling_delay_seconds(static_cast<double>(last.delay_ns - first.delay_ns) / 1e9 /
-                                     static_cast<double>(last.runs - first.runs));
-  }
+  if (std::optional<double> delay = WindowDelay()) out.set_scheduling_delay_seconds(*delay);
   if (first.cpu && last.cpu && last.cpu->total > first.cpu->total &&
       last.cpu->steal >= first.cpu->steal) {
     out.set_cpu_steal_ratio(static_cast<double>(last.cpu->steal - first.cpu->steal) /
@@ -141,6 +183,8 @@ std::vector<prometheus::MetricFamily> HostLoadCollector::Collect() const {
   };
   gauge(metric::kHostSchedulingDelay, f.has_scheduling_delay_seconds(),
         f.scheduling_delay_seconds());
+  gauge(metric::kHostRecentSchedulingDelay, f.has_recent_scheduling_delay_seconds(),
+        f.recent_scheduling_delay_seconds());
   gauge(metric::kHostCpuSteal, f.has_cpu_steal_ratio(), f.cpu_steal_ratio());
   gauge(metric::kHostCpuPressure, f.has_cpu_pressure_ratio(), f.cpu_pressure_ratio());
   return out;

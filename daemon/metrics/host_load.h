@@ -7,6 +7,15 @@
 //   (/proc/<pid>/task/*/schedstat: run_delay, pcount), over the window. It
 //   covers every reason not to get a CPU: busy cores, the CPU quota of the
 //   service's cgroup, a hypervisor's steal.
+// - Recent scheduling delay: the same for the two main threads alone (the
+//   daemon's tick loop and the transport's), read every second over the
+//   last kRecentWindow. Peers feel an overload within their next probe,
+//   while the mean over every thread takes most of its window to move (the
+//   runs from before the overload outnumber the starved ones). Few runs,
+//   so the client only holds off naming the host's links on it.
+// - Starved until: the last read at which either delay was at or above
+//   thresholds.scheduling_delay. A transfer a peer measured by then crawled
+//   for this host's reason, not its link's.
 // - CPU steal: the hypervisor's share of all CPU time (/proc/stat), over
 //   the window.
 // - CPU pressure: PSI's "some avg10" (/proc/pressure/cpu), where the kernel
@@ -50,6 +59,8 @@ std::optional<double> ParseCpuPressureSome10(const std::string& text);  // 0..1
 
 class HostLoad {
  public:
+  static constexpr absl::Duration kRecentWindow = absl::Seconds(3);
+
   // `proc_root` is "/proc" outside tests; `self` the daemon's pid. Reading
   // every thread's schedstat costs about as much CPU as the daemon's own
   // work, so /proc is read at most once per `interval`.
@@ -59,22 +70,40 @@ class HostLoad {
   // The transport child's pid, or -1 while none runs.
   void SetTransportPid(pid_t pid) { transport_pid_.store(pid); }
 
-  // Reads /proc unless it did less than `interval` ago; call about once a
-  // second. Files it cannot read (a thread that just ended, no PSI) leave
-  // their figure out.
+  // thresholds.scheduling_delay: HostLoad.starved_until is the last read
+  // at which either figure was at or above it.
+  void SetStarvedThreshold(absl::Duration d) {
+    starved_threshold_ns_.store(absl::ToInt64Nanoseconds(d));
+  }
+
+  // Reads the main threads, and every thread unless it did less than
+  // `interval` ago; call about once a second. Files it cannot read (a
+  // thread that just ended, no PSI) leave their figure out.
   void Sample();
 
   // The figures over the window (unset until two samples span it).
   v1::HostLoad Figures() const;
 
  private:
+  // Delay and runs summed over the threads sampled so far.
+  struct Sum {
+    uint64_t delay_ns = 0, runs = 0;
+  };
   struct Point {
     absl::Time at;
-    uint64_t delay_ns, runs;  // summed over every thread sampled so far
+    Sum sum;  // every thread's
     std::optional<CpuTimes> cpu;
   };
+  static std::optional<double> MeanDelay(const Sum& first, const Sum& last);
+  std::optional<double> RecentDelay() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::optional<double> WindowDelay() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What the threads' schedstat files say since their last read: adds the
+  // delay and runs to `sum`, and each thread's figures to `now`.
+  void SampleThread(pid_t pid, pid_t tid, const std::map<pid_t, ThreadSchedStat>& last,
+                    std::map<pid_t, ThreadSchedStat>& now, Sum& sum) const;
   void SampleThreads(pid_t pid, std::map<pid_t, ThreadSchedStat>& now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SampleMainThreads(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string proc_root_;
   const pid_t self_;
@@ -82,12 +111,21 @@ class HostLoad {
   const absl::Duration window_;
   const absl::Duration interval_;
   std::atomic<pid_t> transport_pid_{-1};
+  std::atomic<int64_t> starved_threshold_ns_{10'000'000};
 
   mutable absl::Mutex mu_;
   std::map<pid_t, ThreadSchedStat> last_ ABSL_GUARDED_BY(mu_);  // by thread id
-  uint64_t delay_ns_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t runs_ ABSL_GUARDED_BY(mu_) = 0;
+  Sum all_ ABSL_GUARDED_BY(mu_);
   std::deque<Point> points_ ABSL_GUARDED_BY(mu_);
+  // The main threads', every second, over kRecentWindow.
+  struct RecentPoint {
+    absl::Time at;
+    Sum sum;
+  };
+  std::map<pid_t, ThreadSchedStat> last_main_ ABSL_GUARDED_BY(mu_);
+  Sum main_ ABSL_GUARDED_BY(mu_);
+  std::deque<RecentPoint> recent_ ABSL_GUARDED_BY(mu_);
+  std::optional<absl::Time> starved_until_ ABSL_GUARDED_BY(mu_);
   std::optional<double> pressure_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -107,6 +107,12 @@ inline constexpr MetricSpec kHostSchedulingDelay{
     MetricType::Gauge,
     "Mean wait of gloowatch's threads from runnable to running over the last 10 s",
     {"node"}};
+inline constexpr MetricSpec kHostRecentSchedulingDelay{
+    "gloowatch_host_recent_scheduling_delay_seconds",
+    MetricType::Gauge,
+    "Mean wait of the daemon's and the transport's main threads from runnable to running over "
+    "the last 3 s",
+    {"node"}};
 inline constexpr MetricSpec kHostCpuSteal{
     "gloowatch_host_cpu_steal_ratio",
     MetricType::Gauge,
@@ -370,6 +376,7 @@ inline constexpr const MetricSpec* kMetricCatalogue[] = {
     &metric::kThresholdSchedulingDelay,
     &metric::kThresholdCpuSteal,
     &metric::kHostSchedulingDelay,
+    &metric::kHostRecentSchedulingDelay,
     &metric::kHostCpuSteal,
     &metric::kHostCpuPressure,
     &metric::kPeerUp,

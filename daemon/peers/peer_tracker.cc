@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "common/failure.h"
 #include "common/proto_time.h"
@@ -272,20 +273,45 @@ void PeerTracker::RecordFlowFailure(uint32_t flow) {
 }
 
 void PeerTracker::FlowFigures(absl::Time now, v1::PeerStatus* status) const {
+  // When the peer's loss began, as far as the window holds: its earliest
+  // lost segment on any flow.
+  std::optional<absl::Time> loss_began;
   for (auto& [index, flow] : flows_) {
     while (!flow.window.empty() && flow.window.front().at < now - kTcpLossWindow) {
       flow.window.pop_front();
     }
+    for (const TcpWindowEntry& e : flow.window) {
+      if (e.lost > 0 && (!loss_began || e.at < *loss_began)) loss_began = e.at;
+    }
+  }
+  for (auto& [index, flow] : flows_) {
     TrimBefore(flow.failure_times, now - kTcpLossWindow);
     v1::FlowFigures* out = status->add_flows();
     out->set_flow(index);
     out->set_sent_segments(flow.sent);
     out->set_lost_segments(flow.lost);
-    uint64_t lost = 0, sent = 0;
+    uint64_t lost = 0, sent = 0, lost_since_began = 0, sent_since_began = 0;
+    std::optional<uint64_t> sent_since_last_loss;
     for (const TcpWindowEntry& e : flow.window) {
       lost += e.lost;
       sent += e.sent;
+      if (loss_began && e.at > *loss_began) {
+        lost_since_began += e.lost;
+        sent_since_began += e.sent;
+      }
+      // A read's segments are not ordered within it: those of the read that
+      // saw the loss begin, or a flow's last loss, count as before it.
+      if (e.lost > 0) {
+        sent_since_last_loss = 0;
+      } else if (sent_since_last_loss) {
+        *sent_since_last_loss += e.sent;
+      }
     }
+    if (loss_began) {
+      out->set_sent_since_loss_began(sent_since_began);
+      out->set_lost_since_loss_began(lost_since_began);
+    }
+    if (sent_since_last_loss) out->set_sent_since_last_loss(*sent_since_last_loss);
     out->set_window_seconds(absl::ToDoubleSeconds(kTcpLossWindow));
     out->set_window_sent_segments(sent);
     out->set_window_lost_segments(lost);
@@ -301,9 +327,15 @@ void PeerTracker::TcpWindowFigures(absl::Time now, v1::TcpFigures* tcp) const {
   }
   if (!tcp->has_rtt_seconds() && tcp->sent_segments() == 0 && tcp_window_.empty()) return;
   uint64_t lost = 0, sent = 0, recent_lost = 0, recent_sent = 0;
+  std::optional<uint64_t> sent_since_last_loss;
   for (const TcpWindowEntry& e : tcp_window_) {
     lost += e.lost;
     sent += e.sent;
+    if (e.lost > 0) {
+      sent_since_last_loss = 0;
+    } else if (sent_since_last_loss) {
+      *sent_since_last_loss += e.sent;
+    }
     if (e.at >= now - kTcpRecentWindow) {
       recent_lost += e.lost;
       recent_sent += e.sent;
@@ -319,6 +351,11 @@ void PeerTracker::TcpWindowFigures(absl::Time now, v1::TcpFigures* tcp) const {
   tcp->set_recent_window_seconds(absl::ToDoubleSeconds(kTcpRecentWindow));
   tcp->set_recent_sent_segments(recent_sent);
   tcp->set_recent_lost_segments(recent_lost);
+  if (sent_since_last_loss) {
+    tcp->set_sent_since_last_loss(*sent_since_last_loss);
+  } else {
+    tcp->clear_sent_since_last_loss();
+  }
 }
 
 void PeerTracker::TrimFailures(absl::Time now) const {

@@ -401,6 +401,54 @@ TEST(Cluster, OverloadedHostTakesTheBlameForItsLinks) {
   EXPECT_TRUE(BuildCluster(std::move(relaxed)).suspects.empty());
 }
 
+// An overload that starts: a peer's slow transfer to the host shows before
+// the host's mean over every thread crosses the threshold. While its main
+// threads' recent delay is at or above it, the link is not named alone (nor
+// is the host: two threads over 3 s are no evidence against it).
+TEST(Cluster, ALinkToAHostStarvedNowIsNotNamedAlone) {
+  for (const bool starved : {false, true}) {
+    auto nodes = TwoRacks();
+    View(nodes, "h1", "h3")->mutable_latency()->set_p50_seconds(0.04);
+    v1::HostLoad* load = nodes[2].status->mutable_host_load();
+    load->set_scheduling_delay_seconds(0.002);
+    load->set_recent_scheduling_delay_seconds(starved ? 0.05 : 0.001);
+    ClusterPicture c = BuildCluster(std::move(nodes));
+    if (starved) {
+      EXPECT_TRUE(c.suspects.empty());
+      EXPECT_EQ(HealthToJson(c)["nodes"][2]["host_load"]["recent_scheduling_delay_seconds"], 0.05);
+    } else {
+      ASSERT_EQ(c.suspects.size(), 1u);
+      EXPECT_EQ(c.suspects[0].kind, SuspectKind::kLink);
+    }
+  }
+}
+
+// An overload that ended: the transfers measured while it lasted crawled
+// for the host's reason. Until the next transfer, the link is not named on
+// them; a transfer measured after the host's last starved read is the
+// link's again.
+TEST(Cluster, ATransferMeasuredWhileAnEndWasStarvedIsNotTheLinks) {
+  const absl::Time starved_until = absl::FromUnixSeconds(1'700'000'100);
+  for (const int measured_after : {-5, 10}) {
+    auto nodes = TwoRacks();
+    nodes[1].status->mutable_host_load()->set_scheduling_delay_seconds(0.002);
+    *nodes[1].status->mutable_host_load()->mutable_starved_until() =
+        ToProtoTimestamp(starved_until);
+    v1::PeerStatus* slow = View(nodes, "h6", "h2");
+    slow->mutable_bandwidth()->set_link_ratio(0.01);
+    *slow->mutable_bandwidth()->mutable_measured_at() =
+        ToProtoTimestamp(starved_until + absl::Seconds(measured_after));
+    ClusterPicture c = BuildCluster(std::move(nodes));
+    if (measured_after < 0) {
+      EXPECT_TRUE(c.suspects.empty());
+      EXPECT_EQ(c.verdict, Health::kHealthy);
+    } else {
+      ASSERT_EQ(c.suspects.size(), 1u);
+      EXPECT_EQ(c.suspects[0].name, "h2 <-> h6");
+    }
+  }
+}
+
 // A node's topology labels (its config's labels:) in --json and the text;
 // a link view's jitter.
 TEST(Cluster, NodeLabelsAndLinkJitterAreShown) {
@@ -1116,6 +1164,23 @@ TEST(Cluster, LossTheRecentSegmentsRuleOutIsPast) {
   EXPECT_TRUE(c.suspects.empty());
   View(nodes, "h1", "h2")->mutable_tcp()->set_recent_lost_segments(300);
   EXPECT_EQ(BuildCluster(std::move(nodes)).verdict, Health::kDegraded);
+}
+
+// Later, the repair's clean transfer has left the recent 30 s, which hold a
+// few latency probes: too few to rule 1% out. What was sent since the last
+// loss still does: past, rather than present again.
+TEST(Cluster, LossStaysPastAfterTheCleanTransferLeavesTheRecentPart) {
+  auto nodes = TwoRacks();
+  v1::TcpFigures* tcp = View(nodes, "h1", "h2")->mutable_tcp();
+  tcp->set_loss_ratio(0.02);
+  tcp->set_window_sent_segments(20000);
+  tcp->set_recent_sent_segments(120);
+  tcp->set_recent_lost_segments(0);
+  EXPECT_EQ(BuildCluster(nodes).verdict, Health::kDegraded) << "nothing says it stopped";
+  View(nodes, "h1", "h2")->mutable_tcp()->set_sent_since_last_loss(9000);
+  ClusterPicture c = BuildCluster(std::move(nodes));
+  EXPECT_EQ(c.verdict, Health::kHealthy);
+  EXPECT_TRUE(c.suspects.empty());
 }
 
 // --node / --group / -l show a part of the cluster; its verdict covers it.

@@ -258,6 +258,52 @@ TEST(PathFaults, DirectionsWhoseLossStartsOrClearsAreNoEvidence) {
   }
 }
 
+TEST(PathFaults, FlowsQuietSinceTheLossBeganAreNoEvidence) {
+  // r0n1 starts to drop 5% of what it receives (no racks): of each
+  // direction into it, the two flows that carried data since lose, the two
+  // that went quiet before look clean over their window.
+  Bed bed(0, 3);
+  bed.lost = [](uint32_t, uint32_t b, uint32_t f) -> uint64_t { return b == 1 && f < 2 ? 15 : 0; };
+  ASSERT_EQ(Names(FindPathFaults(bed.Input()).suspects),
+            (std::vector<std::string>{"path:r0n0 <-> r0n1", "path:r0n1 <-> r0n2"}))
+      << "without the figures since the loss began, the flows disagree";
+  // The daemon says what each carried since: the quiet ones nearly nothing.
+  LocaliseInput in = bed.Input();
+  for (LinkObservation& o : in.observations) {
+    if (o.to != 1) continue;
+    for (FlowObservation& f : o.flows) {
+      f.since_loss_began = f.flow < 2 ? f.loss : LossCount{0, 20};
+      if (f.flow < 2) f.sent_since_last_loss = 5;
+    }
+  }
+  EXPECT_TRUE(FindPathFaults(in).suspects.empty());
+  const std::vector<Suspect> s = Localise(in);
+  ASSERT_FALSE(s.empty());
+  EXPECT_EQ(Names(s)[0], "node:r0n1");
+}
+
+TEST(PathFaults, FlowsWhoseLossStoppedAreNoEvidence) {
+  // Half the flows across lost 10% earlier in the window and have carried
+  // 250 clean segments since (a repaired fault): no path. Still losing
+  // (20 segments since their last loss): the path.
+  Bed bed(2, 2);
+  bed.lost = [&](uint32_t a, uint32_t b, uint32_t f) -> uint64_t {
+    return bed.Across(a, b) && OnBadMember(a, b, f) ? 30 : 0;
+  };
+  for (const uint64_t since : {uint64_t{250}, uint64_t{20}}) {
+    LocaliseInput in = bed.Input();
+    for (LinkObservation& o : in.observations) {
+      for (FlowObservation& f : o.flows) {
+        if (f.loss.lost > 0) f.sent_since_last_loss = since;
+      }
+    }
+    EXPECT_EQ(Names(FindPathFaults(in).suspects),
+              since == 250 ? std::vector<std::string>{}
+                           : std::vector<std::string>{"path:rack0 <-> rack1"})
+        << since;
+  }
+}
+
 TEST(PathFaults, TheJobsConnectionsOverAPathAreThePaths) {
   // A job's connections across the racks lose 10% where they take the bad
   // member: their loss is the path's, not the uplink's, once the path is

@@ -101,7 +101,8 @@ class NetnsCatalogueTest : public ::testing::Test {
         << (r.first_suspect.empty() ? "none" : r.first_suspect) << "; last answer "
         << r.held.dump();
     EXPECT_EQ(r.first_suspect, r.expected) << r.row;
-    EXPECT_THAT(r.false_blame, IsEmpty()) << r.row;
+    EXPECT_THAT(r.false_blame, IsEmpty())
+        << r.row << "; the first answer to blame another: " << r.blamed.dump();
     EXPECT_THAT(r.baseline_blame, IsEmpty()) << r.row << ": a suspect on the clean bed";
     EXPECT_TRUE(r.all_clear_seconds.has_value())
         << r.row << ": no all-clear; last answer " << r.clear.dump();
@@ -236,7 +237,8 @@ TEST_F(NetnsRacksTest, CpuHogOnOneHostNamesTheOverloadedHost) {
   const std::string victim = VictimOf(r);
   for (const auto& n : r.culprit["nodes"]) {
     const nlohmann::json& delay = n["host_load"]["scheduling_delay_seconds"];
-    std::cout << n["name"] << ": scheduling delay " << delay << "\n";
+    std::cout << n["name"] << ": scheduling delay " << delay << ", recent "
+              << n["host_load"]["recent_scheduling_delay_seconds"] << "\n";
     ASSERT_TRUE(delay.is_number()) << n;
     if (n["name"] == victim) {
       EXPECT_GE(delay.get<double>(), 0.01);  // thresholds.scheduling_delay's default
@@ -297,7 +299,7 @@ TEST_F(NetnsRacksTest, LossOnOneRackUplinkNamesTheUplink) {
 TEST_F(NetnsRacksTest, HealthyRacksBlameNobody) {
   RUN_ROW(CatalogueBed::kRacks, "healthy");
   ASSERT_EQ(r.error, "");
-  EXPECT_THAT(r.false_blame, IsEmpty());
+  EXPECT_THAT(r.false_blame, IsEmpty()) << "the first answer to blame: " << r.blamed.dump();
   EXPECT_THAT(r.baseline_blame, IsEmpty());
   EXPECT_EQ(r.first_suspect, "");
   EXPECT_GE(r.answers, 20);

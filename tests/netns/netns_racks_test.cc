@@ -45,7 +45,7 @@ class NetnsRacksBedTest : public ::testing::Test {
         BandwidthBytes(),
         "\n  bandwidth_message_bytes: 1MiB\n"
         "  backoff_initial: 200ms\n  backoff_max: 1s\n"
-        "thresholds:\n  latency: 50ms\n  bandwidth_link_ratio: ",
+        "thresholds:\n  latency: 50ms\n  cpu_steal_ratio: 1\n  bandwidth_link_ratio: ",
         BandwidthLinkRatio(), "\n");
     cluster_ = std::make_unique<NetnsCluster>(options);
     absl::Status s = cluster_->Setup();

@@ -66,7 +66,7 @@ class NetnsSlurmActTest : public ::testing::Test {
         "  bandwidth_budget: 1\n"
         "probe:\n  bandwidth_bytes: 4MiB\n  bandwidth_message_bytes: 1MiB\n"
         "  backoff_initial: 200ms\n  backoff_max: 1s\n"
-        "thresholds:\n  latency: 50ms\n  bandwidth_link_ratio: 0.002\n";
+        "thresholds:\n  latency: 50ms\n  bandwidth_link_ratio: 0.002\n  cpu_steal_ratio: 1\n";
     cluster_ = std::make_unique<NetnsCluster>(o);
     absl::Status s = cluster_->Setup();
     ASSERT_TRUE(s.ok()) << s;

@@ -177,8 +177,9 @@ struct RowResult {
   std::vector<std::string> job_verdicts;
   int answers = 0;
   // The answers that named the culprit, that came last before the repair,
-  // and that gave the all-clear (health; job rows also the job view).
-  nlohmann::json culprit, held, clear, job_culprit, job_clear;
+  // that first blamed someone else (its suspects' evidence says why), and
+  // that gave the all-clear (health; job rows also the job view).
+  nlohmann::json culprit, held, blamed, clear, job_culprit, job_clear;
 };
 
 nlohmann::json ToJson(const RowResult& r);

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/proto_time.h"
 #include "gtest/gtest.h"
 #include "tests/support/simulated_clock.h"
 #include "tests/support/temp_dir.h"
@@ -115,6 +116,55 @@ TEST(HostLoadTest, MeanSchedulingDelayOfBothProcessesOverTheWindow) {
   f = load.Figures();
   EXPECT_NEAR(f.scheduling_delay_seconds(), 1e-6, 1e-12);  // 10 us over 10 runs
   EXPECT_DOUBLE_EQ(f.window_seconds(), 10);
+}
+
+// The main threads every second, over the last 3 s: a starved host shows
+// there at once, while its many healthy runs before keep the window's mean
+// low.
+TEST(HostLoadTest, RecentDelayOfTheMainThreadsSeesAnOverloadStart) {
+  FakeProc proc;
+  SimulatedClock clock;
+  HostLoad load(proc.root(), kDaemon, &clock, absl::Seconds(10), absl::Seconds(5));
+  load.SetTransportPid(kTransport);
+  uint64_t main_delay = 0, main_runs = 0, other_runs = 0;
+  auto second = [&](uint64_t delay_per_run_ns, uint64_t runs, uint64_t other) {
+    clock.Advance(absl::Seconds(1));
+    main_delay += delay_per_run_ns * runs;
+    main_runs += runs;
+    other_runs += other;
+    proc.Thread(kDaemon, kDaemon, main_delay, main_runs);
+    proc.Thread(kTransport, kTransport, 0, 0);
+    proc.Thread(kTransport, kTransport + 1, 10000 * other_runs, other_runs);  // 10 us a run
+    load.Sample();
+  };
+  for (int i = 0; i < 6; ++i) second(20000, 2, 500);  // healthy: 20 us a run
+  v1::HostLoad f = load.Figures();
+  ASSERT_TRUE(f.has_recent_scheduling_delay_seconds());
+  EXPECT_NEAR(f.recent_scheduling_delay_seconds(), 20e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(f.recent_window_seconds(), 3);
+  // Starved: 90 ms a run, few runs.
+  second(90000000, 1, 20);
+  second(90000000, 1, 20);
+  f = load.Figures();
+  // 2 runs at 20 us and 2 at 90 ms over the last 3 s.
+  EXPECT_NEAR(f.recent_scheduling_delay_seconds(), (2 * 20e-6 + 2 * 0.09) / 4, 1e-12);
+  EXPECT_LT(f.scheduling_delay_seconds(), 0.001) << "every thread's mean has not moved yet";
+  // The threshold's default (10 ms) was crossed at the last read: what
+  // peers measure until then was slowed by this host.
+  ASSERT_TRUE(f.has_starved_until());
+  EXPECT_EQ(FromProtoTimestamp(f.starved_until()), clock.Now());
+  const absl::Time starved = clock.Now();
+  // Then fine again: gone from the recent figure within its window; the
+  // last starved read stays.
+  for (int i = 0; i < 3; ++i) second(20000, 2, 500);
+  f = load.Figures();
+  EXPECT_NEAR(f.recent_scheduling_delay_seconds(), 20e-6, 1e-12);
+  EXPECT_EQ(FromProtoTimestamp(f.starved_until()), starved + absl::Seconds(2))
+      << "the two reads after still held starved runs in their 3 s";
+  // A higher threshold (a reload): not starved at 90 ms.
+  load.SetStarvedThreshold(absl::Milliseconds(100));
+  second(90000000, 1, 20);
+  EXPECT_EQ(FromProtoTimestamp(load.Figures().starved_until()), starved + absl::Seconds(2));
 }
 
 TEST(HostLoadTest, ReadsProcAtMostOncePerInterval) {

@@ -274,12 +274,57 @@ TEST(PeerTrackerTcpTest, RecentHalfAndExpiryWhenRead) {
   EXPECT_EQ(tcp.window_sent_segments(), 1200u);
   EXPECT_EQ(tcp.recent_sent_segments(), 600u);
   EXPECT_EQ(tcp.recent_lost_segments(), 0u);
+  EXPECT_EQ(tcp.sent_since_last_loss(), 600u);
   clock.Advance(absl::Seconds(61));  // nothing reported since (the peer went down)
   tcp = tracker.Snapshot().status.tcp();
   EXPECT_FALSE(tcp.has_loss_ratio());
   EXPECT_EQ(tcp.window_sent_segments(), 0u);
   EXPECT_EQ(tcp.recent_sent_segments(), 0u);
   EXPECT_EQ(tcp.sent_segments(), 1200u);  // the totals stay
+  EXPECT_FALSE(tcp.has_sent_since_last_loss());
+}
+
+// Per flow: what each carried since the peer's loss began (its earliest
+// lost segment on any flow in the window), and after its own last loss.
+TEST(PeerTrackerTcpTest, FlowsSinceTheLossBeganAndSinceTheirLastLoss) {
+  SimulatedClock clock;
+  PeerConfig peer;
+  peer.name = "b";
+  PeerTracker tracker(peer, absl::Minutes(5), absl::Minutes(5), std::nullopt, &clock);
+  auto read = [&](std::vector<FlowTcpSample> flows) {
+    TcpSample s;
+    for (const FlowTcpSample& f : flows) {
+      s.retransmitted_segments += f.retransmitted_segments;
+      s.sent_segments += f.sent_segments;
+    }
+    s.flows = std::move(flows);
+    tracker.RecordTcp(s);
+    clock.Advance(absl::Seconds(5));
+  };
+  auto flow = [&](uint32_t index) {
+    const PeerSnapshot snapshot = tracker.Snapshot();
+    for (const v1::FlowFigures& f : snapshot.status.flows()) {
+      if (f.flow() == index) return f;
+    }
+    ADD_FAILURE() << "no flow " << index;
+    return v1::FlowFigures();
+  };
+  read({{0, 0, 100, 0}, {1, 0, 100, 0}});
+  EXPECT_FALSE(flow(0).has_sent_since_loss_began()) << "nothing lost yet";
+  EXPECT_FALSE(flow(0).has_sent_since_last_loss());
+  read({{0, 5, 100, 0}, {1, 0, 100, 0}});  // flow 0 loses: the loss begins here
+  read({{0, 4, 100, 0}});                  // flow 1 quiet
+  read({{0, 0, 100, 0}, {1, 0, 30, 0}});
+  EXPECT_EQ(flow(0).sent_since_loss_began(), 200u);
+  EXPECT_EQ(flow(0).lost_since_loss_began(), 4u);
+  EXPECT_EQ(flow(0).sent_since_last_loss(), 100u);
+  EXPECT_EQ(flow(1).sent_since_loss_began(), 30u) << "only after the read that saw it begin";
+  EXPECT_EQ(flow(1).lost_since_loss_began(), 0u);
+  EXPECT_FALSE(flow(1).has_sent_since_last_loss());
+  // A minute on, the lossy reads have left the window: nothing lost in it.
+  for (int i = 0; i < 12; ++i) read({{0, 0, 100, 0}, {1, 0, 100, 0}});
+  EXPECT_FALSE(flow(0).has_sent_since_loss_began());
+  EXPECT_FALSE(flow(0).has_sent_since_last_loss());
 }
 
 TEST(PeerTrackerTcpTest, UnacknowledgedWhileUpUntilAcknowledgedOrAStateChange) {
