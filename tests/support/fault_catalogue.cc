@@ -395,17 +395,35 @@ void Judge(const CliAnswer& a, absl::Time fault, const std::string& expected, Ro
   }
 }
 
-// Waits for a clean bed (Healthy), recording every suspect named meanwhile
-// as baseline blame.
-std::function<bool(const CliAnswer&)> CleanBed(RowResult& r) {
+void ForEachDirectionView(const nlohmann::json& j,
+                          const std::function<void(const std::string&, const std::string&,
+                                                   const nlohmann::json&)>& visit);
+bool HasNumber(const nlohmann::json& v, const char* key);
+
+// No direction's loss window (60 s) still holds loss at half the threshold
+// (1%): a row that follows a loss row starts once the loss is out of the
+// windows, so that its answers see its own fault alone (two faults within
+// a minute on the same links add up in one window).
+bool LossWindowsClean(const nlohmann::json& j) {
+  bool clean = true;
+  ForEachDirectionView(j, [&](const std::string&, const std::string&, const nlohmann::json& v) {
+    clean =
+        clean && !(HasNumber(v, "tcp_loss_ratio") && v["tcp_loss_ratio"].get<double>() >= 0.005);
+  });
+  return clean;
+}
+
+// Waits for a clean bed (Healthy; with `windows`, LossWindowsClean too),
+// recording every suspect named meanwhile as baseline blame.
+std::function<bool(const CliAnswer&)> CleanBed(RowResult& r, bool windows) {
   const absl::Time start = absl::Now();
-  return [&r, start](const CliAnswer& a) {
+  return [&r, start, windows](const CliAnswer& a) {
     for (const std::string& s : SuspectsOf(a.json)) {
       if (r.baseline_blame.size() < 50) {
         r.baseline_blame.push_back(absl::StrCat(Seconds(SecondsSince(start, a.asked)), ": ", s));
       }
     }
-    return Healthy(a);
+    return Healthy(a) && (!windows || LossWindowsClean(a.json));
   };
 }
 
@@ -414,7 +432,7 @@ RowResult RunHealthy(FaultBed& bed, const RowOptions& options) {
   r.row = "healthy";
   r.fault = absl::StrCat("none, asked for ", absl::FormatDuration(options.healthy_duration));
   Poller poll(bed, options, r);
-  if (!poll.Until(options.baseline_bound, CleanBed(r))) {
+  if (!poll.Until(options.baseline_bound, CleanBed(r, /*windows=*/false))) {
     r.error = absl::StrCat("the bed never came clean: ", Brief(poll.last()));
     r.held = poll.last().json;
     return r;
@@ -440,7 +458,7 @@ RowResult RunRacksRow(FaultBed& bed, const Row& row, const RowOptions& options) 
   r.fault = row.fault(bed);
   r.expected = row.expected(bed);
   Poller poll(bed, options, r);
-  if (!poll.Until(options.baseline_bound, CleanBed(r))) {
+  if (!poll.Until(options.baseline_bound, CleanBed(r, /*windows=*/true))) {
     r.error = absl::StrCat("the bed never came clean before the fault: ", Brief(poll.last()));
     return r;
   }
