@@ -195,14 +195,17 @@ LocaliseInput LinkMatrixOf(const ClusterPicture& c) {
             static_cast<uint64_t>(std::llround(p.tcp().loss_ratio() * static_cast<double>(sent))),
             sent};
         o.recent_loss = RecentLoss(p.tcp());
+        if (p.tcp().has_latest_sent_segments()) {
+          o.latest_loss = LossCount{p.tcp().latest_lost_segments(), p.tcp().latest_sent_segments()};
+        }
       }
       for (const v1::FlowFigures& f : p.flows()) {
         FlowObservation flow;
         flow.flow = f.flow();
         flow.loss = LossCount{f.window_lost_segments(), f.window_sent_segments()};
         flow.failures_in_window = f.failures_in_window();
-        if (f.has_sent_since_loss_began()) {
-          flow.since_loss_began = LossCount{f.lost_since_loss_began(), f.sent_since_loss_began()};
+        if (f.has_sent_while_losing()) {
+          flow.while_losing = LossCount{f.lost_while_losing(), f.sent_while_losing()};
         }
         if (f.has_sent_since_last_loss()) flow.sent_since_last_loss = f.sent_since_last_loss();
         o.flows.push_back(flow);

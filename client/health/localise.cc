@@ -418,8 +418,8 @@ class Localiser {
 
   // Both directions of one link: their loss counts added up.
   struct PooledLink {
-    uint32_t a = 0, b = 0;  // a < b
-    LossCount window, recent;
+    uint32_t a = 0, b = 0;             // a < b
+    LossCount window, recent, latest;  // latest: the last 10 s (and the jobs')
     bool has_recent = false;
     // Each direction's counts, for the evidence.
     std::optional<LossCount> ab, ba;
@@ -429,11 +429,30 @@ class Localiser {
     LossCount job;
   };
 
-  // The counts a pooled hypothesis is weighed on: the probes' and the jobs'
-  // together, or (job_only_) the jobs' alone, whose 15 s are all recent.
-  const LossCount& Window(const PooledLink& l) const { return job_only_ ? l.job : l.window; }
-  const LossCount& Recent(const PooledLink& l) const { return job_only_ ? l.job : l.recent; }
-  bool HasRecent(const PooledLink& l) const { return job_only_ ? l.job.sent > 0 : l.has_recent; }
+  // The counts a pooled hypothesis is weighed on (basis_): the probes' and
+  // the jobs' over the window, the jobs' alone (their 15 s are all recent),
+  // or the probes' and the jobs' over the window's last 30 s or last 10 s
+  // alone. Weighed on a part, the part is its own recent segments.
+  enum class Basis { kWindow, kJobs, kRecent, kLatest };
+  const LossCount& Window(const PooledLink& l) const {
+    switch (basis_) {
+      case Basis::kJobs:
+        return l.job;
+      case Basis::kRecent:
+        return l.recent;
+      case Basis::kLatest:
+        return l.latest;
+      case Basis::kWindow:
+        break;
+    }
+    return l.window;
+  }
+  const LossCount& Recent(const PooledLink& l) const {
+    return basis_ == Basis::kWindow ? l.recent : Window(l);
+  }
+  bool HasRecent(const PooledLink& l) const {
+    return basis_ == Basis::kWindow ? l.has_recent : Window(l).sent > 0;
+  }
 
   bool GroupNamed(size_t g) const {
     return std::find(named_groups_.begin(), named_groups_.end(), g) != named_groups_.end();
@@ -471,15 +490,19 @@ class Localiser {
         l.recent.lost += std::min(o.recent_loss->lost, o.recent_loss->sent);
         l.recent.sent += o.recent_loss->sent;
       }
+      if (o.latest_loss) {
+        l.latest.lost += std::min(o.latest_loss->lost, o.latest_loss->sent);
+        l.latest.sent += o.latest_loss->sent;
+      }
       (o.from == a ? l.ab : l.ba) = *o.loss;
     }
-    // The jobs' own connections count like the probes', in the recent part
-    // too: their window (15 s) is shorter than the probes' recent half.
+    // The jobs' own connections count like the probes', in the recent and
+    // latest parts too: their window (15 s) is all recent.
     for (const JobLinkLoss& j : in_.job_links) {
       if (j.from >= n_ || j.to >= n_ || j.from == j.to || j.loss.sent == 0) continue;
       PooledLink& l = link_of(j.from, j.to);
       const LossCount c{std::min(j.loss.lost, j.loss.sent), j.loss.sent};
-      for (LossCount* sum : {&l.window, &l.recent}) {
+      for (LossCount* sum : {&l.window, &l.recent, &l.latest}) {
         sum->lost += c.lost;
         sum->sent += c.sent;
       }
@@ -615,13 +638,19 @@ class Localiser {
       consider(SuspectKind::kLink, k, [k](size_t j) { return j == k; });
     }
     if (candidates.empty()) {
-      // The probes' minute may still be mostly from before a fault that the
-      // jobs' last 15 s show: weighed again on the jobs' connections alone.
-      if (job_only_ || in_.job_links.empty()) return false;
-      job_only_ = true;
-      const bool named = TakePooledLoss(out);
-      job_only_ = false;
-      return named;
+      // The minute may still be mostly the clean segments from before a
+      // fault that the jobs' last 15 s or its own last 30 or 10 s show (a
+      // loss starting: a lossy link's transfers crawl while the clean ones
+      // before it went at full speed): weighed again on those alone.
+      if (basis_ != Basis::kWindow) return false;
+      for (const Basis fallback : {Basis::kJobs, Basis::kRecent, Basis::kLatest}) {
+        if (fallback == Basis::kJobs && in_.job_links.empty()) continue;
+        basis_ = fallback;
+        const bool named = TakePooledLoss(out);
+        basis_ = Basis::kWindow;
+        if (named) return true;
+      }
+      return false;
     }
     // The strongest case; on a tie groups before nodes before links.
     auto rank = [](SuspectKind kind) {
@@ -675,14 +704,17 @@ class Localiser {
                    100;
     if (h.job.sent > 0) s.job_loss = h.job;
     s.evidence.push_back(absl::StrCat(
-        job_only_ ? "TCP loss of the training jobs' own connections pooled over "
-                  : "TCP loss pooled over ",
+        basis_ == Basis::kJobs     ? "TCP loss of the training jobs' own connections pooled over "
+        : basis_ == Basis::kRecent ? "TCP loss of the last 30 s pooled over "
+        : basis_ == Basis::kLatest ? "TCP loss of the last 10 s pooled over "
+                                   : "TCP loss pooled over ",
         h.kind == SuspectKind::kLink ? "both directions: " : "its ",
         h.kind == SuspectKind::kLink ? "" : absl::StrCat(h.links.size(), " links: "),
         Percent(h.total), ", ", h.lossy_links, " of ", h.links.size(),
         h.links.size() == 1 ? " link" : " links", " losing",
-        job_only_ ? absl::StrFormat(" (the probes' minute does not show it yet; evidence %.0f)",
-                                    h.evidence)
+        basis_ != Basis::kWindow
+            ? absl::StrFormat(" (the probes' minute does not show it yet; evidence %.0f)",
+                              h.evidence)
         : h.job.sent > 0
             ? absl::StrFormat(" (%s of the segments the training jobs' own connections'; "
                               "evidence %.0f)",
@@ -897,7 +929,7 @@ class Localiser {
   std::unordered_set<uint64_t> pooled_links_named_;
   std::unordered_set<uint64_t> bad_index_;  // the links in bad_
   double evidence_needed_ = kPooledEvidence;
-  bool job_only_ = false;  // TakePooledLoss weighs the jobs' connections alone
+  Basis basis_ = Basis::kWindow;  // what TakePooledLoss weighs
 };
 
 }  // namespace

@@ -82,10 +82,10 @@ struct FlowObservation {
   uint32_t flow = 0;
   LossCount loss;
   uint64_t failures_in_window = 0;
-  // Of the window, since the direction's loss began (its earliest lost
-  // segment on any flow), when it lost any; and what the flow carried after
-  // its own last loss, when it lost any (FlowFigures).
-  std::optional<LossCount> since_loss_began = std::nullopt;
+  // Of the window, while the direction's loss lasted (from its earliest
+  // lost segment on any flow to its latest), when it lost any; and what the
+  // flow carried after its own last loss, when it lost any (FlowFigures).
+  std::optional<LossCount> while_losing = std::nullopt;
   std::optional<uint64_t> sent_since_last_loss = std::nullopt;
 };
 
@@ -105,6 +105,10 @@ struct LinkObservation {
   // link_state.h: back to the last loss when that is older): a pooled loss
   // its recent segments rule out is past.
   std::optional<LossCount> recent_loss = std::nullopt;
+  // The same over the window's last 10 s (TcpFigures.latest_*): what a loss
+  // starting shows first, while the clean transfers from before it still
+  // fill the recent part.
+  std::optional<LossCount> latest_loss = std::nullopt;
   // False for a direction that is no evidence either way for the bad-link
   // judgement (a loss ratio above the threshold over too few segments): it
   // counts in the pooled loss only.

@@ -66,10 +66,11 @@ bool Steady(const LinkObservation& o, double threshold) {
   return high <= kPathSteadyFactor * low + threshold / 4;
 }
 
-// Clean since its direction's loss began (over the window when the source
-// does not say): a flow that went quiet before it is no evidence.
+// Clean while its direction's loss lasted (over the window when the source
+// does not say): a flow that went quiet before it began, or carried its
+// segments after it stopped, is no evidence.
 bool Clean(const FlowObservation& f, double ruled_out) {
-  const LossCount& c = f.since_loss_began ? *f.since_loss_began : f.loss;
+  const LossCount& c = f.while_losing ? *f.while_losing : f.loss;
   return f.failures_in_window == 0 && c.sent >= kPathMinSegments && LossRuledOut(c, ruled_out);
 }
 

@@ -14,8 +14,9 @@
 //    its last loss does not rule out half its ratio) or had a probe time
 //    out within the loss window, its direction's flows at least
 //    kPathMinFailures times (recurring);
-//  - some are clean: kPathMinSegments since their direction's loss began
-//    (a flow quiet since is no evidence), no failure, and a loss of half
+//  - some are clean: kPathMinSegments while their direction's loss lasted
+//    (a flow quiet then, or busy only after a repair, is no evidence), no
+//    failure, and a loss of half
 //    the lossy flows' (at least the threshold; half of everything when the
 //    lossy flows are failed ones alone) ruled out (LossRuledOut);
 //  - at least one direction has both (the flows of one connection pair

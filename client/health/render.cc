@@ -111,6 +111,12 @@ nlohmann::json ViewJson(const v1::PeerStatus* p) {
   j["tcp_recent_lost_segments"] = p->tcp().has_recent_lost_segments()
                                       ? nlohmann::json(p->tcp().recent_lost_segments())
                                       : nlohmann::json(nullptr);
+  j["tcp_latest_sent_segments"] = p->tcp().has_latest_sent_segments()
+                                      ? nlohmann::json(p->tcp().latest_sent_segments())
+                                      : nlohmann::json(nullptr);
+  j["tcp_latest_lost_segments"] = p->tcp().has_latest_lost_segments()
+                                      ? nlohmann::json(p->tcp().latest_lost_segments())
+                                      : nlohmann::json(nullptr);
   j["unacknowledged_seconds"] = p->has_unacknowledged()
                                     ? nlohmann::json(p->unacknowledged().seconds())
                                     : nlohmann::json(nullptr);

@@ -24,6 +24,9 @@ constexpr size_t kMaxTcpWindowEntries = 1000;
 // peer_prober.cc, the loss follow-up), and short enough that a repaired
 // fault reads repaired well within the minute.
 constexpr absl::Duration kTcpRecentWindow = absl::Seconds(30);
+// TcpFigures.latest_*: two or three reads of a peer, what a loss starting
+// shows first.
+constexpr absl::Duration kTcpLatestWindow = absl::Seconds(10);
 
 // LatencyFigures.recent_p50_seconds: a dozen latency probes at the default
 // schedule, short enough that a repaired link reads repaired within a minute.
@@ -65,8 +68,13 @@ void PeerTracker::SetConnecting() {
   v1::PeerStatus& status = figures_.status;
   if (status.state() != v1::PEER_STATE_DOWN) status.set_state(v1::PEER_STATE_CONNECTING);
   status.clear_next_bandwidth_probe();  // a new session schedules anew
-  status.clear_unacknowledged();
+  ForgetUnacknowledged();
+}
+
+void PeerTracker::ForgetUnacknowledged() {
+  figures_.status.clear_unacknowledged();
   unacknowledged_at_.reset();
+  cut_losses_pending_ = false;
 }
 
 void PeerTracker::RecordBandwidthDue(absl::Time at) {
@@ -83,8 +91,7 @@ void PeerTracker::SetUp(const std::string& gloo_address, const std::string& peer
   }
   status.set_state(v1::PEER_STATE_UP);
   status.clear_down_since();
-  status.clear_unacknowledged();
-  unacknowledged_at_.reset();
+  ForgetUnacknowledged();
   ever_up_ = true;
   figures_.up = true;
   status.set_gloo_address(gloo_address);
@@ -106,8 +113,7 @@ void PeerTracker::RecordFailure(v1::FailureReason reason, const std::string& mes
   status.set_state(v1::PEER_STATE_DOWN);
   status.clear_up_since();
   status.clear_acknowledged_again_at();
-  status.clear_unacknowledged();
-  unacknowledged_at_.reset();
+  ForgetUnacknowledged();
   status.clear_next_bandwidth_probe();
   v1::Failure* failure = status.mutable_last_failure();
   failure->set_reason(reason);
@@ -210,11 +216,10 @@ void PeerTracker::RecordUnacknowledged(uint32_t retransmissions, absl::Duration 
   // change is stale.
   if (retransmissions == 0 || status.state() != v1::PEER_STATE_UP) {
     // Acknowledged again within the session: the path is back.
-    if (status.has_unacknowledged() && status.state() == v1::PEER_STATE_UP) {
-      *status.mutable_acknowledged_again_at() = ToProtoTimestamp(clock_->Now());
-    }
-    status.clear_unacknowledged();
-    unacknowledged_at_.reset();
+    const bool again = status.has_unacknowledged() && status.state() == v1::PEER_STATE_UP;
+    if (again) *status.mutable_acknowledged_again_at() = ToProtoTimestamp(clock_->Now());
+    ForgetUnacknowledged();
+    cut_losses_pending_ = again;
     return;
   }
   status.mutable_unacknowledged()->set_retransmissions(retransmissions);
@@ -234,11 +239,17 @@ void PeerTracker::RecordLatencyProbeLost() {
 void PeerTracker::RecordTcp(const TcpSample& sample) {
   const absl::Time now = clock_->Now();
   absl::MutexLock lock(&mu_);
+  // What was retransmitted while nothing got through (data unacknowledged,
+  // then acknowledged again within the session, which the next read
+  // reports) is the cut's, judged as a cut: no loss in the windows. The
+  // totals keep it.
+  const bool cut = figures_.status.has_unacknowledged() || cut_losses_pending_;
+  cut_losses_pending_ = false;
   // A retransmission is a loss unless the peer said it had the original.
   const uint64_t lost =
       sample.retransmitted_segments -
       std::min(sample.spurious_retransmitted_segments, sample.retransmitted_segments);
-  tcp_window_.push_back({now, lost, sample.sent_segments});
+  tcp_window_.push_back({now, cut ? 0 : lost, sample.sent_segments});
   if (tcp_window_.size() > kMaxTcpWindowEntries) tcp_window_.pop_front();
   v1::TcpFigures* tcp = figures_.status.mutable_tcp();
   tcp->set_retransmitted_segments(tcp->retransmitted_segments() + sample.retransmitted_segments);
@@ -257,7 +268,7 @@ void PeerTracker::RecordTcp(const TcpSample& sample) {
         std::min(f.spurious_retransmitted_segments, f.retransmitted_segments);
     flow.sent += f.sent_segments;
     flow.lost += flow_lost;
-    flow.window.push_back({now, flow_lost, f.sent_segments});
+    flow.window.push_back({now, cut ? 0 : flow_lost, f.sent_segments});
     if (flow.window.size() > kMaxTcpWindowEntries) flow.window.pop_front();
   }
 }
@@ -273,15 +284,17 @@ void PeerTracker::RecordFlowFailure(uint32_t flow) {
 }
 
 void PeerTracker::FlowFigures(absl::Time now, v1::PeerStatus* status) const {
-  // When the peer's loss began, as far as the window holds: its earliest
-  // lost segment on any flow.
-  std::optional<absl::Time> loss_began;
+  // When the peer's loss began and when it was last seen, as far as the
+  // window holds: its earliest and latest lost segments on any flow.
+  std::optional<absl::Time> loss_began, loss_seen;
   for (auto& [index, flow] : flows_) {
     while (!flow.window.empty() && flow.window.front().at < now - kTcpLossWindow) {
       flow.window.pop_front();
     }
     for (const TcpWindowEntry& e : flow.window) {
-      if (e.lost > 0 && (!loss_began || e.at < *loss_began)) loss_began = e.at;
+      if (e.lost == 0) continue;
+      if (!loss_began || e.at < *loss_began) loss_began = e.at;
+      if (!loss_seen || e.at > *loss_seen) loss_seen = e.at;
     }
   }
   for (auto& [index, flow] : flows_) {
@@ -290,17 +303,18 @@ void PeerTracker::FlowFigures(absl::Time now, v1::PeerStatus* status) const {
     out->set_flow(index);
     out->set_sent_segments(flow.sent);
     out->set_lost_segments(flow.lost);
-    uint64_t lost = 0, sent = 0, lost_since_began = 0, sent_since_began = 0;
+    uint64_t lost = 0, sent = 0, lost_while_losing = 0, sent_while_losing = 0;
     std::optional<uint64_t> sent_since_last_loss;
     for (const TcpWindowEntry& e : flow.window) {
       lost += e.lost;
       sent += e.sent;
-      if (loss_began && e.at > *loss_began) {
-        lost_since_began += e.lost;
-        sent_since_began += e.sent;
-      }
       // A read's segments are not ordered within it: those of the read that
-      // saw the loss begin, or a flow's last loss, count as before it.
+      // saw the loss begin, or a flow's last loss, count as before it; those
+      // of the read that saw the peer's last loss, as within it.
+      if (loss_began && e.at > *loss_began && e.at <= *loss_seen) {
+        lost_while_losing += e.lost;
+        sent_while_losing += e.sent;
+      }
       if (e.lost > 0) {
         sent_since_last_loss = 0;
       } else if (sent_since_last_loss) {
@@ -308,8 +322,8 @@ void PeerTracker::FlowFigures(absl::Time now, v1::PeerStatus* status) const {
       }
     }
     if (loss_began) {
-      out->set_sent_since_loss_began(sent_since_began);
-      out->set_lost_since_loss_began(lost_since_began);
+      out->set_sent_while_losing(sent_while_losing);
+      out->set_lost_while_losing(lost_while_losing);
     }
     if (sent_since_last_loss) out->set_sent_since_last_loss(*sent_since_last_loss);
     out->set_window_seconds(absl::ToDoubleSeconds(kTcpLossWindow));
@@ -326,7 +340,7 @@ void PeerTracker::TcpWindowFigures(absl::Time now, v1::TcpFigures* tcp) const {
     tcp_window_.pop_front();
   }
   if (!tcp->has_rtt_seconds() && tcp->sent_segments() == 0 && tcp_window_.empty()) return;
-  uint64_t lost = 0, sent = 0, recent_lost = 0, recent_sent = 0;
+  uint64_t lost = 0, sent = 0, recent_lost = 0, recent_sent = 0, latest_lost = 0, latest_sent = 0;
   std::optional<uint64_t> sent_since_last_loss;
   for (const TcpWindowEntry& e : tcp_window_) {
     lost += e.lost;
@@ -340,6 +354,10 @@ void PeerTracker::TcpWindowFigures(absl::Time now, v1::TcpFigures* tcp) const {
       recent_lost += e.lost;
       recent_sent += e.sent;
     }
+    if (e.at >= now - kTcpLatestWindow) {
+      latest_lost += e.lost;
+      latest_sent += e.sent;
+    }
   }
   tcp->set_window_seconds(absl::ToDoubleSeconds(kTcpLossWindow));
   tcp->set_window_sent_segments(sent);
@@ -351,6 +369,9 @@ void PeerTracker::TcpWindowFigures(absl::Time now, v1::TcpFigures* tcp) const {
   tcp->set_recent_window_seconds(absl::ToDoubleSeconds(kTcpRecentWindow));
   tcp->set_recent_sent_segments(recent_sent);
   tcp->set_recent_lost_segments(recent_lost);
+  tcp->set_latest_window_seconds(absl::ToDoubleSeconds(kTcpLatestWindow));
+  tcp->set_latest_sent_segments(latest_sent);
+  tcp->set_latest_lost_segments(latest_lost);
   if (sent_since_last_loss) {
     tcp->set_sent_since_last_loss(*sent_since_last_loss);
   } else {

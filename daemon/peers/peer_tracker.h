@@ -122,7 +122,13 @@ class PeerTracker final : public ProbeObserver {
   std::optional<double> previous_tx_ ABSL_GUARDED_BY(mu_), previous_rx_ ABSL_GUARDED_BY(mu_);
   // PeerStatus.unacknowledged as last reported, and when.
   std::optional<absl::Time> unacknowledged_at_ ABSL_GUARDED_BY(mu_);
+  // Acknowledged again within the session: the next TCP read carries the
+  // cut's retransmissions (RecordTcp).
+  bool cut_losses_pending_ ABSL_GUARDED_BY(mu_) = false;
   bool ever_up_ ABSL_GUARDED_BY(mu_) = false;
+
+  // A new session, or a state change: no cut stands.
+  void ForgetUnacknowledged() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };
 
 }  // namespace gloowatch

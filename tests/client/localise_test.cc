@@ -345,6 +345,7 @@ struct LossMatrix {
   LocaliseInput in;
   std::map<std::pair<uint32_t, uint32_t>, LossCount> counts;  // directed
   std::map<std::pair<uint32_t, uint32_t>, LossCount> recent;
+  std::map<std::pair<uint32_t, uint32_t>, LossCount> latest;
 
   LossMatrix(int racks, int per_rack) {
     for (int g = 0; g < racks; ++g) {
@@ -374,6 +375,7 @@ struct LossMatrix {
       o.judged = c.lost == 0;
       o.loss = c;
       if (auto it = recent.find(d); it != recent.end()) o.recent_loss = it->second;
+      if (auto it = latest.find(d); it != latest.end()) o.latest_loss = it->second;
       in.observations.push_back(o);
     }
     return Localise(in);
@@ -409,6 +411,36 @@ TEST(Localise, PooledLossNamesTheUplink) {
   auto s = m.Run();
   ASSERT_THAT(Names(s), ElementsAre("group_uplink:rack0 <-> rack1"));
   EXPECT_EQ(s[0].bad_links, 9u);
+}
+
+// An uplink's loss 10 s old: each direction between the racks carried a
+// clean bulk transfer before it (3,000 segments), so the minute loses under
+// 1%; its recent part (the last 30 s: 600 of those, and 600 since the fault,
+// 5% lost) shows the uplink; younger, its last 10 s. Inside the racks,
+// nothing.
+TEST(Localise, PooledLossStartingNamedOnTheRecentPart) {
+  LossMatrix m(2, 3);
+  for (auto& [d, c] : m.counts) {
+    const bool across = m.Group(d.first) != m.Group(d.second);
+    c = across ? LossCount{30, 3600} : LossCount{0, 3600};
+    m.recent[d] = across ? LossCount{30, 1200} : LossCount{0, 1200};
+  }
+  std::vector<Suspect> s = m.Run();
+  ASSERT_THAT(Names(s), ElementsAre("group_uplink:rack0 <-> rack1"));
+  EXPECT_THAT(s[0].evidence[0], HasSubstr("TCP loss of the last 30 s pooled over its 9 links: "
+                                          "2.50% (540 of 21600 segments lost)"));
+  // Seconds old, under the threshold over the last 30 s too (their clean
+  // transfers): its last 10 s show it.
+  for (auto& [d, c] : m.recent) c = {c.lost > 0 ? uint64_t{10} : 0, 1200};
+  for (const auto& [d, c] : m.recent) m.latest[d] = {c.lost, 200};
+  s = m.Run();
+  ASSERT_THAT(Names(s), ElementsAre("group_uplink:rack0 <-> rack1"));
+  EXPECT_THAT(s[0].evidence[0], HasSubstr("TCP loss of the last 10 s pooled over its 9 links: "
+                                          "5.00% (180 of 3600 segments lost)"));
+  // Clean there too: nobody.
+  for (auto& [d, c] : m.latest) c.lost = 0;
+  for (auto& [d, c] : m.recent) c.lost = 0;
+  EXPECT_TRUE(m.Run().empty());
 }
 
 // One direction of one link loses 5%: that link, not either node.

@@ -258,7 +258,7 @@ TEST(PathFaults, DirectionsWhoseLossStartsOrClearsAreNoEvidence) {
   }
 }
 
-TEST(PathFaults, FlowsQuietSinceTheLossBeganAreNoEvidence) {
+TEST(PathFaults, FlowsQuietWhileTheLossLastedAreNoEvidence) {
   // r0n1 starts to drop 5% of what it receives (no racks): of each
   // direction into it, the two flows that carried data since lose, the two
   // that went quiet before look clean over their window.
@@ -266,13 +266,14 @@ TEST(PathFaults, FlowsQuietSinceTheLossBeganAreNoEvidence) {
   bed.lost = [](uint32_t, uint32_t b, uint32_t f) -> uint64_t { return b == 1 && f < 2 ? 15 : 0; };
   ASSERT_EQ(Names(FindPathFaults(bed.Input()).suspects),
             (std::vector<std::string>{"path:r0n0 <-> r0n1", "path:r0n1 <-> r0n2"}))
-      << "without the figures since the loss began, the flows disagree";
-  // The daemon says what each carried since: the quiet ones nearly nothing.
+      << "without the figures while the loss lasted, the flows disagree";
+  // The daemon says what each carried while it lasted: the quiet ones
+  // nearly nothing (or, after a repair, all of theirs came after it).
   LocaliseInput in = bed.Input();
   for (LinkObservation& o : in.observations) {
     if (o.to != 1) continue;
     for (FlowObservation& f : o.flows) {
-      f.since_loss_began = f.flow < 2 ? f.loss : LossCount{0, 20};
+      f.while_losing = f.flow < 2 ? f.loss : LossCount{0, 20};
       if (f.flow < 2) f.sent_since_last_loss = 5;
     }
   }

@@ -350,10 +350,16 @@ bool Healthy(const CliAnswer& a) {
   return a.json.value("verdict", "") == "healthy" && SuspectsOf(a.json).empty();
 }
 
+// The verdict, its suspects and, when not healthy, why (shortened).
 std::string Brief(const CliAnswer& a) {
   const std::vector<std::string> s = SuspectsOf(a.json);
+  std::string why;
+  if (a.json.value("verdict", "") != "healthy") {
+    why = absl::StrJoin(a.json.value("reasons", std::vector<std::string>()), "; ");
+    if (why.size() > 160) why = why.substr(0, 157) + "...";
+  }
   return absl::StrCat(a.json.value("verdict", "(no answer)"), s.empty() ? "" : " ",
-                      absl::StrJoin(s, ", "));
+                      absl::StrJoin(s, ", "), why.empty() ? "" : " [", why, why.empty() ? "" : "]");
 }
 
 class Poller {
@@ -382,6 +388,21 @@ class Poller {
   CliAnswer last_;
 };
 
+// What made an answer not healthy: its reasons, suspects and every problem
+// its nodes and links list.
+nlohmann::json WhyNotHealthy(const nlohmann::json& answer) {
+  nlohmann::json why = {{"verdict", answer.value("verdict", "")},
+                        {"reasons", answer.value("reasons", nlohmann::json::array())},
+                        {"suspects", answer.value("suspects", nlohmann::json::array())}};
+  for (const char* part : {"nodes", "links"}) {
+    for (const nlohmann::json& x : answer.value(part, nlohmann::json::array())) {
+      const nlohmann::json problems = x.value("problems", nlohmann::json::array());
+      if (!problems.empty()) why["problems"].push_back(problems);
+    }
+  }
+  return why;
+}
+
 // Records every suspect but `expected` as false blame (all of them when
 // `expected` is empty), and the first suspect named.
 void Judge(const CliAnswer& a, absl::Time fault, const std::string& expected, RowResult& r) {
@@ -390,7 +411,7 @@ void Judge(const CliAnswer& a, absl::Time fault, const std::string& expected, Ro
   for (const std::string& s : suspects) {
     if (s == expected) continue;
     const std::string blame = absl::StrCat(Seconds(SecondsSince(fault, a.asked)), ": ", s);
-    if (r.false_blame.empty()) r.blamed = a.json.contains("suspects") ? a.json["suspects"] : a.json;
+    if (r.false_blame.empty()) r.blamed = WhyNotHealthy(a.json);
     if (r.false_blame.size() < 50) r.false_blame.push_back(blame);
   }
 }
@@ -432,7 +453,9 @@ RowResult RunHealthy(FaultBed& bed, const RowOptions& options) {
   r.row = "healthy";
   r.fault = absl::StrCat("none, asked for ", absl::FormatDuration(options.healthy_duration));
   Poller poll(bed, options, r);
-  if (!poll.Until(options.baseline_bound, CleanBed(r, /*windows=*/false))) {
+  // After the last row's all-clear, a loss window may still hold its loss
+  // (a minute of it): that is the last minute, not history.
+  if (!poll.Until(options.baseline_bound, CleanBed(r, /*windows=*/true))) {
     r.error = absl::StrCat("the bed never came clean: ", Brief(poll.last()));
     r.held = poll.last().json;
     return r;
@@ -441,6 +464,7 @@ RowResult RunHealthy(FaultBed& bed, const RowOptions& options) {
   poll.Until(options.healthy_duration, [&](const CliAnswer& a) {
     Judge(a, start, "", r);
     if (a.json.value("verdict", "") != "healthy") {
+      if (r.blamed.is_null()) r.blamed = WhyNotHealthy(a.json);
       r.false_blame.push_back(absl::StrCat(Seconds(SecondsSince(start, a.asked)), ": verdict ",
                                            a.json.value("verdict", "(no answer)")));
     }

@@ -74,8 +74,11 @@ void ForEachRecentLossView(
     const std::function<void(const std::string&, const std::string&, double, double)>& visit);
 
 // A fault must be this old before the recent part of the loss window holds
-// only its segments (the recent part is 30 s; a margin for the answer).
-inline constexpr absl::Duration kRecentLossWindow = absl::Seconds(32);
+// only its segments: the recent part is 30 s of TCP reads, and a read holds
+// what its connection sent since the one before, up to 10 s earlier (a
+// flow's or the bulk pair's read when overdue: a transfer from before the
+// fault, read after it, once diluted 5% to 3.4%); a margin for the answer.
+inline constexpr absl::Duration kRecentLossWindow = absl::Seconds(42);
 
 class FaultBed {
  public:

@@ -249,9 +249,10 @@ TEST(PeerTrackerTcpTest, CountersAddUpAndTheRatioCoversTheLastMinute) {
   EXPECT_DOUBLE_EQ(tcp.rtt_seconds(), 300e-6);
 }
 
-// The window's recent half tells a repaired loss from a present one; a
-// window with no report for a minute is empty when read.
-TEST(PeerTrackerTcpTest, RecentHalfAndExpiryWhenRead) {
+// The window's recent half tells a repaired loss from a present one, its
+// last 10 s a loss starting; a window with no report for a minute is empty
+// when read.
+TEST(PeerTrackerTcpTest, RecentHalfLatestPartAndExpiryWhenRead) {
   SimulatedClock clock;
   PeerConfig peer;
   peer.name = "b";
@@ -265,6 +266,9 @@ TEST(PeerTrackerTcpTest, RecentHalfAndExpiryWhenRead) {
   EXPECT_EQ(tcp.recent_sent_segments(), 600u);
   EXPECT_EQ(tcp.recent_lost_segments(), 30u);
   EXPECT_DOUBLE_EQ(tcp.recent_window_seconds(), 30);
+  EXPECT_EQ(tcp.latest_sent_segments(), 200u);  // the reads 5 and 10 s ago
+  EXPECT_EQ(tcp.latest_lost_segments(), 10u);
+  EXPECT_DOUBLE_EQ(tcp.latest_window_seconds(), 10);
   for (int i = 0; i < 6; ++i) {  // 30 s clean
     tracker.RecordTcp({0, 100, 0, std::nullopt, std::nullopt});
     clock.Advance(absl::Seconds(5));
@@ -274,6 +278,7 @@ TEST(PeerTrackerTcpTest, RecentHalfAndExpiryWhenRead) {
   EXPECT_EQ(tcp.window_sent_segments(), 1200u);
   EXPECT_EQ(tcp.recent_sent_segments(), 600u);
   EXPECT_EQ(tcp.recent_lost_segments(), 0u);
+  EXPECT_EQ(tcp.latest_lost_segments(), 0u);
   EXPECT_EQ(tcp.sent_since_last_loss(), 600u);
   clock.Advance(absl::Seconds(61));  // nothing reported since (the peer went down)
   tcp = tracker.Snapshot().status.tcp();
@@ -284,9 +289,10 @@ TEST(PeerTrackerTcpTest, RecentHalfAndExpiryWhenRead) {
   EXPECT_FALSE(tcp.has_sent_since_last_loss());
 }
 
-// Per flow: what each carried since the peer's loss began (its earliest
-// lost segment on any flow in the window), and after its own last loss.
-TEST(PeerTrackerTcpTest, FlowsSinceTheLossBeganAndSinceTheirLastLoss) {
+// Per flow: what each carried while the peer's loss lasted (from its
+// earliest lost segment on any flow in the window to its latest), and after
+// its own last loss.
+TEST(PeerTrackerTcpTest, FlowsWhileTheLossLastedAndSinceTheirLastLoss) {
   SimulatedClock clock;
   PeerConfig peer;
   peer.name = "b";
@@ -310,20 +316,26 @@ TEST(PeerTrackerTcpTest, FlowsSinceTheLossBeganAndSinceTheirLastLoss) {
     return v1::FlowFigures();
   };
   read({{0, 0, 100, 0}, {1, 0, 100, 0}});
-  EXPECT_FALSE(flow(0).has_sent_since_loss_began()) << "nothing lost yet";
+  EXPECT_FALSE(flow(0).has_sent_while_losing()) << "nothing lost yet";
   EXPECT_FALSE(flow(0).has_sent_since_last_loss());
   read({{0, 5, 100, 0}, {1, 0, 100, 0}});  // flow 0 loses: the loss begins here
-  read({{0, 4, 100, 0}});                  // flow 1 quiet
-  read({{0, 0, 100, 0}, {1, 0, 30, 0}});
-  EXPECT_EQ(flow(0).sent_since_loss_began(), 200u);
-  EXPECT_EQ(flow(0).lost_since_loss_began(), 4u);
-  EXPECT_EQ(flow(0).sent_since_last_loss(), 100u);
-  EXPECT_EQ(flow(1).sent_since_loss_began(), 30u) << "only after the read that saw it begin";
-  EXPECT_EQ(flow(1).lost_since_loss_began(), 0u);
+  read({{0, 0, 100, 0}});                  // flow 1 quiet
+  read({{0, 4, 100, 0}, {1, 0, 30, 0}});   // the loss goes on
+  EXPECT_EQ(flow(0).sent_while_losing(), 200u);
+  EXPECT_EQ(flow(0).lost_while_losing(), 4u);
+  EXPECT_EQ(flow(0).sent_since_last_loss(), 0u);
+  EXPECT_EQ(flow(1).sent_while_losing(), 30u) << "only after the read that saw it begin";
+  EXPECT_EQ(flow(1).lost_while_losing(), 0u);
   EXPECT_FALSE(flow(1).has_sent_since_last_loss());
+  // The loss stops (a repair): what the flows carry after it is no evidence
+  // of what the loss spared.
+  read({{0, 0, 100, 0}, {1, 0, 500, 0}});
+  EXPECT_EQ(flow(0).sent_while_losing(), 200u);
+  EXPECT_EQ(flow(0).sent_since_last_loss(), 100u);
+  EXPECT_EQ(flow(1).sent_while_losing(), 30u);
   // A minute on, the lossy reads have left the window: nothing lost in it.
   for (int i = 0; i < 12; ++i) read({{0, 0, 100, 0}, {1, 0, 100, 0}});
-  EXPECT_FALSE(flow(0).has_sent_since_loss_began());
+  EXPECT_FALSE(flow(0).has_sent_while_losing());
   EXPECT_FALSE(flow(0).has_sent_since_last_loss());
 }
 
@@ -346,6 +358,47 @@ TEST(PeerTrackerTcpTest, UnacknowledgedWhileUpUntilAcknowledgedOrAStateChange) {
   tracker.RecordUnacknowledged(4, absl::Seconds(3));
   tracker.RecordFailure(v1::FAILURE_REASON_TIMEOUT, "ping timed out");
   EXPECT_FALSE(tracker.Snapshot().status.has_unacknowledged());
+}
+
+// A cut shorter than the Gloo timeout: the session survives it and the next
+// read carries its retransmissions (a transfer's outstanding segments, each
+// timeout's retry). They are the cut's, not loss; what the path loses after
+// counts again. The totals keep everything.
+TEST(PeerTrackerTcpTest, RetransmissionsOfACutAreNoLoss) {
+  SimulatedClock clock;
+  PeerConfig peer;
+  peer.name = "b";
+  PeerTracker tracker(peer, absl::Minutes(5), absl::Minutes(5), std::nullopt, &clock);
+  tracker.SetUp("10.0.0.2:4000", "1.0");
+  auto read = [&](uint64_t retransmitted, uint64_t sent) {
+    TcpSample s;
+    s.retransmitted_segments = retransmitted;
+    s.sent_segments = sent;
+    s.flows = {{0, retransmitted, sent, 0}};
+    tracker.RecordTcp(s);
+    clock.Advance(absl::Seconds(4));
+  };
+  read(0, 1000);
+  tracker.RecordUnacknowledged(3, absl::Seconds(2));
+  read(5, 10);  // a read while cut: its retransmissions are the cut's
+  tracker.RecordUnacknowledged(0, absl::ZeroDuration());
+  read(40, 1000);  // the first read after: the cut's too
+  v1::PeerStatus status = tracker.Snapshot().status;
+  EXPECT_EQ(status.tcp().loss_ratio(), 0) << status.tcp().ShortDebugString();
+  EXPECT_EQ(status.tcp().retransmitted_segments(), 45u);
+  ASSERT_EQ(status.flows_size(), 1);
+  EXPECT_EQ(status.flows(0).window_lost_segments(), 0u);
+  EXPECT_EQ(status.flows(0).lost_segments(), 45u);
+  read(20, 990);  // lost since: loss again
+  status = tracker.Snapshot().status;
+  EXPECT_NEAR(status.tcp().loss_ratio(), 20.0 / 3000, 1e-9);
+  EXPECT_EQ(status.flows(0).window_lost_segments(), 20u);
+  // A new session forgets a cut that was never acknowledged.
+  tracker.RecordUnacknowledged(3, absl::Seconds(2));
+  tracker.RecordFailure(v1::FAILURE_REASON_TIMEOUT, "ping timed out");
+  tracker.SetUp("10.0.0.2:4000", "1.0");
+  read(10, 1000);
+  EXPECT_EQ(tracker.Snapshot().status.flows(0).window_lost_segments(), 30u);
 }
 
 TEST(UnacknowledgedWatchTest, ReadsOnlyWhatMayBeUnacknowledgedAndReportsTwoTimeouts) {
