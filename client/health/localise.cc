@@ -628,7 +628,10 @@ class Localiser {
         return ga != gb && (TwoGroups() || ga == g || gb == g);
       });
     }
-    for (size_t k = 0; k < pooled_.size(); ++k) {
+    // A link is named on its minute (or its jobs'): on a shorter part a
+    // node's loss starting crosses the threshold link by link, one first.
+    const bool part = basis_ == Basis::kRecent || basis_ == Basis::kLatest;
+    for (size_t k = 0; k < pooled_.size() && !part; ++k) {
       // A link bad on its own is named as such (AddLeftoverLinks); one whose
       // loss spreads over an end is not named alone either.
       if (bad_index_.count(Key(pooled_[k].a, pooled_[k].b)) ||

@@ -443,6 +443,30 @@ TEST(Localise, PooledLossStartingNamedOnTheRecentPart) {
   EXPECT_TRUE(m.Run().empty());
 }
 
+// A NIC's loss seconds old: in the last 10 s one of its links crosses the
+// threshold first. No link is named on a part of the window (it would be the
+// node's first link, not a link fault); the node is, once its links
+// together cross it there.
+TEST(Localise, PooledLossStartingNamesNoLinkOnAPart) {
+  LossMatrix m(2, 3);
+  const uint32_t v = m.Index("r1n1"), first = m.Index("r0n0");
+  for (auto& [d, c] : m.counts) {
+    c = {0, 20000};
+    m.recent[d] = {0, 10000};
+    m.latest[d] = {0, 1000};
+    if (d.first != v && d.second != v) continue;
+    const bool crossed = d.first == first || d.second == first;
+    m.latest[d] = {crossed ? uint64_t{20} : uint64_t{2}, 1000};
+    m.recent[d].lost = m.latest[d].lost;
+    c.lost = m.latest[d].lost;
+  }
+  EXPECT_TRUE(m.Run().empty()) << Names(m.Run())[0];
+  for (auto& [d, c] : m.latest) {
+    if (d.first == v || d.second == v) c.lost = 20;
+  }
+  EXPECT_THAT(Names(m.Run()), ElementsAre("node:r1n1"));
+}
+
 // One direction of one link loses 5%: that link, not either node.
 TEST(Localise, PooledLossOnOneDirectionIsTheLink) {
   LossMatrix m(2, 3);

@@ -87,7 +87,7 @@ TEST(DaemonInProcessTest, APeerSeesADaemonThatDoesNotTickAndAgainOnceItDoes) {
     return silent && *silent > 3;
   });
   // (Whether the link is up is the loopback FrozenDaemonTest's to check: on
-  // simulated time a bandwidth probe fails, as "clock did not advance".)
+  // simulated time a bandwidth probe gives no figure.)
   ASSERT_TRUE(silence(status).has_value()) << status.DebugString();
   EXPECT_GT(*silence(status), 3) << status.DebugString();
 
