@@ -857,7 +857,11 @@ class Localiser {
       return c.lost > 0 &&
              static_cast<double>(c.lost) >= in_.loss_ratio / 2 * static_cast<double>(c.sent);
     };
-    return losing(p.window) || (p.has_recent && losing(p.recent));
+    // The last 10 s over enough segments too: a loss starting shows there
+    // first (an uplink's 5% cut one link's commands for seconds while the
+    // others' windows still held the clean transfers from before).
+    return losing(p.window) || (p.has_recent && losing(p.recent)) ||
+           (p.latest.sent >= kPooledMinSegments && losing(p.latest));
   }
 
   // One of the link's ends loses on another of its links too (HalfLosing):

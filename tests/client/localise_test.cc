@@ -346,6 +346,7 @@ struct LossMatrix {
   std::map<std::pair<uint32_t, uint32_t>, LossCount> counts;  // directed
   std::map<std::pair<uint32_t, uint32_t>, LossCount> recent;
   std::map<std::pair<uint32_t, uint32_t>, LossCount> latest;
+  std::set<std::pair<uint32_t, uint32_t>> cut;  // nothing acknowledged for 5 s
 
   LossMatrix(int racks, int per_rack) {
     for (int g = 0; g < racks; ++g) {
@@ -376,6 +377,11 @@ struct LossMatrix {
       o.loss = c;
       if (auto it = recent.find(d); it != recent.end()) o.recent_loss = it->second;
       if (auto it = latest.find(d); it != latest.end()) o.latest_loss = it->second;
+      if (cut.count(d)) {
+        o.bad = o.down = o.judged = true;
+        o.cut_seconds = 5;
+        o.evidence = "not answering";
+      }
       in.observations.push_back(o);
     }
     return Localise(in);
@@ -465,6 +471,24 @@ TEST(Localise, PooledLossStartingNamesNoLinkOnAPart) {
     if (d.first == v || d.second == v) c.lost = 20;
   }
   EXPECT_THAT(Names(m.Run()), ElementsAre("node:r1n1"));
+}
+
+// An uplink's 5% seconds old stalls one link's commands for 5 s (RTO back-off
+// over a few losses in a row): no link while its ends lose on their other
+// links in the last 10 s (their windows still hold the clean transfers from
+// before). With those clean, the cut link is the link.
+TEST(Localise, ACutLinkWhoseEndsLoseElsewhereIsNoLink) {
+  LossMatrix m(2, 3);
+  const uint32_t a = m.Index("r0n0"), b = m.Index("r1n0");
+  m.cut = {{a, b}, {b, a}};
+  for (auto& [d, c] : m.counts) {
+    const bool across = m.Group(d.first) != m.Group(d.second);
+    c = {0, 20000};
+    m.latest[d] = {across ? uint64_t{7} : 0, 1000};  // 0.7%: no uplink yet
+  }
+  EXPECT_THAT(m.Run(), ::testing::IsEmpty());
+  for (auto& [d, c] : m.latest) c.lost = 0;
+  EXPECT_THAT(Names(m.Run()), ElementsAre("link:r0n0 <-> r1n0"));
 }
 
 // One direction of one link loses 5%: that link, not either node.
