@@ -85,41 +85,33 @@ nlohmann::json ViewJson(const v1::PeerStatus* p) {
     auto v = m.get(*p);
     j[m.json_key] = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
   }
-  j["latency_jitter_ms"] = p->latency().has_jitter_seconds()
-                               ? nlohmann::json(p->latency().jitter_seconds() * 1e3)
-                               : nlohmann::json(nullptr);
-  j["clock_error_ms"] = p->clock().has_error_seconds()
-                            ? nlohmann::json(p->clock().error_seconds() * 1e3)
-                            : nlohmann::json(nullptr);
+  // A figure the daemon has, or null.
+  auto optional = [](bool has, auto value) {
+    return has ? nlohmann::json(value) : nlohmann::json(nullptr);
+  };
+  const v1::TcpFigures& tcp = p->tcp();
+  j["latency_jitter_ms"] =
+      optional(p->latency().has_jitter_seconds(), p->latency().jitter_seconds() * 1e3);
+  j["clock_error_ms"] = optional(p->clock().has_error_seconds(), p->clock().error_seconds() * 1e3);
   j["selection"] = p->selection().empty() ? "unknown" : p->selection();
   j["failures_in_window"] = p->failures_in_window();
   j["drops_in_window"] = p->drops_in_window();
-  j["latency_recent_p50_ms"] = p->latency().has_recent_p50_seconds()
-                                   ? nlohmann::json(p->latency().recent_p50_seconds() * 1e3)
-                                   : nlohmann::json(nullptr);
-  j["peer_daemon_silent_seconds"] = p->peer_daemon().has_silent_seconds()
-                                        ? nlohmann::json(p->peer_daemon().silent_seconds())
-                                        : nlohmann::json(nullptr);
-  j["tcp_loss_ratio"] =
-      p->tcp().has_loss_ratio() ? nlohmann::json(p->tcp().loss_ratio()) : nlohmann::json(nullptr);
-  j["tcp_window_sent_segments"] = p->tcp().has_window_sent_segments()
-                                      ? nlohmann::json(p->tcp().window_sent_segments())
-                                      : nlohmann::json(nullptr);
-  j["tcp_recent_sent_segments"] = p->tcp().has_recent_sent_segments()
-                                      ? nlohmann::json(p->tcp().recent_sent_segments())
-                                      : nlohmann::json(nullptr);
-  j["tcp_recent_lost_segments"] = p->tcp().has_recent_lost_segments()
-                                      ? nlohmann::json(p->tcp().recent_lost_segments())
-                                      : nlohmann::json(nullptr);
-  j["tcp_latest_sent_segments"] = p->tcp().has_latest_sent_segments()
-                                      ? nlohmann::json(p->tcp().latest_sent_segments())
-                                      : nlohmann::json(nullptr);
-  j["tcp_latest_lost_segments"] = p->tcp().has_latest_lost_segments()
-                                      ? nlohmann::json(p->tcp().latest_lost_segments())
-                                      : nlohmann::json(nullptr);
-  j["unacknowledged_seconds"] = p->has_unacknowledged()
-                                    ? nlohmann::json(p->unacknowledged().seconds())
-                                    : nlohmann::json(nullptr);
+  j["latency_recent_p50_ms"] =
+      optional(p->latency().has_recent_p50_seconds(), p->latency().recent_p50_seconds() * 1e3);
+  j["peer_daemon_silent_seconds"] =
+      optional(p->peer_daemon().has_silent_seconds(), p->peer_daemon().silent_seconds());
+  j["tcp_loss_ratio"] = optional(tcp.has_loss_ratio(), tcp.loss_ratio());
+  j["tcp_window_sent_segments"] =
+      optional(tcp.has_window_sent_segments(), tcp.window_sent_segments());
+  j["tcp_recent_sent_segments"] =
+      optional(tcp.has_recent_sent_segments(), tcp.recent_sent_segments());
+  j["tcp_recent_lost_segments"] =
+      optional(tcp.has_recent_lost_segments(), tcp.recent_lost_segments());
+  j["tcp_latest_sent_segments"] =
+      optional(tcp.has_latest_sent_segments(), tcp.latest_sent_segments());
+  j["tcp_latest_lost_segments"] =
+      optional(tcp.has_latest_lost_segments(), tcp.latest_lost_segments());
+  j["unacknowledged_seconds"] = optional(p->has_unacknowledged(), p->unacknowledged().seconds());
   // Per probe flow (probe.flows): a loss on some flows and not others is a
   // path's (the `path` suspect).
   nlohmann::json flows = nlohmann::json::array();
