@@ -587,7 +587,16 @@ std::optional<absl::Status> PeerProber::ProbeSessionLoop(
   schedule.set_latency_carries_timestamps(session.pings_carry_timestamps());
   skew_samples_.clear();
   bandwidth_tx_done_ = false;
+  // The baseline: what the connections show before the first probe is their
+  // handshake's. A SYN or SYN-ACK repeated while the path was still cut
+  // counts in tcpi_total_retrans (an accepted socket inherits its request's),
+  // and a session that connects the moment a cut ends is no lossy link.
   TcpCounterDeltas tcp_deltas;
+  for (size_t i = 0; i < tcp_connections.size(); ++i) {
+    if (absl::StatusOr<TcpCounters> c = context_.tcp_stats->Read(tcp_connections[i]); c.ok()) {
+      tcp_deltas.Update(i, *c);
+    }
+  }
   absl::Duration tcp_read_at = clock.Monotonic();
   absl::Duration reported_bandwidth_due = -absl::InfiniteDuration();
   while (true) {

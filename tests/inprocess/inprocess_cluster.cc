@@ -41,6 +41,23 @@ void RecordingObserver::RecordBandwidth(BandwidthDirection, const BandwidthSampl
   ++bandwidth_samples_;
 }
 
+void RecordingObserver::RecordTcp(const TcpSample& sample) {
+  absl::MutexLock lock(&mu_);
+  ++tcp_reads_;
+  tcp_totals_.retransmitted_segments += sample.retransmitted_segments;
+  tcp_totals_.sent_segments += sample.sent_segments;
+}
+
+int RecordingObserver::tcp_reads() const {
+  absl::MutexLock lock(&mu_);
+  return tcp_reads_;
+}
+
+TcpSample RecordingObserver::tcp_totals() const {
+  absl::MutexLock lock(&mu_);
+  return tcp_totals_;
+}
+
 int RecordingObserver::ups() const {
   absl::MutexLock lock(&mu_);
   return ups_;
@@ -158,7 +175,8 @@ PeerConfig InProcessCluster::PeerConfigOf(int i) const {
 }
 
 PeerProber& InProcessCluster::StartProber(int from, const PeerConfig& peer, const Config& config,
-                                          ProbeObserver* observer) {
+                                          ProbeObserver* observer,
+                                          const TcpStatsSource* tcp_stats) {
   Node& node = *nodes_[from];
   ProberContext context;
   context.node = node.name;
@@ -167,6 +185,7 @@ PeerProber& InProcessCluster::StartProber(int from, const PeerConfig& peer, cons
   context.local_gloo_is_loopback = true;
   context.gate = node.gate.get();
   context.clock = &clock_;
+  context.tcp_stats = tcp_stats;
   probers_.push_back(std::make_unique<PeerProber>(std::move(context), config, peer, observer));
   probers_.back()->Start();
   return *probers_.back();

@@ -40,12 +40,16 @@ class RecordingObserver final : public ProbeObserver {
   void RecordRtts(const std::vector<absl::Duration>& rtts) override;
   void RecordOffset(const OffsetEstimate& estimate) override;
   void RecordBandwidth(BandwidthDirection direction, const BandwidthSample& sample) override;
+  void RecordTcp(const TcpSample& sample) override;
 
   int ups() const;
   int failures() const;
   int latency_probes() const;
   int skew_probes() const;
   int bandwidth_samples() const;
+  // The TCP reads reported, and their segments summed.
+  int tcp_reads() const;
+  TcpSample tcp_totals() const;
   std::string last_failure() const;
   // Waits in real time, at most kRealTimeout, until `failures() >= n`.
   bool AwaitFailures(int n) const;
@@ -58,6 +62,8 @@ class RecordingObserver final : public ProbeObserver {
   int latency_probes_ ABSL_GUARDED_BY(mu_) = 0;
   int skew_probes_ ABSL_GUARDED_BY(mu_) = 0;
   int bandwidth_samples_ ABSL_GUARDED_BY(mu_) = 0;
+  int tcp_reads_ ABSL_GUARDED_BY(mu_) = 0;
+  TcpSample tcp_totals_ ABSL_GUARDED_BY(mu_);
   std::string last_failure_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -96,9 +102,10 @@ class InProcessCluster {
   Node& node(int i) { return *nodes_[i]; }
   PeerConfig PeerConfigOf(int i) const;
   // Starts a PeerProber on node `from` toward `peer` with `config` (its
-  // schedule, probe and gloo sections), reporting to `observer`.
+  // schedule, probe and gloo sections), reporting to `observer`, reading its
+  // pairs' TCP statistics from `tcp_stats` when given.
   PeerProber& StartProber(int from, const PeerConfig& peer, const Config& config,
-                          ProbeObserver* observer);
+                          ProbeObserver* observer, const TcpStatsSource* tcp_stats = nullptr);
 
  private:
   InProcessCluster() = default;

@@ -167,6 +167,54 @@ TEST(PeerProberInProcessTest, UpdatedScheduleAppliesWithoutReconnecting) {
   EXPECT_EQ(observer.failures(), 0) << observer.last_failure();
 }
 
+// Every connection as the kernel shows one whose handshake was repeated (a
+// SYN retransmitted while the path was still cut, counted in
+// tcpi_total_retrans): two retransmissions from the start, then 10 more data
+// segments at each read, none of them lost.
+class RepeatedHandshakeTcpStats final : public TcpStatsSource {
+ public:
+  absl::StatusOr<TcpCounters> Read(TcpConnection&) const override {
+    absl::MutexLock lock(&mu_);
+    TcpCounters counters;
+    counters.retransmitted_segments = 2;
+    counters.sent_segments = 10 * ++reads_;
+    return counters;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  mutable uint64_t reads_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// A session that connects the moment a cut ends reports no loss for its
+// handshake's retransmissions: they are the baseline, not a lossy link.
+TEST(PeerProberInProcessTest, TheHandshakesRetransmissionsAreNoLoss) {
+  RecordingObserver observer;
+  RepeatedHandshakeTcpStats tcp_stats;
+  absl::StatusOr<std::unique_ptr<InProcessCluster>> cluster = InProcessCluster::Spawn(2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  SimulatedClock& clock = (*cluster)->clock();
+  std::optional<BandwidthGate::Lease> held = (*cluster)->node(0).gate->TryAcquire();
+  ASSERT_TRUE(held.has_value());
+  Config config = SmallConfig("node-0");
+  config.schedule.latency_interval = absl::Seconds(1);
+  (*cluster)->StartProber(0, (*cluster)->PeerConfigOf(1), config, &observer, &tcp_stats);
+  ASSERT_TRUE(observer.AwaitUps(1)) << observer.last_failure();
+  // Reads ride on latency probes at most every 4 s: 12 s hold at least two.
+  const absl::Duration end = clock.Monotonic() + absl::Seconds(12);
+  for (int wakes = 0; clock.Monotonic() < end; ++wakes) {
+    ASSERT_LT(wakes, 1000);
+    const std::optional<absl::Duration> wake = clock.AwaitPendingDeadline(kRealTimeout);
+    ASSERT_TRUE(wake.has_value());
+    clock.AdvanceTo(std::min(*wake, end));
+  }
+  ASSERT_TRUE(clock.AwaitPendingDeadline(kRealTimeout).has_value());
+  EXPECT_GE(observer.tcp_reads(), 2);
+  EXPECT_GT(observer.tcp_totals().sent_segments, 0u);
+  EXPECT_EQ(observer.tcp_totals().retransmitted_segments, 0u);
+  EXPECT_EQ(observer.failures(), 0) << observer.last_failure();
+}
+
 // The daemon's tracker fed by a prober that keeps failing: each failure
 // counts for exactly thresholds.failure_window (1 h) of simulated time.
 TEST(PeerProberInProcessTest, TrackerCountsFailuresForExactlyTheFailureWindow) {
