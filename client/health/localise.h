@@ -30,7 +30,8 @@
 // What is left is named link by link, but not while it may still be the
 // start or end of a wider fault: a link bad only because it is down or cut
 // for less than kLoneLinkSettleSeconds (the other peers of a failing node
-// notice within their next probe), nor one with an end starved of CPU now
+// notice within their next probe; kSpreadCutSettleSeconds while an end has
+// another link cut), nor one with an end starved of CPU now
 // (an overload starting), nor a link (bad, or lossy when pooled)
 // while one of its ends loses on another of its links too (a node's or an
 // uplink's loss crosses the thresholds link by link as it starts and
@@ -178,6 +179,13 @@ inline constexpr double kDaemonSilentSeconds = 3;
 // fault starts notice within their next probe (every 0.5-5 s); a link fault
 // stays a link.
 inline constexpr double kLoneLinkSettleSeconds = 2;
+
+// The same for a link while one of its ends has another link down or cut:
+// a node's fault starting, until its other peers have put a command on their
+// pairs (the keepalive every half a Gloo timeout, 2.5 s by default, or the
+// next latency probe) and seen it go unanswered (the watch, about 2 s on).
+// Two links of one node cut on their own stay links, named this late.
+inline constexpr double kSpreadCutSettleSeconds = 8;
 
 // At most this many suspects are returned (the worst first).
 inline constexpr size_t kMaxSuspects = 100;

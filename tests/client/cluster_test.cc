@@ -1037,6 +1037,46 @@ TEST(Cluster, AFreshLoneCutIsNoLinkYet) {
   EXPECT_EQ(still.suspects[0].name, "h2 <-> h4");
 }
 
+// h6's firewall starts dropping its Gloo ports: three of its peers' pairs
+// have gone unanswered for about 2 s, its two other peers have not put a
+// command on theirs since. Past the lone link's settle time, but the cuts
+// spread over h6: no link named (a node's fault starting), failed all the
+// same; the node once a fourth notices; two links cut alone for the longer
+// settle time are links.
+TEST(Cluster, CutsSpreadingOverANodeAreNoLinksYet) {
+  auto nodes = SettledRacks();
+  auto cut = [&](std::vector<FetchResult>& n, const char* from, const char* to, double seconds) {
+    v1::PeerUnacknowledged* u = View(n, from, to)->mutable_unacknowledged();
+    u->set_retransmissions(2);
+    u->set_seconds(seconds);
+  };
+  cut(nodes, "h5", "h6", 1.8);
+  cut(nodes, "h6", "h5", 2.1);
+  cut(nodes, "h3", "h6", 1.9);
+  cut(nodes, "h1", "h6", 2.0);
+  ClusterPicture starting = BuildCluster(nodes);
+  EXPECT_EQ(starting.verdict, Health::kFailed);
+  EXPECT_THAT(starting.suspects, IsEmpty());
+
+  cut(nodes, "h2", "h6", 1.0);
+  ClusterPicture noticed = BuildCluster(nodes);
+  ASSERT_EQ(noticed.suspects.size(), 1u);
+  EXPECT_EQ(noticed.suspects[0].kind, SuspectKind::kNode);
+  EXPECT_EQ(noticed.suspects[0].name, "h6");
+
+  auto two = SettledRacks();
+  cut(two, "h1", "h6", 7);
+  cut(two, "h5", "h6", 7);
+  EXPECT_THAT(BuildCluster(two).suspects, IsEmpty());
+  cut(two, "h1", "h6", 8.5);
+  cut(two, "h5", "h6", 8.5);
+  ClusterPicture links = BuildCluster(std::move(two));
+  ASSERT_EQ(links.suspects.size(), 2u);
+  for (const Suspect& s : links.suspects) EXPECT_EQ(s.kind, SuspectKind::kLink) << s.name;
+  EXPECT_EQ(links.suspects[0].name, "h1 <-> h6");
+  EXPECT_EQ(links.suspects[1].name, "h5 <-> h6");
+}
+
 // h6's firewall dropped everything for 3 s and was removed half a second
 // ago: three of its directions had their data acknowledged again, two wait
 // for their kernel's next retransmission. Those are no evidence against the
@@ -1066,8 +1106,9 @@ TEST(Cluster, RetransmissionsAfterARepairBlameNobody) {
     *View(nodes, p, "h6")->mutable_acknowledged_again_at() =
         ToProtoTimestamp(kModelNow - absl::Seconds(10));
   }
+  // Two links of h6 cut alone: links once past the longer settle time.
   for (const char* p : {"h4", "h5"}) {
-    View(nodes, p, "h6")->mutable_unacknowledged()->set_seconds(2.5);
+    View(nodes, p, "h6")->mutable_unacknowledged()->set_seconds(8.5);
   }
   ClusterPicture again = BuildCluster(std::move(nodes));
   std::vector<std::string> names;
