@@ -473,6 +473,32 @@ TEST(Localise, PooledLossStartingNamesNoLinkOnAPart) {
   EXPECT_THAT(Names(m.Run()), ElementsAre("node:r1n1"));
 }
 
+// One link's 5% seconds old, one way (as the catalogue's link_loss): its
+// window and its last 30 s still hold mostly the clean transfers from
+// before, its last 10 s show it. Its ends' other links are clean there: the
+// link, named on that part. While an end's other links lose a little there
+// too (0.1% over them, each well under half the threshold), it may be that
+// node's loss starting on one link first: nobody yet.
+TEST(Localise, ALoneLinksLossStartingNamedOnAPartWhileItsEndsAreClean) {
+  LossMatrix m(2, 3);
+  const uint32_t a = m.Index("r0n1"), b = m.Index("r0n2");
+  for (auto& [d, c] : m.counts) {
+    c = {0, 50000};
+    m.recent[d] = {0, 25000};
+    m.latest[d] = {0, 5000};
+  }
+  m.counts[{b, a}] = {150, 53000};
+  m.recent[{b, a}] = {150, 28000};
+  m.latest[{b, a}] = {100, 2000};
+  std::vector<Suspect> s = m.Run();
+  ASSERT_THAT(Names(s), ElementsAre("link:r0n1 <-> r0n2"));
+  EXPECT_THAT(s[0].evidence[0], HasSubstr("last 10 s"));
+  for (auto& [d, c] : m.latest) {
+    if (d.first == b && d.second != a) c.lost = 10;
+  }
+  EXPECT_THAT(m.Run(), ::testing::IsEmpty());
+}
+
 // An uplink's 5% seconds old stalls one link's commands for 5 s (RTO back-off
 // over a few losses in a row): no link while its ends lose on their other
 // links in the last 10 s (their windows still hold the clean transfers from
