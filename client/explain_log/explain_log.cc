@@ -320,6 +320,30 @@ void PromoteTheExplanation(LogExplanation& e) {
   }
 }
 
+// A log with no error that ends on a setup error's line logged as a warning
+// (c10d's bind of the store's port, tried on each address before the error
+// that none worked) was cut there: users often post just those lines. The
+// bind is its root cause. Not a connect retried while the store starts (a
+// refusal, its host not resolving yet while its pods start), which a run
+// that goes on prints too, nor a warning of its own kind (a loopback fallback).
+void PromoteTheLastRetry(LogExplanation& e, int last_text_line) {
+  int last = -1;
+  for (size_t i = 0; i < e.hits.size(); ++i) {
+    if (last < 0 || e.hits[i].last_line > e.hits[last].last_line) last = static_cast<int>(i);
+  }
+  if (last < 0) return;
+  SignatureHit& h = e.hits[last];
+  if (h.signature == nullptr || h.severity != LogSeverity::kWarning ||
+      h.last_line < last_text_line || !h.signature->warning_is_retry) {
+    return;
+  }
+  if (h.signature->severity != LogSeverity::kError || h.signature->stage != Stage::kSetup) return;
+  h.severity = LogSeverity::kError;
+  absl::StrAppend(&h.detail, h.detail.empty() ? "" : "; ", "the log ends while it retries");
+  e.root_cause = last;
+  e.worst = LogSeverity::kError;
+}
+
 // A line near a signature's (this many physical lines before or after it)
 // is part of that failure's output (a traceback's header, the C++ terminate
 // wrapper, the exception repeated), not an unrecognised error of its own.
@@ -341,6 +365,7 @@ class Explainer {
 
   void Line(const LogicalLine& joined) {
     const LogicalLine& l = Reading(joined);
+    if (!absl::StripAsciiWhitespace(l.text).empty()) last_text_line_ = l.last_line;
     if (!l.prefix.rank.empty()) {
       if (line_rank_.empty()) line_rank_ = l.prefix.rank;
       several_ranks_ = several_ranks_ || line_rank_ != l.prefix.rank;
@@ -395,6 +420,7 @@ class Explainer {
       }
     }
     PromoteTheExplanation(e_);
+    if (e_.root_cause < 0) PromoteTheLastRetry(e_, last_text_line_);
     return std::move(e_);
   }
 
@@ -612,6 +638,7 @@ class Explainer {
   std::deque<Candidate>
       candidates_;  // unrecognised errors that may yet be a signature's neighbours
   int last_signature_line_ = 0;
+  int last_text_line_ = 0;  // the last line with any text
   SignatureHit unrecognised_;
 };
 

@@ -45,21 +45,22 @@
 namespace gloowatch::client {
 namespace {
 
-// Measured with the signatures of 2026-12-07, after the third held-out
-// round of that day (269 of 276; its 26 failures all right, so the misses
-// are still the earlier rounds': two logs of only the store
-// host's IPv6 lookup failing, which a run that goes on prints too, a
-// traceback pasted up to its `raise _env_error("MASTER_ADDR")` line without
-// the exception, DeepSpeed's ssh check cut before DeepSpeed's own error (its
-// CalledProcessError alone), a store port in use shown only by the bind
-// warnings that torch elastic's port retry prints too, a loopback pair
-// connect timeout of a one-host Horovod test read as the wrong interface,
-// and macOS's uv_accept failing under a security product read as a local
-// socket error); a floor only.
-constexpr int kMinFailuresRight = 269;
+// Measured with the signatures of 2026-12-08, after the fourth held-out
+// round (28 logs of threads the corpus had not seen: 21 of 22 failures right
+// by the corpus's rules before any change, and no false alarm on 6 healthy
+// logs; two of the misses were one cause, a log that ends on the store's
+// bind warnings, now its root cause). The misses left: two logs of only the
+// store host's IPv6 lookup failing, which a run that goes on prints too (a
+// healthy log of the corpus is that line alone), a traceback pasted up to
+// its `raise _env_error("MASTER_ADDR")` line without the exception,
+// DeepSpeed's ssh check cut before DeepSpeed's own error (its
+// CalledProcessError alone), a loopback pair connect timeout of a one-host
+// Horovod test read as the wrong interface, and macOS's uv_accept failing
+// under a security product read as a local socket error; a floor only.
+constexpr int kMinFailuresRight = 292;
 // The corpus's size, so that a file dropped from the manifest fails too.
-constexpr int kMinFailures = 276;
-constexpr int kMinHealthy = 27;
+constexpr int kMinFailures = 298;
+constexpr int kMinHealthy = 33;
 constexpr int kMaxHealthyFalseAlarms = 0;
 
 struct Row {

@@ -777,6 +777,34 @@ TEST(ExplainLog, TheRendezvousWrapperIsExplainedByTheStoreTimeoutInsideIt) {
 // The store's connect-and-validate loop numbers its tries: a connection
 // accepted and reset once may be a passing glitch, but from the third try
 // on it is the failure; a refused connect stays a retry however often.
+// c10d tries to bind the store's port on each address, logging each failure
+// as a warning, then raises that none worked: a log that ends on those
+// warnings was cut before the error, which they are. One that goes on (a
+// port retry that then found one) has no error.
+TEST(ExplainLog, ALogEndingOnTheStoresBindWarningsHasThemAsItsRootCause) {
+  const std::string binds =
+      "[W socket.cpp:426] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - "
+      "Address already in use).\n"
+      "[W socket.cpp:426] [c10d] The server socket has failed to bind to 0.0.0.0:29500 (errno: "
+      "98 - Address already in use).\n";
+  std::istringstream cut("step 1\n" + binds + "\n");
+  LogExplanation e = ExplainLog(cut, "cut");
+  ASSERT_GE(e.root_cause, 0);
+  EXPECT_EQ(e.hits[e.root_cause].id, "store_port_in_use");
+  EXPECT_EQ(e.hits[e.root_cause].line_of_example, 2);
+  EXPECT_EQ(e.hits[e.root_cause].severity, LogSeverity::kError);
+  EXPECT_THAT(e.hits[e.root_cause].detail, HasSubstr("the log ends while it retries"));
+  EXPECT_EQ(ExplanationExitCode(e), 2);
+  std::istringstream went_on(binds + "epoch 1 loss 0.3\n");
+  e = ExplainLog(went_on, "went on");
+  EXPECT_EQ(e.root_cause, -1);
+  std::istringstream lookup(
+      "[W socket.cpp:558] [c10d] The IPv6 network addresses of (workers-0.workers, 3389) cannot "
+      "be retrieved (gai error: -2 - Name or service not known).\n");
+  e = ExplainLog(lookup, "lookup");
+  EXPECT_EQ(e.root_cause, -1);
+}
+
 TEST(ExplainLog, AResetTryAfterTryIsTheFailureARefusalIsStillARetry) {
   auto retry = [](int tries, const char* why) {
     return absl::StrCat(
