@@ -167,18 +167,31 @@ DirectionState JudgeDirection(const std::string& from, const std::string& to,
     recovered = true;
   }
 
+  // Refused or reset while the peer's transport was starting, its
+  // listeners not all up yet: the peer's start-up, not the link (a path
+  // drops, it never refuses). Its next attempt, after its backoff, tells.
+  const bool refused_while_starting =
+      context.peer_transport_started && last_failure_at &&
+      (last == v1::FAILURE_REASON_REFUSED || last == v1::FAILURE_REASON_RESET) &&
+      *last_failure_at < *context.peer_transport_started + kPeerStartup;
   if (p.state() == v1::PEER_STATE_DOWN && !context.peer_transport_stopped && accepting &&
-      last_failure_at && *last_failure_at < *accepting - kStalePairMargin) {
+      last_failure_at &&
+      (*last_failure_at < *accepting - kStalePairMargin || refused_while_starting)) {
     // Its last failure was to what the peer was before (a process that
-    // died, a firewall since removed): whatever its reason says is about
-    // that. It has not tried since; its backoff runs.
+    // died, a firewall since removed) or to its start-up: whatever its
+    // reason says is about that. It has not tried since; its backoff runs.
     Worsen(d.health, Health::kDegraded);
     d.reconnecting = true;
-    d.problems.push_back(absl::StrCat(who, "reconnecting: down since before ",
-                                      recovered ? std::string("a session of either end recovered ")
-                                                : absl::StrCat(to, "'s transport started "),
-                                      AgeText(now - *accepting), " ago, no failed attempt since",
-                                      reason));
+    d.problems.push_back(
+        *last_failure_at < *accepting - kStalePairMargin
+            ? absl::StrCat(who, "reconnecting: down since before ",
+                           recovered ? std::string("a session of either end recovered ")
+                                     : absl::StrCat(to, "'s transport started "),
+                           AgeText(now - *accepting), " ago, no failed attempt since", reason)
+            : absl::StrCat(who, "reconnecting: ", ReasonName(last), " while ", to,
+                           "'s transport was starting (",
+                           AgeText(now - *context.peer_transport_started),
+                           " ago), no failed attempt since"));
     d.findings.emplace_back(Finding::kConnecting, "");
   } else if (p.state() == v1::PEER_STATE_DOWN) {
     Worsen(d.health, Health::kFailed);

@@ -130,6 +130,12 @@ struct DirectionContext {
 // reconnecting.
 inline constexpr absl::Duration kStalePairMargin = absl::Seconds(1);
 
+// A pair refused or reset this soon after the peer's transport started was
+// refused by its start-up (the daemon's gRPC and the transport's listeners
+// come up one after the other; about a second here): reconnecting, not a
+// fault of the link.
+inline constexpr absl::Duration kPeerStartup = absl::Seconds(5);
+
 // `now`: the reporting daemon's clock (NodeStatus.now).
 DirectionState JudgeDirection(const std::string& from, const std::string& to,
                               const v1::PeerStatus& p, const EffectiveThresholds& t, absl::Time now,

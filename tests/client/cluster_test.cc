@@ -883,6 +883,22 @@ TEST(Cluster, AnAttemptDuringARestartIsNoLinkUntilItLasts) {
   }
   EXPECT_THAT(BuildCluster(nodes).suspects, IsEmpty());
 
+  // Its attempt refused half a second after h3's transport started, 4 s
+  // ago, and its backoff runs: h3's start-up refused it, not the link.
+  auto starting = SettledRacks();
+  *starting[2].status->mutable_transport()->mutable_started_at() =
+      ToProtoTimestamp(kModelNow - absl::Seconds(4));
+  for (const char* p : {"h1", "h2", "h4", "h5", "h6"}) {
+    FailedAt(View(starting, p, "h3"), absl::Seconds(30), v1::FAILURE_REASON_REFUSED);
+  }
+  FailedAt(View(starting, "h1", "h3"), absl::Milliseconds(3500), v1::FAILURE_REASON_REFUSED);
+  ClusterPicture waiting = BuildCluster(std::move(starting));
+  EXPECT_THAT(waiting.suspects, IsEmpty());
+  EXPECT_EQ(waiting.verdict, Health::kDegraded);
+  EXPECT_THAT(HealthToJson(waiting).dump(),
+              HasSubstr("h1->h3: reconnecting: refused while h3's transport was starting (4s "
+                        "ago), no failed attempt since"));
+
   // Still down 5 s after h3 came back, with a failed attempt since: the link.
   auto later = SettledRacks();
   *later[2].status->mutable_transport()->mutable_started_at() =
