@@ -19,6 +19,18 @@ absl::Duration BackoffBase(absl::Duration initial, absl::Duration max, int n) {
   return base;
 }
 
+// Simulated time up to `end`, from one wait's end to the next, then until
+// the prober waits again (the probe due at `end`, if any, done).
+void RunUntil(SimulatedClock& clock, absl::Duration end) {
+  for (int wakes = 0; clock.Monotonic() < end; ++wakes) {
+    ASSERT_LT(wakes, 1000);
+    const std::optional<absl::Duration> wake = clock.AwaitPendingDeadline(kRealTimeout);
+    ASSERT_TRUE(wake.has_value()) << "the prober stopped waiting";
+    clock.AdvanceTo(std::min(*wake, end));
+  }
+  ASSERT_TRUE(clock.AwaitPendingDeadline(kRealTimeout).has_value());
+}
+
 TEST(PeerProberInProcessTest, BackoffTowardADownPeerDoublesAndCaps) {
   RecordingObserver observer;
   absl::StatusOr<std::unique_ptr<InProcessCluster>> cluster = InProcessCluster::Spawn(1);
@@ -150,14 +162,8 @@ TEST(PeerProberInProcessTest, UpdatedScheduleAppliesWithoutReconnecting) {
   // all at the same simulated moment.
   ASSERT_TRUE(clock.AwaitPendingDeadline(kRealTimeout, *asleep).has_value());
   EXPECT_LE(*clock.AwaitPendingDeadline(kRealTimeout) - clock.Monotonic(), absl::Milliseconds(110));
-  const absl::Duration end = clock.Monotonic() + absl::Seconds(3);
-  for (int wakes = 0; clock.Monotonic() < end; ++wakes) {
-    ASSERT_LT(wakes, 1000);
-    const std::optional<absl::Duration> wake = clock.AwaitPendingDeadline(kRealTimeout);
-    ASSERT_TRUE(wake.has_value());
-    clock.AdvanceTo(std::min(*wake, end));
-  }
-  ASSERT_TRUE(clock.AwaitPendingDeadline(kRealTimeout).has_value());
+  RunUntil(clock, clock.Monotonic() + absl::Seconds(3));
+  if (HasFatalFailure()) return;
   // Every 100 ms +-10% for 3 s, the first within 110 ms of the update:
   // between 1 + (3 - 0.11) / 0.11 and 3 / 0.09.
   const int after = observer.latency_probes() - before;
@@ -201,14 +207,8 @@ TEST(PeerProberInProcessTest, TheHandshakesRetransmissionsAreNoLoss) {
   (*cluster)->StartProber(0, (*cluster)->PeerConfigOf(1), config, &observer, &tcp_stats);
   ASSERT_TRUE(observer.AwaitUps(1)) << observer.last_failure();
   // Reads ride on latency probes at most every 4 s: 12 s hold at least two.
-  const absl::Duration end = clock.Monotonic() + absl::Seconds(12);
-  for (int wakes = 0; clock.Monotonic() < end; ++wakes) {
-    ASSERT_LT(wakes, 1000);
-    const std::optional<absl::Duration> wake = clock.AwaitPendingDeadline(kRealTimeout);
-    ASSERT_TRUE(wake.has_value());
-    clock.AdvanceTo(std::min(*wake, end));
-  }
-  ASSERT_TRUE(clock.AwaitPendingDeadline(kRealTimeout).has_value());
+  RunUntil(clock, clock.Monotonic() + absl::Seconds(12));
+  if (HasFatalFailure()) return;
   EXPECT_GE(observer.tcp_reads(), 2);
   EXPECT_GT(observer.tcp_totals().sent_segments, 0u);
   EXPECT_EQ(observer.tcp_totals().retransmitted_segments, 0u);
