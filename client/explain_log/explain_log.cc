@@ -334,10 +334,10 @@ void PromoteTheLastRetry(LogExplanation& e, int last_text_line) {
   if (last < 0) return;
   SignatureHit& h = e.hits[last];
   if (h.signature == nullptr || h.severity != LogSeverity::kWarning ||
-      h.last_line < last_text_line || !h.signature->warning_is_retry) {
+      h.last_line < last_text_line || !h.signature->warning_is_retry ||
+      h.signature->severity != LogSeverity::kError || h.signature->stage != Stage::kSetup) {
     return;
   }
-  if (h.signature->severity != LogSeverity::kError || h.signature->stage != Stage::kSetup) return;
   h.severity = LogSeverity::kError;
   absl::StrAppend(&h.detail, h.detail.empty() ? "" : "; ", "the log ends while it retries");
   e.root_cause = last;

@@ -184,6 +184,9 @@ LocaliseInput LinkMatrixOf(const ClusterPicture& c) {
       o.evidence = std::move(d.bad);
       o.down = (p.state() == v1::PEER_STATE_DOWN && !d.reconnecting) || d.cut;
       o.peer_restarted = d.peer_restarted;
+      o.loss_only = o.bad && std::all_of(d.findings.begin(), d.findings.end(), [](const auto& f) {
+                      return f.first == Finding::kLossy || f.first == Finding::kClockOffset;
+                    });
       if (d.cut_for) o.cut_seconds = absl::ToDoubleSeconds(*d.cut_for);
       if (p.state() == v1::PEER_STATE_UP && p.peer_daemon().has_silent_seconds()) {
         o.daemon_silent_seconds = p.peer_daemon().silent_seconds();

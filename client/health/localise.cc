@@ -668,7 +668,7 @@ class Localiser {
       const PooledLink& l = pooled_[k];
       // A link bad on its own is named as such (AddLeftoverLinks); one whose
       // loss spreads over an end is not named alone either.
-      if (bad_index_.count(Key(l.a, l.b)) || LossSpreadOverAnEnd(l.a, l.b) ||
+      if (Covered(l.a, l.b) || bad_index_.count(Key(l.a, l.b)) || LossSpreadOverAnEnd(l.a, l.b) ||
           (part && (!clean_elsewhere(l.a, l) || !clean_elsewhere(l.b, l)))) {
         continue;
       }
@@ -886,6 +886,21 @@ class Localiser {
     return true;
   }
 
+  // A link bad only for its loss whose every bad direction's last 10 s rule
+  // that loss out: clearing, its window still holding the fault's segments
+  // (an uplink's or a node's loss after the repair clears link by link, one
+  // last). Shown lossy, named by nobody; the link again if it loses anew.
+  bool Clearing(const BadLink& l) const {
+    for (int64_t k : {l.ab, l.ba}) {
+      if (k < 0) continue;
+      const LinkObservation& o = in_.observations[static_cast<size_t>(k)];
+      if (!o.loss_only || !o.latest_loss || !LossRuledOut(*o.latest_loss, in_.loss_ratio)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   // Loses at half the threshold or more over its window (a loss clearing)
   // or over its recent part (a loss starting: a lossy link's transfers
   // crawl, so the window is mostly the clean segments from before).
@@ -918,7 +933,7 @@ class Localiser {
   void AddLeftoverLinks(std::vector<Suspect>& out) {
     std::vector<Suspect> links;
     for (BadLink& l : bad_) {
-      if (l.explained || Settling(l) || LossSpreadOverAnEnd(l.a, l.b) ||
+      if (l.explained || Settling(l) || Clearing(l) || LossSpreadOverAnEnd(l.a, l.b) ||
           in_.nodes[l.a].starved_now || in_.nodes[l.b].starved_now) {
         continue;
       }

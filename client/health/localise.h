@@ -120,6 +120,10 @@ struct LinkObservation {
   // Bad because `to`'s transport process is gone or was restarted after the
   // pair came up (its daemon says so): `to`'s fault, not the link's.
   bool peer_restarted = false;
+  // Bad for its loss ratio alone (nothing else that blames: not down, slow
+  // or below link speed): what a loss clearing leaves (Clearing in
+  // localise.cc).
+  bool loss_only = false;
   // How long `from` has seen `to` down or cut (nothing gets through), when
   // that is why the direction is bad. A link is named on such evidence once
   // it is kLoneLinkSettle old: at the start of a node's fault its first

@@ -1179,6 +1179,31 @@ TEST(Cluster, LossSpreadOverANodesLinksIsNoLinkOfIt) {
   EXPECT_EQ(link.suspects[0].name, "h3 <-> h4");
 }
 
+// rack1's uplink lost 5% until 25 s ago: the other links' windows have
+// cleared, h2 -> h4's still holds 1.1% (its last 30 s the fault's last
+// seconds too), its last 10 s carried 1,500 segments and lost none. The loss
+// is clearing: lossy, degraded, but no link named. Losing in its last 10 s
+// again, the link.
+TEST(Cluster, ALinksLossClearingInItsLastSecondsIsNoLoneLink) {
+  auto nodes = SettledRacks();
+  v1::TcpFigures* t = View(nodes, "h2", "h4")->mutable_tcp();
+  t->set_loss_ratio(0.011);
+  t->set_window_sent_segments(20000);
+  t->set_recent_sent_segments(4400);
+  t->set_recent_lost_segments(60);
+  t->set_latest_sent_segments(1500);
+  t->set_latest_lost_segments(0);
+  t->set_latest_window_seconds(10);
+  ClusterPicture clearing = BuildCluster(nodes);
+  EXPECT_THAT(clearing.suspects, IsEmpty());
+  EXPECT_EQ(clearing.verdict, Health::kDegraded);
+  EXPECT_THAT(clearing.reasons, Contains(HasSubstr("1 link lossy (h2<->h4 1.1%)")));
+  t->set_latest_lost_segments(20);
+  ClusterPicture losing = BuildCluster(std::move(nodes));
+  ASSERT_EQ(losing.suspects.size(), 1u);
+  EXPECT_EQ(losing.suspects[0].name, "h2 <-> h4");
+}
+
 // A NIC losing 2% at the default schedule: no direction has the segments to
 // count on its own, its links together do. Degraded, the node named; once
 // the recent segments rule the loss out, healthy while the window still

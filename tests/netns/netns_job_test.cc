@@ -326,9 +326,11 @@ TEST_F(NetnsJobTest, StoppedRankIsNamedAsSilent) {
   EXPECT_EQ(suspect["process"], "stopped") << r.output;  // h3's daemon sees it in state T
   EXPECT_GE(suspect["silent_seconds"].get<double>(), 5.0) << r.output;
   EXPECT_LE(suspect["silent_seconds"].get<double>(), since_stop + 1.0) << r.output;
-  // Its last report is at most a few calls before the one the others wait in.
+  // Its last report is at most the calls of two flushes before the one the
+  // others wait in: the reporter sends every 0.5 s, one call per 20 ms step
+  // (a batch on its way when the rank stopped is lost with it).
   EXPECT_LE(suspect["seq"].get<int>(), w["seq"].get<int>()) << r.output;
-  EXPECT_GE(suspect["seq"].get<int>(), w["seq"].get<int>() - 12) << r.output;
+  EXPECT_GE(suspect["seq"].get<int>(), w["seq"].get<int>() - 50) << r.output;
   // The network is fine: the daemons' links between the hosts are all up.
   EXPECT_EQ(r.json["links"].size(), 0u) << r.output;
 
