@@ -644,34 +644,16 @@ class Localiser {
         return ga != gb && (TwoGroups() || ga == g || gb == g);
       });
     }
-    // A link is named on its minute (or its jobs'); on a shorter part only
-    // while both its ends' other links are clean there: a node's loss
-    // starting crosses the threshold link by link, one first, while its
-    // other links already lose some.
+    // A link is named on its minute (or its jobs'): on a shorter part a
+    // node's or an uplink's loss starting crosses the threshold link by
+    // link, one first, while its other links still look clean (an uplink's
+    // inside links dilute what its ends' other links lose).
     const bool part = basis_ == Basis::kRecent || basis_ == Basis::kLatest;
-    std::vector<LossCount> ends;  // per node, over its links not yet explained
-    if (part) {
-      ends.assign(n_, LossCount{});
-      for (const PooledLink& l : pooled_) {
-        if (Covered(l.a, l.b)) continue;
-        for (uint32_t x : {l.a, l.b}) {
-          ends[x].lost += Window(l).lost;
-          ends[x].sent += Window(l).sent;
-        }
-      }
-    }
-    auto clean_elsewhere = [&](uint32_t end, const PooledLink& l) {
-      const LossCount others{ends[end].lost - Window(l).lost, ends[end].sent - Window(l).sent};
-      return LossRuledOut(others, in_.loss_ratio * kCleanEndsShareOfThreshold);
-    };
-    for (size_t k = 0; k < pooled_.size(); ++k) {
+    for (size_t k = 0; k < pooled_.size() && !part; ++k) {
       const PooledLink& l = pooled_[k];
       // A link bad on its own is named as such (AddLeftoverLinks); one whose
       // loss spreads over an end is not named alone either.
-      if (Covered(l.a, l.b) || bad_index_.count(Key(l.a, l.b)) || LossSpreadOverAnEnd(l.a, l.b) ||
-          (part && (!clean_elsewhere(l.a, l) || !clean_elsewhere(l.b, l)))) {
-        continue;
-      }
+      if (bad_index_.count(Key(l.a, l.b)) || LossSpreadOverAnEnd(l.a, l.b)) continue;
       consider(SuspectKind::kLink, k, [k](size_t j) { return j == k; });
     }
     if (candidates.empty()) {

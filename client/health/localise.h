@@ -205,11 +205,6 @@ inline constexpr double kBaseLossRatio = 0.001;
 inline constexpr double kPooledEvidence = 30;
 inline constexpr uint64_t kPooledMinSegments = 500;
 inline constexpr uint64_t kPooledMinLost = 5;
-// A link is named on the last 30 s or 10 s of its window (a loss starting,
-// its window still mostly the clean segments from before) only when the
-// other links of both its ends rule out this share of the threshold there:
-// clean, not a node's loss starting on one link first.
-inline constexpr double kCleanEndsShareOfThreshold = 0.1;
 
 // The likelihood-ratio statistic of `c` against a loss rate `base`:
 // 2 [k ln(p/base) + (n-k) ln((1-p)/(1-base))], p = k/n; 0 when p <= base.
